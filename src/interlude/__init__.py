@@ -1,0 +1,86 @@
+"""Interlude: agents that stop for a person and carry on later, anywhere.
+
+The public API is the names below plus the modules ``interlude.hooks``, ``interlude.models``,
+``interlude.errors`` and ``interlude.testing``. Importing this package loads no provider SDK,
+database driver or validation library; those load when first used.
+"""
+
+from . import errors, hooks, models
+from ._agent._agent import Agent, DirectTool, Prompt, ToolCaller
+from ._interrupt import Interrupt, InterruptSource
+from ._messages import (
+    ContentBlock,
+    Image,
+    Json,
+    JsonValue,
+    Message,
+    Reasoning,
+    Role,
+    Text,
+    ToolResult,
+    ToolResultStatus,
+    ToolUse,
+    Usage,
+)
+from ._result import AgentResult, StopReason
+from ._stream import (
+    InterruptRaised,
+    MessageAppended,
+    ModelResponse,
+    ReasoningDelta,
+    RunFinished,
+    StreamEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolUseDelta,
+    ToolUseStart,
+)
+from ._tools._context import ToolContext
+from ._tools._function import FunctionTool, tool
+from ._tools._spec import AgentTool, ToolSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentResult",
+    "AgentTool",
+    "ContentBlock",
+    "DirectTool",
+    "FunctionTool",
+    "Image",
+    "Interrupt",
+    "InterruptRaised",
+    "InterruptSource",
+    "Json",
+    "JsonValue",
+    "Message",
+    "MessageAppended",
+    "ModelResponse",
+    "Prompt",
+    "Reasoning",
+    "ReasoningDelta",
+    "Role",
+    "RunFinished",
+    "StopReason",
+    "StreamEvent",
+    "Text",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolCaller",
+    "ToolContext",
+    "ToolResult",
+    "ToolResultStatus",
+    "ToolSpec",
+    "ToolUse",
+    "ToolUseDelta",
+    "ToolUseStart",
+    "Usage",
+    "__version__",
+    "errors",
+    "hooks",
+    "models",
+    "tool",
+]

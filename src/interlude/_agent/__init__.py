@@ -1,0 +1,1 @@
+"""The agent and its loop."""

@@ -1,0 +1,398 @@
+"""The Agent: a model, tools and hooks, run in a loop that can pause and resume."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._interrupt import Interrupt
+from .._messages import (
+    ContentBlock,
+    Image,
+    JsonValue,
+    Message,
+    Reasoning,
+    Text,
+    ToolResult,
+    ToolUse,
+)
+from .._result import AgentResult
+from .._stream import RunFinished, StreamEvent
+from .._sync import run_sync
+from .._tools._function import FunctionTool
+from .._tools._spec import AgentTool, ToolSpec
+from ..errors import (
+    AgentBusyError,
+    AgentPausedError,
+    ConfigurationError,
+    DirectToolInterruptError,
+    NotPausedError,
+    ResumeInputError,
+    StateMismatchError,
+    UnknownInterruptError,
+    UnknownToolError,
+)
+from ..hooks._registry import HookProvider, HookRegistry
+from ..models import Model
+from ._state import BeforeInvocation, Pause, Progress, Step, ToolBatch, ToolCall, outstanding_batch
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._loop import Emit
+
+# The loop, asyncio and the JSON codec load on first use, keeping `import interlude` light.
+
+__all__ = ["Agent", "Prompt"]
+
+Prompt = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
+"""A new prompt (text or content blocks), or the list form of interrupt answers."""
+
+
+class Agent:
+    """An agent: it calls ``model``, runs the ``tools`` it asks for, and repeats until it answers.
+
+    Hook callbacks and tools may ``interrupt(...)`` at any step; the run then stops with
+    ``stop_reason == "interrupt"`` and :meth:`resume` carries on from exactly there.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        tools: Iterable[AgentTool | Any] = (),
+        hooks: Iterable[HookProvider] = (),
+        system_prompt: str | None = None,
+        tool_executor: Literal["concurrent", "sequential"] = "concurrent",
+        *,
+        messages: Iterable[Message] = (),
+        state: Mapping[str, JsonValue] | None = None,
+        max_cycles: int = 50,
+        max_retries: int = 3,
+    ) -> None:
+        if not callable(getattr(model, "stream", None)):
+            raise ConfigurationError(f"model has no stream() method: {model!r}")
+        if tool_executor not in ("concurrent", "sequential"):
+            raise ConfigurationError(
+                f"tool_executor must be 'concurrent' or 'sequential', got {tool_executor!r}"
+            )
+        for name, value in (("max_cycles", max_cycles), ("max_retries", max_retries)):
+            if not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
+        self.model = model
+        self.system_prompt = system_prompt
+        self.tool_executor = tool_executor
+        self.max_cycles = max_cycles
+        self.max_retries = max_retries
+        self._tools: dict[str, AgentTool] = {}
+        for item in tools:
+            t = item if isinstance(item, AgentTool) else _as_tool(item)
+            if t.name in self._tools:
+                raise ConfigurationError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+        self._specs: list[ToolSpec] | None = None
+        self.hooks = HookRegistry()
+        for provider in hooks:
+            self.hooks.add_hook(provider)
+        self._messages: list[Message] = list(messages)
+        self.state: dict[str, JsonValue] = dict(state or {})
+        self._pause: Pause | None = None
+        self._lock = threading.Lock()
+        self._running = False
+        self._task: asyncio.Task[AgentResult] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cancel_requested = False
+        self.tool = ToolCaller(self)
+
+    # --- what the agent holds -------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation (the live list)."""
+        return self._messages
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        return dict(self._tools)
+
+    @property
+    def is_paused(self) -> bool:
+        return self._pause is not None
+
+    @property
+    def interrupts(self) -> list[Interrupt]:
+        """The questions a paused agent waits on (empty when not paused)."""
+        return [] if self._pause is None else list(self._pause.interrupts)
+
+    def _tool_specs(self) -> list[ToolSpec]:
+        if self._specs is None:
+            self._specs = [t.spec for t in self._tools.values()]
+        return self._specs
+
+    def _new_batch(self, index: int, tool_uses: list[ToolUse]) -> ToolBatch:
+        return ToolBatch(index, [ToolCall(tu) for tu in tool_uses])
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def __call__(self, prompt: Prompt) -> AgentResult:
+        """Run to the end (or to a pause) from sync code."""
+        return run_sync(self.invoke_async(prompt))
+
+    async def invoke_async(self, prompt: Prompt) -> AgentResult:
+        """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
+        return await self._start(self._plan(prompt), None)
+
+    def resume(self, answers: Mapping[str, JsonValue]) -> AgentResult:
+        """Answer pending interrupts (``{interrupt_id: answer}``) and carry on, from sync code."""
+        return run_sync(self.resume_async(answers))
+
+    async def resume_async(self, answers: Mapping[str, JsonValue]) -> AgentResult:
+        """Answer pending interrupts and carry on from where the run paused."""
+        return await self._start(self._resume_plan(answers), None)
+
+    async def stream_async(self, prompt: Prompt) -> AsyncIterator[StreamEvent]:
+        """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
+        import asyncio
+
+        plan = self._plan(prompt)
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            yield RunFinished(task.result())
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """Stop the current run soon; safe from any thread or task.
+
+        The run returns ``stop_reason == "cancelled"``; tool uses without a result get a
+        "cancelled" error result, so the conversation stays valid. No run: nothing happens.
+        """
+        with self._lock:
+            task, loop = self._task, self._loop
+            if task is None or loop is None or task.done():
+                return
+            self._cancel_requested = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    def discard_pause(self) -> None:
+        """Drop the pause so the agent takes new prompts; pending tool calls become "cancelled"."""
+        if self._running:
+            raise AgentBusyError("cannot discard the pause while a run is going")
+        pause = self._pause
+        if pause is None:
+            raise NotPausedError("the agent is not paused; there is nothing to discard")
+        from ._loop import close_batch
+
+        batch = outstanding_batch(pause.step)
+        if batch is not None and len(self._messages) == batch.message_index + 1:
+            self._messages.append(close_batch(batch, "cancelled: the pause was discarded"))
+        self._pause = None
+
+    # --- state ------------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, JsonValue]:
+        """The whole agent state (conversation, agent state, pause) as versioned JSON data."""
+        if self._running:
+            raise AgentBusyError("cannot export state while a run is going")
+        from ._codec import encode_state
+
+        return encode_state(self._messages, self.state, self._pause, list(self._tools))
+
+    def import_state(self, data: Mapping[str, JsonValue]) -> None:
+        """Replace this agent's state with ``data`` from :meth:`export_state`.
+
+        Raises StateFormatError for an unknown version or malformed data, StateMismatchError if
+        the pause needs a tool this agent lacks; in both cases nothing changes.
+        """
+        if self._running:
+            raise AgentBusyError("cannot import state while a run is going")
+        from ._codec import decode_state
+
+        loaded = decode_state(data)
+        if loaded.pause is not None:
+            self._check_fits(loaded.pause.step, loaded.tools)
+        self._messages[:] = loaded.messages
+        self.state = loaded.state
+        self._pause = loaded.pause
+
+    def _check_fits(self, step: Step, had_tools: list[str]) -> None:
+        batch = outstanding_batch(step)
+        if batch is None:
+            return
+        for call in batch.calls:
+            if call.phase == "done":
+                continue
+            needed = call.tool_name if call.phase in ("body", "after") else call.tool_use.name
+            if needed is not None and needed in had_tools and needed not in self._tools:
+                raise StateMismatchError(
+                    f"the paused run needs tool {needed!r} (tool use {call.tool_use.id!r}), "
+                    f"which this agent does not have (tools: {', '.join(self._tools) or 'none'})"
+                )
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _plan(self, prompt: Prompt) -> tuple[Step, Progress, bool]:
+        if _is_answer_list(prompt):
+            return self._resume_plan(_answers_from_list(prompt))  # type: ignore[arg-type]
+        if self._pause is not None:
+            raise AgentPausedError(
+                f"the agent is paused with {len(self._pause.interrupts)} pending interrupt(s) "
+                f"({', '.join(repr(i.name) for i in self._pause.interrupts)}); answer them with "
+                "resume({interrupt_id: answer}) or call discard_pause() first"
+            )
+        return BeforeInvocation(_prompt_message(prompt)), Progress(), False
+
+    def _resume_plan(self, answers: Mapping[str, JsonValue]) -> tuple[Step, Progress, bool]:
+        pause = self._pause
+        if pause is None:
+            raise NotPausedError("the agent is not paused; there is nothing to resume")
+        if not isinstance(answers, Mapping):
+            raise ResumeInputError(
+                f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
+            )
+        if not answers:
+            raise ResumeInputError("resume() got no answers; answer at least one interrupt")
+        import json
+
+        pending = {i.id for i in pause.interrupts}
+        for key, value in answers.items():
+            if not isinstance(key, str):
+                raise ResumeInputError(f"interrupt ids are strings, got {key!r}")
+            if key not in pending:
+                raise UnknownInterruptError(
+                    f"no pending interrupt has id {key!r}; pending: {', '.join(sorted(pending))}"
+                )
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                raise ResumeInputError(
+                    f"the answer to {key!r} is not JSON-compatible: {exc}"
+                ) from None
+        p = pause.progress
+        progress = Progress(p.cycles, p.model_retries, p.usage, {**p.answers, **answers})
+        return pause.step, progress, True
+
+    async def _start(self, plan: tuple[Step, Progress, bool], emit: Emit | None) -> AgentResult:
+        import asyncio
+
+        from ._loop import Run
+
+        step, progress, replay = plan
+        with self._lock:
+            if self._running:
+                raise AgentBusyError("the agent is already running; one run at a time")
+            if replay and (self._pause is None or self._pause.step is not step):
+                raise NotPausedError("the pause changed before the resume started")
+            self._running = True
+            self._cancel_requested = False
+            self._pause = None
+            run = Run(self, progress, emit)
+            task = asyncio.ensure_future(run.drive(step, replay))
+            self._task, self._loop = task, asyncio.get_running_loop()
+        try:
+            return await task
+        finally:
+            with self._lock:
+                self._running = False
+                self._task = self._loop = None
+                self._cancel_requested = False
+
+
+class ToolCaller:
+    """``agent.tool.<name>(**kwargs)``: run a tool directly, hooks included.
+
+    The call is not recorded in the conversation. It returns the :class:`ToolResult`; an
+    interrupt raises DirectToolInterruptError and changes nothing.
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    def __getattr__(self, name: str) -> DirectTool:
+        tools = self._agent._tools
+        tool = tools.get(name) or tools.get(name.replace("_", "-"))
+        if tool is None:
+            raise UnknownToolError(
+                f"the agent has no tool {name!r} (tools: {', '.join(tools) or 'none'})"
+            )
+        return DirectTool(self._agent, tool)
+
+    def __dir__(self) -> list[str]:
+        return list(self._agent._tools)
+
+
+class DirectTool:
+    """One tool of an agent, callable from code."""
+
+    def __init__(self, agent: Agent, tool: AgentTool) -> None:
+        self._agent, self._tool = agent, tool
+
+    def __call__(self, **kwargs: JsonValue) -> ToolResult:
+        return run_sync(self.call_async(**kwargs))
+
+    async def call_async(self, **kwargs: JsonValue) -> ToolResult:
+        import os
+
+        from ._batch import run_call
+        from ._loop import Run
+
+        tool_use = ToolUse(f"direct_{os.urandom(6).hex()}", self._tool.name, dict(kwargs))
+        call = ToolCall(tool_use)
+        run = Run(self._agent, Progress(), None)
+        interrupts = await run_call(run, call, False)
+        if interrupts:
+            names = ", ".join(repr(i.name) for i in interrupts)
+            raise DirectToolInterruptError(
+                f"direct call of tool {self._tool.name!r} was interrupted ({names}); direct calls "
+                "cannot pause. Run the tool through the agent to ask for approval.",
+                interrupts,
+            )
+        assert call.result is not None
+        return call.result
+
+
+_BLOCKS = (Text, Image, Reasoning, ToolUse, ToolResult)
+
+
+def _as_tool(obj: Any) -> AgentTool:
+    if callable(obj) and hasattr(obj, "__name__"):
+        return FunctionTool(obj)
+    raise ConfigurationError(f"not a tool: {obj!r} (decorate a function with @tool)")
+
+
+def _is_answer_list(prompt: object) -> bool:
+    return (
+        isinstance(prompt, list)
+        and bool(prompt)
+        and all(isinstance(p, Mapping) and "interruptResponse" in p for p in prompt)
+    )
+
+
+def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
+    answers: dict[str, JsonValue] = {}
+    for i, item in enumerate(items):
+        body = item["interruptResponse"]
+        if not isinstance(body, Mapping) or "interruptId" not in body or "response" not in body:
+            raise ResumeInputError(
+                f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., 'response': ...}}}}"
+                f", got {item!r}"
+            )
+        answers[body["interruptId"]] = body["response"]
+    return answers
+
+
+def _prompt_message(prompt: Prompt) -> Message:
+    if isinstance(prompt, str):
+        return Message("user", [Text(prompt)])
+    if isinstance(prompt, Sequence) and prompt and all(isinstance(b, _BLOCKS) for b in prompt):
+        return Message("user", list(prompt))  # type: ignore[arg-type]
+    raise ResumeInputError(
+        f"a prompt is a string or a list of content blocks, got {type(prompt).__name__}: "
+        f"{prompt!r:.80}"
+    )

@@ -1,0 +1,285 @@
+"""The versioned JSON form of an agent's state: conversation, agent state and pause.
+
+Readers check the format and version first and name any malformed part by its path;
+nothing is half-loaded because parsing builds new objects and only returns when all is read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._exceptions import exception_from_dict, exception_to_dict
+from .._interrupt import Interrupt
+from .._messages import (
+    JsonValue,
+    Message,
+    Usage,
+    _int,
+    _obj,
+    _opt_str,
+    block_to_dict,
+    message_from_dict,
+    messages_from_dicts,
+    tool_result_from_dict,
+    tool_use_from_dict,
+    tool_use_to_dict,
+)
+from .._result import AgentResult
+from .._stream import ModelResponse
+from ..errors import StateFormatError
+from ._state import (
+    AfterInvocation,
+    AfterModelCall,
+    BeforeInvocation,
+    BeforeModelCall,
+    MessageAdded,
+    Pause,
+    Progress,
+    Step,
+    ToolBatch,
+    ToolCall,
+)
+
+__all__ = ["FORMAT", "VERSION", "AgentState", "decode_state", "encode_state"]
+
+FORMAT = "interlude.agent-state"
+VERSION = 1
+_PHASES = ("pending", "before", "body", "after", "done")
+_MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
+_RESULT_STOPS = ("end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    messages: list[Message]
+    state: dict[str, JsonValue]
+    pause: Pause | None
+    tools: list[str]
+    """The tool names of the agent that saved the state."""
+
+
+def encode_state(
+    messages: list[Message],
+    state: Mapping[str, JsonValue],
+    pause: Pause | None,
+    tools: list[str],
+) -> dict[str, JsonValue]:
+    try:
+        agent_state = json.loads(json.dumps(dict(state)))
+    except (TypeError, ValueError) as exc:
+        raise StateFormatError(f"agent.state is not JSON-compatible: {exc}") from None
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "messages": [m.to_dict() for m in messages],
+        "state": agent_state,
+        "pause": None if pause is None else encode_pause(pause),
+        "tools": tools,
+    }
+
+
+def decode_state(data: Any) -> AgentState:
+    d = _obj(data, "state")
+    if d.get("format") != FORMAT:
+        raise StateFormatError(f"not an Interlude agent state (format {d.get('format')!r})")
+    version = d.get("version")
+    if version != VERSION:
+        raise StateFormatError(
+            f"agent state format version {version!r} is not supported (this Interlude reads "
+            f"version {VERSION})"
+        )
+    agent_state = d.get("state", {})
+    if not isinstance(agent_state, dict):
+        raise StateFormatError(f"state.state: expected an object, got {agent_state!r}")
+    pause = d.get("pause")
+    tools = d.get("tools", [])
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise StateFormatError(f"state.tools: expected a list of tool names, got {tools!r}")
+    return AgentState(
+        messages_from_dicts(d.get("messages"), "messages"),
+        dict(agent_state),
+        None if pause is None else decode_pause(pause, "pause"),
+        list(tools),
+    )
+
+
+# --- pause ------------------------------------------------------------------------------------
+
+
+def encode_pause(pause: Pause) -> dict[str, JsonValue]:
+    p = pause.progress
+    return {
+        "step": _encode_step(pause.step),
+        "interrupts": [i.to_dict() for i in pause.interrupts],
+        "progress": {
+            "cycles": p.cycles,
+            "model_retries": p.model_retries,
+            "usage": p.usage.to_dict(),
+            "answers": p.answers,
+        },
+    }
+
+
+def decode_pause(data: Any, where: str) -> Pause:
+    d = _obj(data, where)
+    raw_interrupts = d.get("interrupts")
+    if not isinstance(raw_interrupts, list):
+        raise StateFormatError(f"{where}.interrupts: expected a list, got {raw_interrupts!r}")
+    interrupts = [
+        Interrupt.from_dict(x, f"{where}.interrupts[{i}]") for i, x in enumerate(raw_interrupts)
+    ]
+    pw = f"{where}.progress"
+    p = _obj(d.get("progress"), pw)
+    answers = p.get("answers")
+    if not isinstance(answers, dict):
+        raise StateFormatError(f"{pw}.answers: expected an object, got {answers!r}")
+    progress = Progress(
+        cycles=_int(p, "cycles", pw),
+        model_retries=_int(p, "model_retries", pw),
+        usage=Usage.from_dict(p.get("usage"), f"{pw}.usage"),
+        answers=dict(answers),
+    )
+    return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
+
+
+# --- steps ------------------------------------------------------------------------------------
+
+
+def _encode_step(step: Step) -> dict[str, JsonValue]:
+    match step:
+        case BeforeInvocation(prompt):
+            return {"kind": "before_invocation", "prompt": prompt.to_dict()}
+        case MessageAdded(index, then):
+            return {"kind": "message_added", "index": index, "then": _encode_step(then)}
+        case BeforeModelCall():
+            return {"kind": "before_model_call"}
+        case AfterModelCall(response, exception):
+            return {
+                "kind": "after_model_call",
+                "response": None if response is None else _encode_response(response),
+                "exception": None if exception is None else exception_to_dict(exception),
+            }
+        case ToolBatch(message_index, calls):
+            return {
+                "kind": "tool_batch",
+                "message_index": message_index,
+                "calls": [_encode_call(c) for c in calls],
+            }
+        case AfterInvocation(result):
+            return {
+                "kind": "after_invocation",
+                "stop_reason": result.stop_reason,
+                "message": None if result.message is None else result.message.to_dict(),
+                "usage": result.usage.to_dict(),
+            }
+    raise TypeError(f"not a step: {step!r}")
+
+
+def _decode_step(data: Any, where: str) -> Step:
+    d = _obj(data, where)
+    kind = d.get("kind")
+    if kind == "before_invocation":
+        return BeforeInvocation(message_from_dict(d.get("prompt"), f"{where}.prompt"))
+    if kind == "message_added":
+        return MessageAdded(_int(d, "index", where), _decode_step(d.get("then"), f"{where}.then"))
+    if kind == "before_model_call":
+        return BeforeModelCall()
+    if kind == "after_model_call":
+        response = d.get("response")
+        exception = d.get("exception")
+        return AfterModelCall(
+            None if response is None else _decode_response(response, f"{where}.response"),
+            None if exception is None else exception_from_dict(exception, f"{where}.exception"),
+        )
+    if kind == "tool_batch":
+        calls = d.get("calls")
+        if not isinstance(calls, list) or not calls:
+            raise StateFormatError(f"{where}.calls: expected a non-empty list, got {calls!r}")
+        return ToolBatch(
+            _int(d, "message_index", where),
+            [_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)],
+        )
+    if kind == "after_invocation":
+        stop = d.get("stop_reason")
+        if stop not in _RESULT_STOPS:
+            raise StateFormatError(f"{where}.stop_reason: unknown stop reason {stop!r}")
+        message = d.get("message")
+        return AfterInvocation(
+            AgentResult(
+                stop_reason=stop,
+                message=None if message is None else message_from_dict(message, f"{where}.message"),
+                usage=Usage.from_dict(d.get("usage"), f"{where}.usage"),
+            )
+        )
+    raise StateFormatError(f"{where}.kind: unknown step {kind!r}")
+
+
+def _encode_response(r: ModelResponse) -> dict[str, JsonValue]:
+    return {
+        "message": r.message.to_dict(),
+        "stop_reason": r.stop_reason,
+        "usage": r.usage.to_dict(),
+    }
+
+
+def _decode_response(data: Any, where: str) -> ModelResponse:
+    d = _obj(data, where)
+    stop = d.get("stop_reason")
+    if stop not in _MODEL_STOPS:
+        raise StateFormatError(f"{where}.stop_reason: unknown stop reason {stop!r}")
+    return ModelResponse(
+        message_from_dict(d.get("message"), f"{where}.message"),
+        stop,
+        Usage.from_dict(d.get("usage"), f"{where}.usage"),
+    )
+
+
+def _encode_call(c: ToolCall) -> dict[str, JsonValue]:
+    out: dict[str, JsonValue] = {"tool_use": tool_use_to_dict(c.tool_use), "phase": c.phase}
+    if c.retries:
+        out["retries"] = c.retries
+    if c.active_use is not None and c.active_use != c.tool_use:
+        out["active_use"] = tool_use_to_dict(c.active_use)
+    if c.phase in ("body", "after"):
+        out["tool_name"] = c.tool_name
+    if c.result is not None:
+        out["result"] = block_to_dict(c.result)
+    if c.exception is not None:
+        out["exception"] = exception_to_dict(c.exception)
+    if c.cancel_message is not None:
+        out["cancel_message"] = c.cancel_message
+    return out
+
+
+def _decode_call(data: Any, where: str) -> ToolCall:
+    d = _obj(data, where)
+    phase = d.get("phase")
+    if phase not in _PHASES:
+        raise StateFormatError(f"{where}.phase: unknown phase {phase!r}")
+    tool_use = tool_use_from_dict(d.get("tool_use"), f"{where}.tool_use")
+    active = d.get("active_use")
+    result = d.get("result")
+    exception = d.get("exception")
+    retries = d.get("retries", 0)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise StateFormatError(f"{where}.retries: expected a count, got {retries!r}")
+    call = ToolCall(
+        tool_use=tool_use,
+        phase=phase,
+        retries=retries,
+        active_use=(None if active is None else tool_use_from_dict(active, f"{where}.active_use")),
+        tool_name=_opt_str(d, "tool_name", where),
+        result=None if result is None else tool_result_from_dict(result, f"{where}.result"),
+        exception=(
+            None if exception is None else exception_from_dict(exception, f"{where}.exception")
+        ),
+        cancel_message=_opt_str(d, "cancel_message", where),
+    )
+    if phase in ("body", "after") and call.active_use is None:
+        call.active_use = tool_use
+    if phase in ("after", "done") and call.result is None:
+        raise StateFormatError(f"{where}.result: a call in phase {phase!r} needs its result")
+    return call

@@ -1,0 +1,353 @@
+"""The loop: a state machine over steps, pausable at every step boundary.
+
+``Run.drive`` takes the step to start from and works step by step. Each handler returns the
+next step, a final ``AgentResult``, or a ``_Paused`` (the step to carry on from and its
+questions). Hooks with no callbacks cost nothing: their events are not even built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .._interrupt import Interrupt
+from .._messages import Message, Reasoning, Text, ToolResult, ToolUse
+from .._result import AgentResult, StopReason
+from .._stream import (
+    InterruptRaised,
+    MessageAppended,
+    ModelResponse,
+    ModelStop,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolUseDelta,
+    ToolUseStart,
+)
+from ..errors import CycleLimitError, ModelError, RetryLimitError
+from ..hooks._events import (
+    AfterInvocationEvent,
+    AfterModelCallEvent,
+    BeforeInvocationEvent,
+    BeforeModelCallEvent,
+    MessageAddedEvent,
+)
+from ._batch import run_batch
+from ._state import (
+    AfterInvocation,
+    AfterModelCall,
+    BeforeInvocation,
+    BeforeModelCall,
+    MessageAdded,
+    Pause,
+    Progress,
+    Step,
+    ToolBatch,
+    outstanding_batch,
+)
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["Emit", "Run", "close_batch"]
+
+Emit = Callable[[StreamEvent], None]
+
+
+class _Paused:
+    __slots__ = ("interrupts", "step")
+
+    def __init__(self, step: Step, interrupts: list[Interrupt]) -> None:
+        self.step = step
+        self.interrupts = interrupts
+
+
+_Outcome = Step | AgentResult | _Paused
+
+
+class Run:
+    """One run of an agent: from a prompt or a resume to a result or a pause."""
+
+    __slots__ = ("agent", "emit", "messages", "progress", "step")
+
+    def __init__(self, agent: Agent, progress: Progress, emit: Emit | None) -> None:
+        self.agent = agent
+        self.progress = progress
+        self.emit = emit
+        self.messages = agent._messages
+        self.step: Step | None = None
+
+    async def drive(self, step: Step, replay: bool) -> AgentResult:
+        """Work from ``step`` until the invocation ends or pauses."""
+        handlers = {
+            BeforeInvocation: self._before_invocation,
+            MessageAdded: self._message_added,
+            BeforeModelCall: self._before_model_call,
+            AfterModelCall: self._after_model_call,
+            ToolBatch: self._tool_batch,
+            AfterInvocation: self._after_invocation,
+        }
+        outcome: _Outcome = step
+        try:
+            while True:
+                self.step = step
+                outcome = await handlers[type(step)](step, replay)  # type: ignore[operator]
+                if isinstance(outcome, AgentResult):
+                    return outcome
+                if isinstance(outcome, _Paused):
+                    return self._pause(outcome)
+                step, replay = outcome, False
+        except asyncio.CancelledError:
+            self._abandon("cancelled")
+            if not self.agent._cancel_requested:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return AgentResult(stop_reason="cancelled", message=None, usage=self.progress.usage)
+        except BaseException as exc:
+            self._abandon(f"not run: the run failed with {type(exc).__name__}")
+            raise
+
+    # --- steps ------------------------------------------------------------------------------
+
+    async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
+        hooks = self.agent.hooks
+        if hooks.has_callbacks(BeforeInvocationEvent):
+            event = BeforeInvocationEvent(
+                self.agent,
+                step.prompt,
+                scope=f"m{len(self.messages)}",
+                is_replay=replay,
+                answers=self.progress.answers,
+            )
+            interrupts = await hooks.invoke(event)
+            if interrupts:
+                return _Paused(step, interrupts)
+        index = self._append(step.prompt)
+        return MessageAdded(index, BeforeModelCall())
+
+    async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
+        hooks = self.agent.hooks
+        if hooks.has_callbacks(MessageAddedEvent):
+            event = MessageAddedEvent(
+                self.agent,
+                self.messages[step.index],
+                scope=f"m{step.index}",
+                is_replay=replay,
+                answers=self.progress.answers,
+            )
+            interrupts = await hooks.invoke(event)
+            if interrupts:
+                return _Paused(step, interrupts)
+        return step.then
+
+    async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
+        agent = self.agent
+        if self.progress.cycles >= agent.max_cycles:
+            raise CycleLimitError(
+                f"the invocation reached max_cycles={agent.max_cycles} model calls without "
+                "a final reply"
+            )
+        hooks = agent.hooks
+        if hooks.has_callbacks(BeforeModelCallEvent):
+            event = BeforeModelCallEvent(
+                agent,
+                scope=f"m{len(self.messages)}",
+                is_replay=replay,
+                answers=self.progress.answers,
+            )
+            interrupts = await hooks.invoke(event)
+            if interrupts:
+                return _Paused(step, interrupts)
+        try:
+            response = await self._call_model()
+        except Exception as exc:
+            return AfterModelCall(None, exc)
+        return AfterModelCall(response, None)
+
+    async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
+        agent, progress = self.agent, self.progress
+        hooks = agent.hooks
+        if hooks.has_callbacks(AfterModelCallEvent):
+            event = AfterModelCallEvent(
+                agent,
+                step.response,
+                step.exception,
+                scope=f"m{len(self.messages)}",
+                is_replay=replay,
+                answers=progress.answers,
+            )
+            interrupts = await hooks.invoke(event)
+            if interrupts:
+                return _Paused(step, interrupts)
+            if event.retry:
+                progress.model_retries += 1
+                if progress.model_retries > agent.max_retries:
+                    raise RetryLimitError(
+                        f"the model call was retried {progress.model_retries - 1} times; "
+                        f"the limit is max_retries={agent.max_retries}"
+                    ) from step.exception
+                return BeforeModelCall()
+        if step.exception is not None:
+            raise step.exception
+        response = step.response
+        assert response is not None
+        progress.model_retries = 0
+        progress.cycles += 1
+        progress.usage = progress.usage + response.usage
+        message = response.message
+        tool_uses = message.tool_uses
+        if tool_uses and response.stop_reason == "max_tokens":
+            # A tool call cut off by the token limit is incomplete: drop it, keep the text.
+            message = Message(
+                "assistant", [b for b in message.content if not isinstance(b, ToolUse)]
+            )
+            tool_uses = []
+        index = self._append(message)
+        then: Step
+        if tool_uses:
+            then = agent._new_batch(index, tool_uses)
+        else:
+            stop: StopReason = (
+                "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
+            )
+            then = AfterInvocation(
+                AgentResult(stop_reason=stop, message=message, usage=progress.usage)
+            )
+        return MessageAdded(index, then)
+
+    async def _tool_batch(self, step: ToolBatch, replay: bool) -> _Outcome:
+        interrupts = await run_batch(self, step, replay)
+        if interrupts:
+            return _Paused(step, interrupts)
+        index = self._append(close_batch(step, ""))
+        return MessageAdded(index, BeforeModelCall())
+
+    async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
+        hooks = self.agent.hooks
+        if not hooks.has_callbacks(AfterInvocationEvent):
+            return step.result
+        event = AfterInvocationEvent(
+            self.agent,
+            step.result,
+            scope=f"m{len(self.messages) - 1}",
+            is_replay=replay,
+            answers=self.progress.answers,
+        )
+        interrupts = await hooks.invoke(event)
+        if interrupts:
+            return _Paused(step, interrupts)
+        return event.result
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _append(self, message: Message) -> int:
+        self.messages.append(message)
+        if self.emit is not None:
+            self.emit(MessageAppended(message))
+        return len(self.messages) - 1
+
+    def _pause(self, paused: _Paused) -> AgentResult:
+        self.agent._pause = Pause(paused.step, paused.interrupts, self.progress)
+        if self.emit is not None:
+            for interrupt in paused.interrupts:
+                self.emit(InterruptRaised(interrupt))
+        return AgentResult(
+            stop_reason="interrupt", interrupts=list(paused.interrupts), usage=self.progress.usage
+        )
+
+    def _abandon(self, reason: str) -> None:
+        """End the invocation early, leaving a valid conversation (every tool use answered)."""
+        self.agent._pause = None
+        batch = None if self.step is None else outstanding_batch(self.step)
+        if batch is not None and len(self.messages) == batch.message_index + 1:
+            self._append(close_batch(batch, reason))
+
+    async def _call_model(self) -> ModelResponse:
+        agent = self.agent
+        emit = self.emit
+        blocks: list[Text | Reasoning | ToolUse] = []
+        text: list[str] = []
+        reasoning: list[str] = []
+        signature: str | None = None
+        tools: dict[str, tuple[str, dict[str, object] | None, list[str]]] = {}
+        order: list[str] = []
+        stop: ModelStop | None = None
+
+        def flush() -> None:
+            nonlocal signature
+            if text:
+                blocks.append(Text("".join(text)))
+                text.clear()
+            if reasoning or signature is not None:
+                blocks.append(Reasoning("".join(reasoning), signature))
+                reasoning.clear()
+                signature = None
+
+        async for event in agent.model.stream(
+            self.messages, agent._tool_specs(), agent.system_prompt
+        ):
+            if emit is not None and not isinstance(event, ModelStop):
+                emit(event)
+            if isinstance(event, TextDelta):
+                if reasoning:
+                    flush()
+                text.append(event.text)
+            elif isinstance(event, ToolUseStart):
+                flush()
+                tools[event.tool_use_id] = (event.name, event.input, [])
+                order.append(event.tool_use_id)
+                blocks.append(ToolUse(event.tool_use_id, event.name, {}))  # placeholder
+            elif isinstance(event, ToolUseDelta):
+                if event.tool_use_id not in tools:
+                    raise ModelError(f"tool input for unknown tool use {event.tool_use_id!r}")
+                tools[event.tool_use_id][2].append(event.input_json)
+            elif isinstance(event, ReasoningDelta):
+                if text:
+                    flush()
+                reasoning.append(event.text)
+                if event.signature is not None:
+                    signature = event.signature
+            elif isinstance(event, ModelStop):
+                stop = event
+        if stop is None:
+            raise ModelError(
+                f"the model stream of {type(agent.model).__name__} ended without a stop event"
+            )
+        flush()
+        if order:
+            built = {tid: _tool_use(tid, *tools[tid]) for tid in order}
+            blocks = [built[b.id] if isinstance(b, ToolUse) else b for b in blocks]
+        return ModelResponse(Message("assistant", list(blocks)), stop.stop_reason, stop.usage)
+
+
+def _tool_use(
+    tool_use_id: str, name: str, whole: dict[str, object] | None, parts: list[str]
+) -> ToolUse:
+    if whole is not None:
+        return ToolUse(tool_use_id, name, dict(whole))
+    raw = "".join(parts).strip()
+    if not raw:
+        return ToolUse(tool_use_id, name, {})
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        # Unparseable arguments: keep them so the tool's validation names the problem.
+        return ToolUse(tool_use_id, name, {"__invalid_json__": raw})
+    return ToolUse(tool_use_id, name, value)
+
+
+def close_batch(batch: ToolBatch, reason: str) -> Message:
+    """The tool-result message for a batch, in tool-use order; unfinished calls get ``reason``."""
+    results: list[ToolResult] = []
+    for call in batch.calls:
+        if call.phase == "done" and call.result is not None:
+            results.append(call.result)
+        else:
+            results.append(ToolResult(call.tool_use.id, "error", [Text(reason)]))
+    return Message("user", list(results))

@@ -1,0 +1,140 @@
+"""The loop's state: where a run stands (a ``Step``), and a pause made of one.
+
+A run is a state machine over the steps below. The step being worked on, plus the
+invocation's ``Progress``, is everything needed to carry on: when a run pauses, the pause is
+exactly that step (with the data it had gathered) and the questions it is waiting on.
+Only the loop creates and changes these objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from .._interrupt import Interrupt
+from .._messages import JsonValue, Message, ToolResult, ToolUse, Usage
+from .._result import AgentResult
+from .._stream import ModelResponse
+
+if TYPE_CHECKING:
+    from .._tools._spec import AgentTool
+
+__all__ = [
+    "AfterInvocation",
+    "AfterModelCall",
+    "BeforeInvocation",
+    "BeforeModelCall",
+    "CallPhase",
+    "MessageAdded",
+    "Pause",
+    "Progress",
+    "Step",
+    "ToolBatch",
+    "ToolCall",
+    "outstanding_batch",
+]
+
+
+@dataclass(slots=True)
+class BeforeInvocation:
+    """A prompt starts an invocation; it is appended once the before-invocation hooks pass."""
+
+    prompt: Message
+
+
+@dataclass(slots=True)
+class MessageAdded:
+    """Message ``index`` was appended; its hooks run, then the run goes on with ``then``."""
+
+    index: int
+    then: Step
+
+
+@dataclass(slots=True)
+class BeforeModelCall:
+    """The model is about to be called."""
+
+
+@dataclass(slots=True)
+class AfterModelCall:
+    """The model answered or failed; the after-model hooks decide what follows."""
+
+    response: ModelResponse | None
+    exception: BaseException | None
+
+
+CallPhase = Literal["pending", "before", "body", "after", "done"]
+
+
+@dataclass(slots=True, eq=False)
+class ToolCall:
+    """One tool use of a batch and how far it got.
+
+    ``phase`` names where it stands: not started, paused in the before-hooks, paused inside
+    the tool's body, paused in the after-hooks (with the kept result, exception and cancel
+    message), or done (``result`` is final).
+    """
+
+    tool_use: ToolUse
+    phase: CallPhase = "pending"
+    retries: int = 0
+    active_use: ToolUse | None = None
+    """The tool use as the before-hooks left it (phases body and after)."""
+    tool_name: str | None = None
+    """The tool the before-hooks selected (phases body and after); None if there was none."""
+    result: ToolResult | None = None
+    exception: BaseException | None = None
+    cancel_message: str | None = None
+    tool: AgentTool | None = field(default=None, repr=False)
+    """The selected tool object, when this process selected it (not persisted)."""
+
+
+@dataclass(slots=True)
+class ToolBatch:
+    """The tool uses of the assistant message at ``message_index``."""
+
+    message_index: int
+    calls: list[ToolCall]
+
+
+@dataclass(slots=True)
+class AfterInvocation:
+    """The invocation produced ``result``; the after-invocation hooks may replace it."""
+
+    result: AgentResult
+
+
+Step: TypeAlias = (
+    BeforeInvocation | MessageAdded | BeforeModelCall | AfterModelCall | ToolBatch | AfterInvocation
+)
+
+
+@dataclass(slots=True)
+class Progress:
+    """What an invocation has accumulated; it lives from the prompt to the final reply."""
+
+    cycles: int = 0
+    """Model responses accepted so far (bounded by ``max_cycles``)."""
+    model_retries: int = 0
+    """Retries of the current model call (bounded by ``max_retries``)."""
+    usage: Usage = field(default_factory=Usage)
+    answers: dict[str, JsonValue] = field(default_factory=dict)
+    """Answers to interrupts given so far in this invocation, by interrupt id."""
+
+
+@dataclass(slots=True)
+class Pause:
+    """A paused run: the step to carry on from and the questions it waits on."""
+
+    step: Step
+    interrupts: list[Interrupt]
+    progress: Progress
+
+
+def outstanding_batch(step: Step) -> ToolBatch | None:
+    """The tool batch whose results are not yet in the conversation, if any."""
+    if isinstance(step, ToolBatch):
+        return step
+    if isinstance(step, MessageAdded):
+        return outstanding_batch(step.then)
+    return None

@@ -1,0 +1,143 @@
+"""Interrupts: a question for a person, raised at a step boundary, answered on resume."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
+from .errors import InterruptError, InterruptSignal
+
+__all__ = ["Interrupt", "InterruptSource", "Interrupter", "interrupt_id"]
+
+InterruptSource = Literal[
+    "before_invocation",
+    "after_invocation",
+    "message_added",
+    "before_model_call",
+    "after_model_call",
+    "before_tool_call",
+    "tool_call",
+    "after_tool_call",
+]
+
+_NAMESPACE_OID = bytes.fromhex("6ba7b8129dad11d180b400c04fd430c8")  # uuid.NAMESPACE_OID
+
+
+def _uuid5(name: str) -> str:
+    """uuid.uuid5(uuid.NAMESPACE_OID, name) as text, without importing uuid."""
+    import hashlib
+
+    digest = bytearray(hashlib.sha1(_NAMESPACE_OID + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def interrupt_id(source: InterruptSource, scope: str, name: str) -> str:
+    """The deterministic id ``v1:<source>:<scope>:<uuid5(NAMESPACE_OID, name)>``."""
+    return f"v1:{source}:{scope}:{_uuid5(name)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interrupt:
+    """A question raised by a hook callback or a tool, waiting for an answer.
+
+    ``tool_use`` is the tool use as it stood when the question was asked (tool events only):
+    that is what the person is shown and approves.
+    """
+
+    id: str
+    name: str
+    reason: JsonValue = None
+    response: JsonValue = None
+    source: InterruptSource
+    tool_use: ToolUse | None = None
+    raised_at: float = 0.0
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "reason": self.reason,
+            "response": self.response,
+            "source": self.source,
+            "tool_use": None if self.tool_use is None else tool_use_to_dict(self.tool_use),
+            "raised_at": self.raised_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "interrupt") -> Interrupt:
+        from ._messages import _obj, _str
+
+        d = _obj(data, where)
+        source = _str(d, "source", where)
+        raised_at = d.get("raised_at", 0.0)
+        tu = d.get("tool_use")
+        return cls(
+            id=_str(d, "id", where),
+            name=_str(d, "name", where),
+            reason=d.get("reason"),
+            response=d.get("response"),
+            source=source,  # type: ignore[arg-type]
+            tool_use=None if tu is None else tool_use_from_dict(tu, f"{where}.tool_use"),
+            raised_at=float(raised_at) if isinstance(raised_at, int | float) else 0.0,
+        )
+
+
+class Interrupter:
+    """The ``interrupt(...)`` mechanics shared by hook events and the tool context.
+
+    A subclass sets ``_source`` and ``_scope``; the loop sets ``_answers`` (answers given so far
+    in this invocation) before handing the object to user code.
+    """
+
+    __slots__ = ()
+
+    _source: InterruptSource
+    _scope: str
+    _answers: Mapping[str, JsonValue]
+    _names: dict[str, int] | None
+    _callback_index: int
+
+    def _interrupt_tool_use(self) -> ToolUse | None:
+        return None
+
+    def interrupt(
+        self, name: str, reason: JsonValue = None, response: JsonValue = None
+    ) -> JsonValue:
+        """Ask for outside input.
+
+        Returns the answer when one is known (given up front as ``response``, or on resume);
+        otherwise records an :class:`Interrupt` and stops the caller: the run pauses at the end
+        of this step with ``stop_reason == "interrupt"``.
+        """
+        if response is not None:
+            return response
+        if not isinstance(name, str) or not name:
+            raise InterruptError(f"interrupt name must be a non-empty string, got {name!r}")
+        names = self._names
+        if names is None:
+            names = self._names = {}
+        owner = names.setdefault(name, self._callback_index)
+        if owner != self._callback_index:
+            raise InterruptError(
+                f"interrupt name {name!r} is used by two callbacks of one "
+                f"{type(self).__name__}; give each question its own name"
+            )
+        iid = interrupt_id(self._source, self._scope, name)
+        if iid in self._answers:
+            return self._answers[iid]
+        raise InterruptSignal(
+            Interrupt(
+                id=iid,
+                name=name,
+                reason=reason,
+                source=self._source,
+                tool_use=self._interrupt_tool_use(),
+                raised_at=time.time(),
+            )
+        )

@@ -1,0 +1,30 @@
+"""What a run returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._interrupt import Interrupt
+from ._messages import Message, Usage
+
+__all__ = ["AgentResult", "StopReason"]
+
+StopReason = Literal["end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """How a run ended.
+
+    ``interrupts`` lists every question awaiting an answer when ``stop_reason`` is
+    ``"interrupt"``, and is empty otherwise. ``str(result)`` is the reply text.
+    """
+
+    stop_reason: StopReason
+    message: Message | None = None
+    interrupts: list[Interrupt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def __str__(self) -> str:
+        return "" if self.message is None else self.message.text

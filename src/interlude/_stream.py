@@ -1,0 +1,135 @@
+"""Typed events: what a model streams to the loop, and what the agent streams to its caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from ._messages import JsonValue, Message, ToolResult, ToolUse, Usage
+
+if TYPE_CHECKING:
+    from ._agent._result import AgentResult
+    from ._interrupt import Interrupt
+
+__all__ = [
+    "InterruptRaised",
+    "MessageAppended",
+    "ModelEvent",
+    "ModelResponse",
+    "ModelStop",
+    "ModelStopReason",
+    "ReasoningDelta",
+    "RunFinished",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolUseDelta",
+    "ToolUseStart",
+]
+
+ModelStopReason = Literal["end_turn", "tool_use", "max_tokens", "content_filtered"]
+
+# --- model events: a Model yields these --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of reply text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning text (and, at its end, the provider's signature if any)."""
+
+    text: str
+    signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseStart:
+    """The model starts a tool call; ``input`` is given when the provider sends it whole."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseDelta:
+    """A fragment of a tool call's JSON arguments."""
+
+    tool_use_id: str
+    input_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStop:
+    """The model's last event: why it stopped, and the tokens it used."""
+
+    stop_reason: ModelStopReason
+    usage: Usage = field(default_factory=Usage)
+
+
+ModelEvent: TypeAlias = TextDelta | ReasoningDelta | ToolUseStart | ToolUseDelta | ModelStop
+
+# --- agent events: agent.stream_async yields these (and the model's deltas) --------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAppended:
+    """A message was added to the conversation."""
+
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool's body is about to run (after the before-tool hooks let it)."""
+
+    tool_use: ToolUse
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool use has its final result (after the after-tool hooks)."""
+
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptRaised:
+    """The run will pause for this interrupt."""
+
+    interrupt: Interrupt
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The last event of a stream: the run's result."""
+
+    result: AgentResult
+
+
+StreamEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolUseStart
+    | ToolUseDelta
+    | MessageAppended
+    | ToolCallStarted
+    | ToolCallFinished
+    | InterruptRaised
+    | RunFinished
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """One complete model reply: the assistant message, why the model stopped, tokens used."""
+
+    message: Message
+    stop_reason: ModelStopReason
+    usage: Usage = field(default_factory=Usage)

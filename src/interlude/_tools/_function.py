@@ -1,0 +1,206 @@
+"""``@tool``: a tool from a plain function, its spec from the signature and docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any, overload
+
+from .._messages import Image, Json, Text, ToolResult, ToolResultBlock, ToolUse
+from ..errors import ConfigurationError, ToolInputError
+from ._context import ToolContext
+from ._spec import ToolSpec
+
+__all__ = ["FunctionTool", "tool"]
+
+_SECTION = r"^\s*(Args|Arguments|Parameters|Returns|Return|Raises|Yields|Examples?|Notes?)\s*:\s*$"
+_ARG = r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """The summary and the per-argument descriptions of a Google-style docstring."""
+    import inspect
+    import re
+
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    arg_indent = 0
+    for line in lines:
+        header = re.match(_SECTION, line)
+        if header:
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            summary.append(line)
+        elif section in ("Args", "Arguments", "Parameters") and line.strip():
+            indent = len(line) - len(line.lstrip())
+            m = re.match(_ARG, line)
+            if m and (current is None or indent <= arg_indent):
+                current, arg_indent = m.group(1).lstrip("*"), indent
+                args[current] = m.group(2).strip()
+            elif current is not None:
+                args[current] = f"{args[current]} {line.strip()}".strip()
+    return " ".join(" ".join(summary).split()), args
+
+
+class FunctionTool:
+    """A tool made by ``@tool`` from a sync or async function.
+
+    Arguments are validated with pydantic before the call; the spec and the validator are built
+    on first use, so decorating costs nothing at import time. Calling the object calls the
+    function itself.
+    """
+
+    def __init__(
+        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> None:
+        import inspect
+
+        self.fn = fn
+        self._name = name or fn.__name__
+        self._description = description
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._signature = inspect.signature(fn)
+        self._context_param: str | None = None
+        for param in self._signature.parameters.values():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ConfigurationError(
+                    f"tool {self._name!r}: *args/**kwargs cannot be described to a model"
+                )
+            ann = param.annotation
+            if ann is ToolContext or ann == "ToolContext":
+                self._context_param = param.name
+        self.__doc__ = fn.__doc__
+        self.__name__ = self._name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self._name!r})"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @cached_property
+    def _model(self) -> Any:
+        import typing
+
+        from pydantic import ConfigDict, Field, create_model
+
+        _, arg_docs = _parse_docstring(self.fn.__doc__)
+        try:
+            hints = typing.get_type_hints(self.fn)
+        except Exception:  # unresolvable forward references: fall back to Any
+            hints = {}
+        fields: dict[str, Any] = {}
+        for param in self._signature.parameters.values():
+            if param.name == self._context_param:
+                continue
+            ann = hints.get(param.name, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (ann, Field(default, description=arg_docs.get(param.name)))
+        return create_model(  # type: ignore[call-overload]
+            f"{self._name}_input", __config__=ConfigDict(extra="forbid"), **fields
+        )
+
+    @cached_property
+    def spec(self) -> ToolSpec:
+        summary, _ = _parse_docstring(self.fn.__doc__)
+        schema = self._model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return ToolSpec(self._name, self._description or summary or self._name, schema)
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The function's keyword arguments from the model's input; ToolInputError if invalid."""
+        from pydantic import ValidationError
+
+        model = self._model
+        try:
+            parsed = model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolInputError(f"invalid arguments for tool {self._name!r}: {problems}") from None
+        return {k: getattr(parsed, k) for k in model.model_fields}
+
+    async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
+        kwargs = self.validate(tool_use.input)
+        if self._context_param is not None:
+            kwargs[self._context_param] = context
+        if self._is_async:
+            value = await self.fn(**kwargs)
+        else:
+            import asyncio
+
+            value = await asyncio.to_thread(self.fn, **kwargs)
+        return to_tool_result(tool_use.id, value)
+
+
+def to_tool_result(tool_use_id: str, value: Any) -> ToolResult:
+    """A tool's return value as a successful result."""
+    if isinstance(value, ToolResult):
+        if value.tool_use_id == tool_use_id:
+            return value
+        return ToolResult(tool_use_id, value.status, value.content)
+    content: list[ToolResultBlock]
+    if isinstance(value, str):
+        content = [Text(value)]
+    elif value is None:
+        content = []
+    elif isinstance(value, Text | Image | Json):
+        content = [value]
+    elif (
+        isinstance(value, list) and value and all(isinstance(v, Text | Image | Json) for v in value)
+    ):
+        content = list(value)
+    elif hasattr(value, "model_dump") and callable(value.model_dump):
+        content = [Json(value.model_dump(mode="json"))]
+    else:
+        import json
+
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"tool returned a {type(value).__name__}, which is not JSON-compatible ({exc})"
+            ) from None
+        content = [Json(value)]
+    return ToolResult(tool_use_id, "success", content)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a tool from a function: ``@tool`` or ``@tool(name=..., description=...)``.
+
+    The description is the docstring's summary; argument descriptions come from its ``Args:``
+    section; the input schema comes from the type hints. A parameter annotated ``ToolContext``
+    receives the context and is hidden from the model.
+    """
+    if fn is not None:
+        return FunctionTool(fn, name=name, description=description)
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, name=name, description=description)
+
+    return wrap

@@ -1,0 +1,185 @@
+"""Every error Interlude raises, under one base class.
+
+```
+Exception
+└── InterludeError
+    ├── ConfigurationError          an Agent or tool built wrongly
+    ├── HookEventWriteError         (also AttributeError) writing a read-only event field
+    ├── InterruptError              misuse of interrupt(): a name used twice in one event
+    ├── DirectToolInterruptError    agent.tool.x() met an interrupt
+    ├── ToolInputError              a model's tool arguments failed validation
+    ├── UnknownToolError            (also AttributeError) agent.tool.nope
+    ├── AgentBusyError              a second run started while one is going
+    ├── LimitError
+    │   ├── CycleLimitError         too many model/tool cycles in one invocation
+    │   └── RetryLimitError         a tool or model call retried too often
+    ├── ModelError
+    │   └── ScriptError             a ScriptedModel was asked for a turn it does not have
+    ├── ResumeError                 bad resume input; nothing was changed
+    │   ├── NotPausedError
+    │   ├── UnknownInterruptError
+    │   ├── ResumeInputError        the answers are not a map of id to JSON answer
+    │   └── AgentPausedError        a new prompt was sent to a paused agent
+    ├── StateError
+    │   ├── StateFormatError        unknown format version, corrupt or malformed state
+    │   └── StateMismatchError      the state needs something the agent lacks (a tool)
+    └── ReplayedException           an exception from before a pause whose class could not be rebuilt
+
+BaseException
+└── ControlFlowSignal               not errors: never catch these
+    └── InterruptSignal             raised by interrupt() to stop a hook callback or tool
+```
+
+`InterruptSignal` derives from `BaseException` so that a tool or hook written with
+`except Exception:` cannot swallow the stop by accident.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._interrupt import Interrupt
+
+__all__ = [
+    "AgentBusyError",
+    "AgentPausedError",
+    "ConfigurationError",
+    "ControlFlowSignal",
+    "CycleLimitError",
+    "DirectToolInterruptError",
+    "HookEventWriteError",
+    "InterludeError",
+    "InterruptError",
+    "InterruptSignal",
+    "LimitError",
+    "ModelError",
+    "NotPausedError",
+    "ReplayedException",
+    "ResumeError",
+    "ResumeInputError",
+    "RetryLimitError",
+    "ScriptError",
+    "StateError",
+    "StateFormatError",
+    "StateMismatchError",
+    "UnknownInterruptError",
+    "ToolInputError",
+    "UnknownToolError",
+]
+
+
+class InterludeError(Exception):
+    """Base class of every error raised by Interlude."""
+
+
+class ConfigurationError(InterludeError):
+    """An agent, tool or hook was set up in a way that cannot work."""
+
+
+class HookEventWriteError(InterludeError, AttributeError):
+    """A hook callback wrote a field of an event that is not writable."""
+
+
+class InterruptError(InterludeError):
+    """interrupt() was misused, e.g. two callbacks of one event used the same name."""
+
+
+class DirectToolInterruptError(InterludeError):
+    """A direct call (``agent.tool.x()``) met an interrupt; nothing was recorded."""
+
+    def __init__(self, message: str, interrupts: list[Interrupt]) -> None:
+        super().__init__(message)
+        self.interrupts = interrupts
+
+
+class ToolInputError(InterludeError, ValueError):
+    """A model gave a tool arguments that do not fit its signature."""
+
+
+class UnknownToolError(InterludeError, AttributeError):
+    """``agent.tool.<name>`` named a tool the agent does not have."""
+
+
+class AgentBusyError(InterludeError):
+    """A run was started on an agent that is already running one."""
+
+
+class LimitError(InterludeError):
+    """A configured bound was reached."""
+
+
+class CycleLimitError(LimitError):
+    """An invocation made more model calls than ``max_cycles`` allows."""
+
+
+class RetryLimitError(LimitError):
+    """A tool or a model call was retried more often than ``max_retries`` allows."""
+
+
+class ModelError(InterludeError):
+    """A model could not produce a response."""
+
+
+class ScriptError(ModelError):
+    """A scripted test model was asked for a turn it does not have."""
+
+
+class ResumeError(InterludeError):
+    """Bad input to resume; the paused state was not changed."""
+
+
+class NotPausedError(ResumeError):
+    """resume() was called on an agent that is not paused."""
+
+
+class UnknownInterruptError(ResumeError, KeyError):
+    """An answer named an interrupt id that is not pending."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ResumeInputError(ResumeError, TypeError):
+    """The answers were not a map of interrupt id to a JSON-compatible answer."""
+
+
+class AgentPausedError(ResumeError):
+    """A new prompt was sent to a paused agent; resume it or discard the pause first."""
+
+
+class StateError(InterludeError):
+    """Saved agent state could not be read or does not fit this agent."""
+
+
+class StateFormatError(StateError):
+    """Saved state has an unknown format version or is malformed."""
+
+
+class StateMismatchError(StateError):
+    """Saved state needs something (such as a tool) this agent does not have."""
+
+
+class ReplayedException(InterludeError):
+    """Stands in for an exception from before a pause whose class could not be rebuilt.
+
+    It carries the original type's qualified name, message and traceback text.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback_text: str = "") -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+        self.traceback_text = traceback_text
+
+
+class ControlFlowSignal(BaseException):
+    """Base class of signals that steer the loop; they are not errors."""
+
+
+class InterruptSignal(ControlFlowSignal):
+    """Raised by ``interrupt(...)`` to stop the current callback or tool; the run pauses."""
+
+    def __init__(self, interrupt: Interrupt) -> None:
+        super().__init__(interrupt.id)
+        self.interrupt = interrupt
