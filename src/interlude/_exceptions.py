@@ -41,7 +41,8 @@ def exception_from_dict(data: Any, where: str = "exception") -> BaseException:
     d = _obj(data, where)
     type_name = _str(d, "type", where)
     message = _str(d, "message", where)
-    text = d.get("traceback") if isinstance(d.get("traceback"), str) else ""
+    raw_text = d.get("traceback")
+    text = raw_text if isinstance(raw_text, str) else ""
     args = d.get("args")
     rebuilt = _rebuild(type_name, args, message)
     if rebuilt is None:

@@ -121,7 +121,8 @@ class Interrupter:
             raise InterruptError(f"interrupt name must be a non-empty string, got {name!r}")
         names = self._names
         if names is None:
-            names = self._names = {}
+            names = {}
+            self._names = names  # type: ignore[misc]  # slot declared by subclasses
         owner = names.setdefault(name, self._callback_index)
         if owner != self._callback_index:
             raise InterruptError(

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from ._messages import JsonValue, Message, ToolResult, ToolUse, Usage
 
 if TYPE_CHECKING:
-    from ._agent._result import AgentResult
     from ._interrupt import Interrupt
+    from ._result import AgentResult
 
 __all__ = [
     "InterruptRaised",

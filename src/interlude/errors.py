@@ -23,7 +23,7 @@ Exception
     ├── StateError
     │   ├── StateFormatError        unknown format version, corrupt or malformed state
     │   └── StateMismatchError      the state needs something the agent lacks (a tool)
-    └── ReplayedException           an exception from before a pause whose class could not be rebuilt
+    └── ReplayedException           stands in for a pre-pause exception that cannot be rebuilt
 
 BaseException
 └── ControlFlowSignal               not errors: never catch these

@@ -380,8 +380,8 @@ def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
         body = item["interruptResponse"]
         if not isinstance(body, Mapping) or "interruptId" not in body or "response" not in body:
             raise ResumeInputError(
-                f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., 'response': ...}}}}"
-                f", got {item!r}"
+                f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., "
+                f"'response': ...}}}}, got {item!r}"
             )
         answers[body["interruptId"]] = body["response"]
     return answers

@@ -45,13 +45,13 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
             t.cancel()
         if unfinished:
             await asyncio.gather(*unfinished, return_exceptions=True)
-    interrupts: list[Interrupt] = []
+    gathered: list[Interrupt] = []
     for t in tasks:  # in tool-use order: the first failure wins, interrupts keep their order
         exc = t.exception()
         if exc is not None:
             raise exc
-        interrupts.extend(t.result())
-    return interrupts
+        gathered.extend(t.result())
+    return gathered
 
 
 async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
@@ -153,9 +153,8 @@ async def _body(
         return _error(tool_use, f"unknown tool {tool_use.name!r} (available: {known})"), None
     raw = tool_use.input.get(INVALID_JSON_KEY)
     if isinstance(raw, str) and len(tool_use.input) == 1:
-        return _error(
-            tool_use, f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
-        ), None
+        problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
+        return _error(tool_use, problem), None
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
     context = ToolContext(tool_use, run.agent, run.progress.answers)

@@ -106,9 +106,7 @@ class FunctionTool:
             ann = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
             fields[param.name] = (ann, Field(default, description=arg_docs.get(param.name)))
-        return create_model(  # type: ignore[call-overload]
-            f"{self._name}_input", __config__=ConfigDict(extra="forbid"), **fields
-        )
+        return create_model(f"{self._name}_input", __config__=ConfigDict(extra="forbid"), **fields)
 
     @cached_property
     def spec(self) -> ToolSpec:

@@ -36,6 +36,8 @@ class HookEvent(Interrupter):
     """
 
     __slots__ = ("_answers", "_callback_index", "_names", "_scope", "_sealed", "agent", "is_replay")
+    agent: Agent
+    is_replay: bool
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {}
     reverse_order: ClassVar[bool] = False
     """After-events run their callbacks in reverse registration order."""
@@ -90,6 +92,7 @@ class BeforeInvocationEvent(HookEvent):
     """A new invocation starts; ``prompt`` is about to be added to the conversation."""
 
     __slots__ = ("prompt",)
+    prompt: Message
     _source: InterruptSource = "before_invocation"
 
     def __init__(self, agent: Agent, prompt: Message, **kw: Any) -> None:
@@ -101,6 +104,7 @@ class AfterInvocationEvent(HookEvent):
     """An invocation ended with a reply; ``result`` may be replaced."""
 
     __slots__ = ("result",)
+    result: AgentResult
     _source: InterruptSource = "after_invocation"
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {"result": AgentResult}
     reverse_order = True
@@ -114,6 +118,7 @@ class MessageAddedEvent(HookEvent):
     """A message was appended to the conversation."""
 
     __slots__ = ("message",)
+    message: Message
     _source: InterruptSource = "message_added"
 
     def __init__(self, agent: Agent, message: Message, **kw: Any) -> None:
@@ -132,6 +137,9 @@ class AfterModelCallEvent(HookEvent):
     """The model answered (``response``) or failed (``exception``); set ``retry`` to call again."""
 
     __slots__ = ("exception", "response", "retry")
+    response: ModelResponse | None
+    exception: BaseException | None
+    retry: bool
     _source: InterruptSource = "after_model_call"
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {"retry": bool}
     reverse_order = True
@@ -157,6 +165,9 @@ class BeforeToolCallEvent(HookEvent):
     """
 
     __slots__ = ("_cancel_message", "tool", "tool_use")
+    tool_use: ToolUse
+    tool: AgentTool | None
+    _cancel_message: str | None
     _source: InterruptSource = "before_tool_call"
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {"tool_use": ToolUse}
 
@@ -198,6 +209,12 @@ class AfterToolCallEvent(HookEvent):
     """
 
     __slots__ = ("cancel_message", "exception", "result", "retry", "tool", "tool_use")
+    tool_use: ToolUse
+    tool: AgentTool | None
+    result: ToolResult
+    exception: BaseException | None
+    cancel_message: str | None
+    retry: bool
     _source: InterruptSource = "after_tool_call"
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {
         "result": ToolResult,

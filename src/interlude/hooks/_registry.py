@@ -12,7 +12,7 @@ from ._events import HookEvent
 __all__ = ["HookCallback", "HookProvider", "HookRegistry"]
 
 E = TypeVar("E", bound=HookEvent)
-HookCallback = Callable[[E], None | Awaitable[None]]
+HookCallback = Callable[[E], Awaitable[None] | None]
 
 
 @runtime_checkable

@@ -132,5 +132,5 @@ class FunctionModel:
         turn = self._fn(request)
         if inspect.isawaitable(turn):
             turn = await turn
-        for event in _events(turn, self._usage):  # type: ignore[arg-type]
+        for event in _events(turn, self._usage):
             yield event
