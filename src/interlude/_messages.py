@@ -219,7 +219,9 @@ def tool_result_from_dict(data: Any, where: str) -> ToolResult:
     for i, item in enumerate(_list(d, "content", where)):
         item_where = f"{where}.content[{i}]"
         if isinstance(item, dict) and item.get("type") == "json":
-            content.append(Json(item.get("value")))
+            if "value" not in item:
+                raise StateFormatError(f"{item_where}.value: missing")
+            content.append(Json(item["value"]))
             continue
         block = block_from_dict(item, item_where)
         if not isinstance(block, Text | Image):

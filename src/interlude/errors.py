@@ -63,8 +63,8 @@ __all__ = [
     "StateError",
     "StateFormatError",
     "StateMismatchError",
-    "UnknownInterruptError",
     "ToolInputError",
+    "UnknownInterruptError",
     "UnknownToolError",
 ]
 

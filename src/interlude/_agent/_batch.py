@@ -81,6 +81,8 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                     call.phase = "before"
                     return interrupts
                 tool_use, tool, cancel_message = before.tool_use, before.tool, before.cancel_message
+                if tool_use.id != call.tool_use.id:  # the result must answer the model's id
+                    tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
             call.active_use, call.tool, call.tool_name = tool_use, tool, tool.name if tool else None
             call.phase = "body"
             result, exception = await _body(run, call, cancel_message)
@@ -149,8 +151,12 @@ async def _body(
         return _error(tool_use, cancel_message), None
     tool = _selected(run, call)
     if tool is None:
-        known = ", ".join(sorted(run.agent._tools)) or "none"
-        return _error(tool_use, f"unknown tool {tool_use.name!r} (available: {known})"), None
+        if tool_use.name in run.agent._tools:
+            problem = f"tool {tool_use.name!r} was not run: a before-tool hook selected no tool"
+        else:
+            known = ", ".join(sorted(run.agent._tools)) or "none"
+            problem = f"unknown tool {tool_use.name!r} (available: {known})"
+        return _error(tool_use, problem), None
     raw = tool_use.input.get(INVALID_JSON_KEY)
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"

@@ -67,13 +67,16 @@ class FunctionTool:
         self._is_async = inspect.iscoroutinefunction(fn)
         self._signature = inspect.signature(fn)
         self._context_param: str | None = None
+        hints = _hints(fn)
         for param in self._signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ConfigurationError(
                     f"tool {self._name!r}: *args/**kwargs cannot be described to a model"
                 )
-            ann = param.annotation
-            if ann is ToolContext or ann == "ToolContext":
+            ann = hints.get(param.name, param.annotation)
+            if ann is ToolContext or (
+                isinstance(ann, str) and ann.rsplit(".", 1)[-1] == "ToolContext"
+            ):
                 self._context_param = param.name
         self.__doc__ = fn.__doc__
         self.__name__ = self._name
@@ -90,15 +93,10 @@ class FunctionTool:
 
     @cached_property
     def _model(self) -> Any:
-        import typing
-
         from pydantic import ConfigDict, Field, create_model
 
         _, arg_docs = _parse_docstring(self.fn.__doc__)
-        try:
-            hints = typing.get_type_hints(self.fn)
-        except Exception:  # unresolvable forward references: fall back to Any
-            hints = {}
+        hints = _hints(self.fn)
         fields: dict[str, Any] = {}
         for param in self._signature.parameters.values():
             if param.name == self._context_param:
@@ -142,6 +140,16 @@ class FunctionTool:
 
             value = await asyncio.to_thread(self.fn, **kwargs)
         return to_tool_result(tool_use.id, value)
+
+
+def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The function's resolved type hints; {} when forward references cannot be resolved."""
+    import typing
+
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        return {}
 
 
 def to_tool_result(tool_use_id: str, value: Any) -> ToolResult:

@@ -169,7 +169,10 @@ class BeforeToolCallEvent(HookEvent):
     tool: AgentTool | None
     _cancel_message: str | None
     _source: InterruptSource = "before_tool_call"
-    _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {"tool_use": ToolUse}
+    _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {
+        "tool_use": ToolUse,
+        "tool": object,  # checked in __setattr__: a tool or None
+    }
 
     def __init__(self, agent: Agent, tool_use: ToolUse, tool: AgentTool | None, **kw: Any) -> None:
         super().__init__(agent, **kw)
@@ -185,8 +188,6 @@ class BeforeToolCallEvent(HookEvent):
                 raise HookEventWriteError(
                     f"BeforeToolCallEvent.tool must be a tool or None, got {value!r}"
                 )
-            object.__setattr__(self, name, value)
-            return
         super().__setattr__(name, value)
 
     @property

@@ -1,0 +1,90 @@
+"""The README's code runs as written, the demo runs, and the quick-start commands match CI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+CI_RUN = ROOT / ".ci" / "run"
+DEMO = ROOT / "examples" / "demo.py"
+
+DEMO_COMMAND = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' "
+    "&& .venv/bin/python examples/demo.py"
+)
+TEST_COMMAND = (
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/python -m pytest -q"
+)
+
+_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def _blocks(language: str) -> list[tuple[int, str]]:
+    """(line number, code) of each fenced block in the README tagged ``language``."""
+    text = README.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, m.start()) + 1, m.group(2))
+        for m in _FENCE.finditer(text)
+        if m.group(1) == language
+    ]
+
+
+PYTHON_BLOCKS = _blocks("python")
+
+
+def test_readme_has_python_examples() -> None:
+    assert len(PYTHON_BLOCKS) >= 6
+
+
+@pytest.mark.parametrize(
+    "code",
+    [code for _, code in PYTHON_BLOCKS],
+    ids=[f"block{i}-line{line}" for i, (line, _) in enumerate(PYTHON_BLOCKS)],
+)
+def test_readme_python_block_runs(code: str) -> None:
+    assert "assert " in code, "every README example shows its outcome with asserts"
+    namespace: dict[str, object] = {"__name__": "__readme__"}
+    exec(compile(code, str(README), "exec"), namespace)
+
+
+def test_readme_quick_start_commands() -> None:
+    commands = [code.strip() for _, code in _blocks("bash")]
+    assert DEMO_COMMAND in commands
+    assert TEST_COMMAND in commands
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    script = CI_RUN.read_text(encoding="utf-8")
+    assert TEST_COMMAND in script.splitlines()
+    assert "INTERLUDE_REQUIRE_SERVICES=1" in script
+    assert CI_RUN.stat().st_mode & 0o111, ".ci/run must be executable"
+
+
+def test_demo_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(DEMO)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "stop reason: interrupt" in lines
+    assert "interrupt name: approve" in lines
+    assert 'tool input: {"path": "/tmp/old.log"}' in lines
+    assert "deleted so far: []" in lines
+    assert "stop reason: end_turn" in lines
+    assert "final reply: Done: /tmp/old.log is gone." in lines
+    assert "tool result: success - deleted /tmp/old.log" in lines
+    assert "deleted: ['/tmp/old.log']" in lines
+    assert any(
+        re.fullmatch(r"interrupt id: v1:before_tool_call:call-1:[0-9a-f-]{36}", x) for x in lines
+    )
