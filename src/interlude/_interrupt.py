@@ -8,9 +8,22 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
-from .errors import InterruptError, InterruptSignal
+from .errors import InterruptError, InterruptSignal, StateFormatError
 
-__all__ = ["Interrupt", "InterruptSource", "Interrupter", "interrupt_id"]
+__all__ = ["Answers", "Interrupt", "InterruptSource", "Interrupter", "interrupt_id"]
+
+SOURCES: frozenset[str] = frozenset(
+    (
+        "before_invocation",
+        "after_invocation",
+        "message_added",
+        "before_model_call",
+        "after_model_call",
+        "before_tool_call",
+        "tool_call",
+        "after_tool_call",
+    )
+)
 
 InterruptSource = Literal[
     "before_invocation",
@@ -75,6 +88,8 @@ class Interrupt:
 
         d = _obj(data, where)
         source = _str(d, "source", where)
+        if source not in SOURCES:
+            raise StateFormatError(f"{where}.source: unknown interrupt source {source!r}")
         raised_at = d.get("raised_at", 0.0)
         tu = d.get("tool_use")
         return cls(
@@ -88,6 +103,50 @@ class Interrupt:
         )
 
 
+class Answers:
+    """The answers given so far in one invocation, and the tool use each question showed.
+
+    An answer to a question about a tool use applies to that tool use as it was shown: if a
+    hook changes the input before the question is asked again, the answer does not carry over.
+    """
+
+    __slots__ = ("shown", "values")
+
+    def __init__(
+        self,
+        values: Mapping[str, JsonValue] | None = None,
+        shown: Mapping[str, ToolUse] | None = None,
+    ) -> None:
+        self.values: dict[str, JsonValue] = dict(values or {})
+        self.shown: dict[str, ToolUse] = dict(shown or {})
+
+    def lookup(self, iid: str, tool_use: ToolUse | None) -> tuple[bool, JsonValue]:
+        """(True, answer) if ``iid`` is answered for this tool use, else (False, None)."""
+        if iid not in self.values:
+            return False, None
+        shown = self.shown.get(iid)
+        if shown is not None and shown != tool_use:
+            return False, None
+        return True, self.values[iid]
+
+    def with_answers(self, new: Mapping[str, JsonValue], asked: Mapping[str, Interrupt]) -> Answers:
+        """A copy with ``new`` answers added to the questions in ``asked``."""
+        merged = Answers(self.values, self.shown)
+        for iid, answer in new.items():
+            merged.values[iid] = answer
+            shown = asked[iid].tool_use
+            if shown is None:
+                merged.shown.pop(iid, None)
+            else:
+                merged.shown[iid] = shown
+        return merged
+
+    def forget(self, ids: list[str]) -> None:
+        for iid in ids:
+            self.values.pop(iid, None)
+            self.shown.pop(iid, None)
+
+
 class Interrupter:
     """The ``interrupt(...)`` mechanics shared by hook events and the tool context.
 
@@ -99,12 +158,16 @@ class Interrupter:
 
     _source: InterruptSource
     _scope: str
-    _answers: Mapping[str, JsonValue]
+    _answers: Answers
     _names: dict[str, int] | None
     _callback_index: int
 
     def _interrupt_tool_use(self) -> ToolUse | None:
         return None
+
+    def _used_ids(self) -> list[str]:
+        """The ids of the questions asked (or answered) through this object."""
+        return [interrupt_id(self._source, self._scope, n) for n in self._names or ()]
 
     def interrupt(
         self, name: str, reason: JsonValue = None, response: JsonValue = None
@@ -130,15 +193,26 @@ class Interrupter:
                 f"{type(self).__name__}; give each question its own name"
             )
         iid = interrupt_id(self._source, self._scope, name)
-        if iid in self._answers:
-            return self._answers[iid]
+        tool_use = self._interrupt_tool_use()
+        found, answer = self._answers.lookup(iid, tool_use)
+        if found:
+            return answer
+        import json
+
+        try:
+            json.dumps(reason)
+        except (TypeError, ValueError) as exc:
+            raise InterruptError(
+                f"the reason of interrupt {name!r} is not JSON-compatible ({exc}); a pause is "
+                "saved as JSON"
+            ) from None
         raise InterruptSignal(
             Interrupt(
                 id=iid,
                 name=name,
                 reason=reason,
                 source=self._source,
-                tool_use=self._interrupt_tool_use(),
+                tool_use=tool_use,
                 raised_at=time.time(),
             )
         )

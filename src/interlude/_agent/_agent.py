@@ -35,7 +35,16 @@ from ..errors import (
 )
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
-from ._state import BeforeInvocation, Pause, Progress, Step, ToolBatch, ToolCall, outstanding_batch
+from ._state import (
+    AfterModelCall,
+    BeforeInvocation,
+    Pause,
+    Progress,
+    Step,
+    ToolBatch,
+    ToolCall,
+    outstanding_batch,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -222,16 +231,21 @@ class Agent:
         self._pause = loaded.pause
 
     def _check_fits(self, step: Step, had_tools: list[str]) -> None:
+        needed_names: list[tuple[str, str]] = []  # (tool name, tool use id)
         batch = outstanding_batch(step)
-        if batch is None:
-            return
-        for call in batch.calls:
-            if call.phase == "done":
-                continue
-            needed = call.tool_name if call.phase in ("body", "after") else call.tool_use.name
-            if needed is not None and needed in had_tools and needed not in self._tools:
+        if batch is not None:
+            for call in batch.calls:
+                if call.phase == "done":
+                    continue
+                name = call.tool_name if call.phase in ("body", "after") else call.tool_use.name
+                if name is not None:
+                    needed_names.append((name, call.tool_use.id))
+        elif isinstance(step, AfterModelCall) and step.response is not None:
+            needed_names = [(t.name, t.id) for t in step.response.message.tool_uses]
+        for needed, tool_use_id in needed_names:
+            if needed in had_tools and needed not in self._tools:
                 raise StateMismatchError(
-                    f"the paused run needs tool {needed!r} (tool use {call.tool_use.id!r}), "
+                    f"the paused run needs tool {needed!r} (tool use {tool_use_id!r}), "
                     f"which this agent does not have (tools: {', '.join(self._tools) or 'none'})"
                 )
 
@@ -275,7 +289,10 @@ class Agent:
                     f"the answer to {key!r} is not JSON-compatible: {exc}"
                 ) from None
         p = pause.progress
-        progress = Progress(p.cycles, p.model_retries, p.usage, {**p.answers, **answers})
+        asked = {i.id: i for i in pause.interrupts}
+        progress = Progress(
+            p.cycles, p.model_retries, p.usage, p.answers.with_answers(answers, asked)
+        )
         return pause.step, progress, True
 
     async def _start(self, plan: tuple[Step, Progress, bool], emit: Emit | None) -> AgentResult:
@@ -383,7 +400,10 @@ def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
                 f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., "
                 f"'response': ...}}}}, got {item!r}"
             )
-        answers[body["interruptId"]] = body["response"]
+        iid = body["interruptId"]
+        if not isinstance(iid, str):
+            raise ResumeInputError(f"item {i}: interruptId must be a string, got {iid!r}")
+        answers[iid] = body["response"]
     return answers
 
 

@@ -45,11 +45,12 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
             t.cancel()
         if unfinished:
             await asyncio.gather(*unfinished, return_exceptions=True)
+    # In tool-use order: the first real failure wins (not a sibling we cancelled because of it).
+    for t in tasks:
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
     gathered: list[Interrupt] = []
-    for t in tasks:  # in tool-use order: the first failure wins, interrupts keep their order
-        exc = t.exception()
-        if exc is not None:
-            raise exc
+    for t in tasks:
         gathered.extend(t.result())
     return gathered
 
@@ -117,6 +118,8 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
             if interrupts:  # an interrupt wins over a retry asked in the same pass
                 return interrupts
             if after.retry:
+                # The retried call's after-hooks ask their questions afresh.
+                answers.forget(after._used_ids())
                 call.retries += 1
                 if call.retries > agent.max_retries:
                     call.result, call.phase = after.result, "done"

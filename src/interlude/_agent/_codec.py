@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._exceptions import exception_from_dict, exception_to_dict
-from .._interrupt import Interrupt
+from .._interrupt import Answers, Interrupt
 from .._messages import (
     JsonValue,
     Message,
@@ -94,16 +94,38 @@ def decode_state(data: Any) -> AgentState:
     agent_state = d.get("state", {})
     if not isinstance(agent_state, dict):
         raise StateFormatError(f"state.state: expected an object, got {agent_state!r}")
-    pause = d.get("pause")
+    raw_pause = d.get("pause")
     tools = d.get("tools", [])
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise StateFormatError(f"state.tools: expected a list of tool names, got {tools!r}")
-    return AgentState(
-        messages_from_dicts(d.get("messages"), "messages"),
-        dict(agent_state),
-        None if pause is None else decode_pause(pause, "pause"),
-        list(tools),
-    )
+    messages = messages_from_dicts(d.get("messages"), "messages")
+    pause = None if raw_pause is None else decode_pause(raw_pause, "pause")
+    if pause is not None:
+        _check_step(pause.step, messages, "pause.step")
+    return AgentState(messages, dict(agent_state), pause, list(tools))
+
+
+def _check_step(step: Step, messages: list[Message], where: str) -> None:
+    """A pause must fit its conversation: indexes in range, a batch answering its message."""
+    if isinstance(step, MessageAdded):
+        if not 0 <= step.index < len(messages):
+            raise StateFormatError(
+                f"{where}.index: {step.index} is outside the conversation "
+                f"({len(messages)} messages)"
+            )
+        _check_step(step.then, messages, f"{where}.then")
+    elif isinstance(step, ToolBatch):
+        i = step.message_index
+        if i != len(messages) - 1 or messages[i].role != "assistant":
+            raise StateFormatError(
+                f"{where}.message_index: {i} is not the conversation's last (assistant) message"
+            )
+        asked = [t.id for t in messages[i].tool_uses]
+        batch = [c.tool_use.id for c in step.calls]
+        if asked != batch:
+            raise StateFormatError(
+                f"{where}.calls: tool uses {batch!r} do not match the message's {asked!r}"
+            )
 
 
 # --- pause ------------------------------------------------------------------------------------
@@ -118,7 +140,8 @@ def encode_pause(pause: Pause) -> dict[str, JsonValue]:
             "cycles": p.cycles,
             "model_retries": p.model_retries,
             "usage": p.usage.to_dict(),
-            "answers": p.answers,
+            "answers": p.answers.values,
+            "shown": {k: tool_use_to_dict(v) for k, v in p.answers.shown.items()},
         },
     }
 
@@ -136,11 +159,19 @@ def decode_pause(data: Any, where: str) -> Pause:
     answers = p.get("answers")
     if not isinstance(answers, dict):
         raise StateFormatError(f"{pw}.answers: expected an object, got {answers!r}")
+    shown = p.get("shown", {})
+    if not isinstance(shown, dict):
+        raise StateFormatError(f"{pw}.shown: expected an object, got {shown!r}")
+    if not interrupts:
+        raise StateFormatError(f"{where}.interrupts: a pause waits on at least one interrupt")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
         usage=Usage.from_dict(p.get("usage"), f"{pw}.usage"),
-        answers=dict(answers),
+        answers=Answers(
+            answers,
+            {k: tool_use_from_dict(v, f"{pw}.shown[{k!r}]") for k, v in shown.items()},
+        ),
     )
     return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
 

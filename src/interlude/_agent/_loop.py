@@ -184,6 +184,7 @@ class Run:
             if interrupts:
                 return _Paused(step, interrupts)
             if event.retry:
+                progress.answers.forget(event._used_ids())
                 progress.model_retries += 1
                 if progress.model_retries > agent.max_retries:
                     raise RetryLimitError(

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from .._interrupt import Interrupt
-from .._messages import JsonValue, Message, ToolResult, ToolUse, Usage
+from .._interrupt import Answers, Interrupt
+from .._messages import Message, ToolResult, ToolUse, Usage
 from .._result import AgentResult
 from .._stream import ModelResponse
 
@@ -118,8 +118,8 @@ class Progress:
     model_retries: int = 0
     """Retries of the current model call (bounded by ``max_retries``)."""
     usage: Usage = field(default_factory=Usage)
-    answers: dict[str, JsonValue] = field(default_factory=dict)
-    """Answers to interrupts given so far in this invocation, by interrupt id."""
+    answers: Answers = field(default_factory=Answers)
+    """Answers to interrupts given so far in this invocation."""
 
 
 @dataclass(slots=True)

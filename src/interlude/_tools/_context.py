@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .._interrupt import Interrupter, InterruptSource
-from .._messages import JsonValue, ToolUse
+from .._interrupt import Answers, Interrupter, InterruptSource
+from .._messages import ToolUse
 
 if TYPE_CHECKING:
     from .._agent._agent import Agent
@@ -24,7 +23,7 @@ class ToolContext(Interrupter):
     __slots__ = ("_answers", "_callback_index", "_names", "_scope", "agent", "tool_use")
     _source: InterruptSource = "tool_call"
 
-    def __init__(self, tool_use: ToolUse, agent: Agent, answers: Mapping[str, JsonValue]) -> None:
+    def __init__(self, tool_use: ToolUse, agent: Agent, answers: Answers) -> None:
         self.tool_use = tool_use
         self.agent = agent
         self._answers = answers

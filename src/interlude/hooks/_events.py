@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._interrupt import Interrupter, InterruptSource
-from .._messages import JsonValue, Message, ToolResult, ToolUse
+from .._interrupt import Answers, Interrupter, InterruptSource
+from .._messages import Message, ToolResult, ToolUse
 from .._result import AgentResult
 from .._stream import ModelResponse
 from ..errors import HookEventWriteError
@@ -26,7 +26,7 @@ __all__ = [
     "MessageAddedEvent",
 ]
 
-_NO_ANSWERS: Mapping[str, JsonValue] = {}
+_NO_ANSWERS = Answers()
 
 
 class HookEvent(Interrupter):
@@ -48,7 +48,7 @@ class HookEvent(Interrupter):
         *,
         scope: str,
         is_replay: bool = False,
-        answers: Mapping[str, JsonValue] = _NO_ANSWERS,
+        answers: Answers = _NO_ANSWERS,
     ) -> None:
         set_ = object.__setattr__
         set_(self, "agent", agent)
