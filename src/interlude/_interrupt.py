@@ -5,25 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
 from .errors import InterruptError, InterruptSignal, StateFormatError
 
 __all__ = ["Answers", "Interrupt", "InterruptSource", "Interrupter", "interrupt_id"]
-
-SOURCES: frozenset[str] = frozenset(
-    (
-        "before_invocation",
-        "after_invocation",
-        "message_added",
-        "before_model_call",
-        "after_model_call",
-        "before_tool_call",
-        "tool_call",
-        "after_tool_call",
-    )
-)
 
 InterruptSource = Literal[
     "before_invocation",
@@ -36,6 +23,7 @@ InterruptSource = Literal[
     "after_tool_call",
 ]
 
+SOURCES: frozenset[str] = frozenset(get_args(InterruptSource))
 _NAMESPACE_OID = bytes.fromhex("6ba7b8129dad11d180b400c04fd430c8")  # uuid.NAMESPACE_OID
 
 
