@@ -1,4 +1,4 @@
-"""Interlude micro-benchmarks: import time, loop overhead per cycle, pause+resume round trip.
+"""Interlude benchmarks: import time, loop overhead, pause+resume round trip, session stores.
 
 Run from the repository root:  .venv/bin/python bench/bench.py  [--quick]
 
@@ -230,6 +230,9 @@ def main() -> None:
         f"   json.dumps(export_state()['pause']): {size} bytes  "
         f"target < {PAUSE_SIZE_TARGET} bytes  {verdict}"
     )
+    import sessions  # bench/sessions.py: the session-store figures
+
+    sessions.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
 
 

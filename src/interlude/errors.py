@@ -23,6 +23,10 @@ Exception
     ├── StateError
     │   ├── StateFormatError        unknown format version, corrupt or malformed state
     │   └── StateMismatchError      the state needs something the agent lacks (a tool)
+    ├── SessionError
+    │   ├── SessionConflictError    another process saved the session first (optimistic lock)
+    │   ├── SessionCorruptError     (also StateFormatError) a stored session cannot be read
+    │   └── InvalidSessionIdError   (also ValueError) an id that could escape the store
     └── ReplayedException           stands in for a pre-pause exception that cannot be rebuilt
 
 BaseException
@@ -52,6 +56,7 @@ __all__ = [
     "InterludeError",
     "InterruptError",
     "InterruptSignal",
+    "InvalidSessionIdError",
     "LimitError",
     "ModelError",
     "NotPausedError",
@@ -60,6 +65,9 @@ __all__ = [
     "ResumeInputError",
     "RetryLimitError",
     "ScriptError",
+    "SessionConflictError",
+    "SessionCorruptError",
+    "SessionError",
     "StateError",
     "StateFormatError",
     "StateMismatchError",
@@ -158,6 +166,26 @@ class StateFormatError(StateError):
 
 class StateMismatchError(StateError):
     """Saved state needs something (such as a tool) this agent does not have."""
+
+
+class SessionError(InterludeError):
+    """A session store could not load or save a session."""
+
+
+class SessionConflictError(SessionError):
+    """Another agent saved this session since it was loaded; nothing was written.
+
+    Two processes that resume the same pause race for it: exactly one proceeds, the other gets
+    this error before it runs anything.
+    """
+
+
+class SessionCorruptError(SessionError, StateFormatError):
+    """A stored session is malformed or has an unknown format version; nothing was loaded."""
+
+
+class InvalidSessionIdError(SessionError, ValueError):
+    """A session id that is empty, too long, or could escape the store (``../x``, ``/abs``)."""
 
 
 class ReplayedException(InterludeError):

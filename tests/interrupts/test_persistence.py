@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from interlude import Agent
+from interlude import Agent, ToolUse
 from interlude.errors import StateError, StateFormatError, StateMismatchError
 from interlude.hooks import BeforeToolCallEvent
 from interlude.testing import ScriptedModel
@@ -295,9 +295,31 @@ def test_a_pause_with_a_non_json_reason_never_exports_broken_json():
     json.dumps(state)  # otherwise it must really be JSON
 
 
-@pytest.mark.skip(reason="contract item 24 (session stores) belongs to a later issue")
-def test_pause_is_durable_in_a_session_store():
-    raise AssertionError("not implemented yet")
+def test_pause_is_durable_in_a_session_store(tmp_path):
+    """Item 24: with a store, the pause is stored when the run returns; an agent built anew on
+    the same store and session id (here a subprocess) resumes it and nothing runs twice."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from interlude.sessions import SQLiteStore
+    from interlude.testing.conformance import build_agent
+
+    db, counter = tmp_path / "s.db", tmp_path / "runs"
+    paused = build_agent(
+        SQLiteStore(db), "item24", [[ToolUse("t1", "record", {"item": "a"})]], counter
+    )("go")
+    assert paused.stop_reason == "interrupt"
+    child = textwrap.dedent(f"""
+        from pathlib import Path
+        from interlude.sessions import SQLiteStore
+        from interlude.testing.conformance import build_agent
+        agent = build_agent(SQLiteStore({str(db)!r}), "item24", ["done"], Path({str(counter)!r}))
+        print(agent.resume({{{paused.interrupts[0].id!r}: True}}).stop_reason)
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "end_turn"
+    assert counter.read_text().split() == ["a"]
 
 
 # --- golden files --------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ from ._state import (
 if TYPE_CHECKING:
     import asyncio
 
+    from ..sessions._protocol import SessionStore
     from ._loop import Emit
+    from ._persist import SessionLink
 
 # The loop, asyncio and the JSON codec load on first use, keeping `import interlude` light.
 
@@ -78,6 +80,8 @@ class Agent:
         state: Mapping[str, JsonValue] | None = None,
         max_cycles: int = 50,
         max_retries: int = 3,
+        session: SessionStore | None = None,
+        session_id: str | None = None,
     ) -> None:
         if not callable(getattr(model, "stream", None)):
             raise ConfigurationError(f"model has no stream() method: {model!r}")
@@ -112,6 +116,21 @@ class Agent:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_requested = False
         self.tool = ToolCaller(self)
+        self._session: SessionLink | None = None
+        if (session is None) != (session_id is None):
+            raise ConfigurationError("give both session= and session_id=, or neither")
+        if session is not None and session_id is not None:
+            from ._persist import SessionLink
+
+            link = SessionLink(session, session_id)
+            link.load_into(self)
+            if link.version and messages:
+                raise ConfigurationError(
+                    f"session {session_id!r} already holds a conversation; do not pass messages="
+                )
+            if self._pause is None:
+                self._close_interrupted_batch()
+            self._session = link
 
     # --- what the agent holds -------------------------------------------------------------
 
@@ -132,6 +151,22 @@ class Agent:
     def interrupts(self) -> list[Interrupt]:
         """The questions a paused agent waits on (empty when not paused)."""
         return [] if self._pause is None else list(self._pause.interrupts)
+
+    @property
+    def session_id(self) -> str | None:
+        return None if self._session is None else self._session.session_id
+
+    def _close_interrupted_batch(self) -> None:
+        """A stored conversation that ends in unanswered tool uses and no pause comes from a
+        run that stopped mid-batch (a killed process): record those calls as not finished."""
+        from ._loop import close_batch
+
+        if self._messages and self._messages[-1].role == "assistant":
+            uses = self._messages[-1].tool_uses
+            if uses:
+                batch = self._new_batch(len(self._messages) - 1, uses)
+                reason = "not finished: the run stopped before this tool call completed"
+                self._messages.append(close_batch(batch, reason))
 
     def _tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:
@@ -199,8 +234,15 @@ class Agent:
         from ._loop import close_batch
 
         batch = outstanding_batch(pause.step)
+        before = len(self._messages)
         if batch is not None and len(self._messages) == batch.message_index + 1:
             self._messages.append(close_batch(batch, "cancelled: the pause was discarded"))
+        if self._session is not None:
+            try:
+                run_sync(self._session.save(self, None, state=True))
+            except BaseException:
+                del self._messages[before:]
+                raise
         self._pause = None
 
     # --- state ------------------------------------------------------------------------------
@@ -221,6 +263,10 @@ class Agent:
         """
         if self._running:
             raise AgentBusyError("cannot import state while a run is going")
+        if self._session is not None:
+            raise ConfigurationError(
+                "this agent's state comes from its session; import into an agent without one"
+            )
         from ._codec import decode_state
 
         loaded = decode_state(data)
@@ -307,6 +353,14 @@ class Agent:
             if replay and (self._pause is None or self._pause.step is not step):
                 raise NotPausedError("the pause changed before the resume started")
             self._running = True
+        if self._session is not None:
+            try:  # claim the session: of two processes resuming one pause, one gets here
+                await self._session.save(self, None)
+            except BaseException:
+                with self._lock:
+                    self._running = False
+                raise
+        with self._lock:
             self._cancel_requested = False
             self._pause = None
             run = Run(self, progress, emit)

@@ -8,6 +8,7 @@ questions). Hooks with no callbacks cost nothing: their events are not even buil
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -95,12 +96,15 @@ class Run:
                 self.step = step
                 outcome = await handlers[type(step)](step, replay)  # type: ignore[operator]
                 if isinstance(outcome, AgentResult):
+                    await self._save(state=True)
                     return outcome
                 if isinstance(outcome, _Paused):
-                    return self._pause(outcome)
+                    result = self._pause(outcome)
+                    await self._save(state=True)
+                    return result
                 step, replay = outcome, False
         except asyncio.CancelledError:
-            self._abandon("cancelled")
+            await self._abandon("cancelled")
             if not self.agent._cancel_requested:
                 raise
             task = asyncio.current_task()
@@ -108,7 +112,7 @@ class Run:
                 task.uncancel()
             return AgentResult(stop_reason="cancelled", message=None, usage=self.progress.usage)
         except BaseException as exc:
-            self._abandon(f"not run: the run failed with {type(exc).__name__}")
+            await self._abandon(f"not run: the run failed with {type(exc).__name__}")
             raise
 
     # --- steps ------------------------------------------------------------------------------
@@ -126,7 +130,7 @@ class Run:
             interrupts = await hooks.invoke(event)
             if interrupts:
                 return _Paused(step, interrupts)
-        index = self._append(step.prompt)
+        index = await self._append(step.prompt)
         return MessageAdded(index, BeforeModelCall())
 
     async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
@@ -207,7 +211,7 @@ class Run:
                 "assistant", [b for b in message.content if not isinstance(b, ToolUse)]
             )
             tool_uses = []
-        index = self._append(message)
+        index = await self._append(message)
         then: Step
         if tool_uses:
             then = agent._new_batch(index, tool_uses)
@@ -224,7 +228,7 @@ class Run:
         interrupts = await run_batch(self, step, replay)
         if interrupts:
             return _Paused(step, interrupts)
-        index = self._append(close_batch(step, ""))
+        index = await self._append(close_batch(step, ""))
         return MessageAdded(index, BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
@@ -245,11 +249,17 @@ class Run:
 
     # --- helpers ------------------------------------------------------------------------------
 
-    def _append(self, message: Message) -> int:
+    async def _append(self, message: Message) -> int:
         self.messages.append(message)
         if self.emit is not None:
             self.emit(MessageAppended(message))
+        if self.agent._session is not None:
+            await self.agent._session.save(self.agent, None)
         return len(self.messages) - 1
+
+    async def _save(self, *, state: bool = False) -> None:
+        if self.agent._session is not None:
+            await self.agent._session.save(self.agent, self.agent._pause, state=state)
 
     def _pause(self, paused: _Paused) -> AgentResult:
         self.agent._pause = Pause(paused.step, paused.interrupts, self.progress)
@@ -260,12 +270,22 @@ class Run:
             stop_reason="interrupt", interrupts=list(paused.interrupts), usage=self.progress.usage
         )
 
-    def _abandon(self, reason: str) -> None:
-        """End the invocation early, leaving a valid conversation (every tool use answered)."""
+    async def _abandon(self, reason: str) -> None:
+        """End the invocation early, leaving a valid conversation (every tool use answered).
+
+        The repair is saved if the agent has a session; a failure to save it does not hide
+        the error that ended the run.
+        """
         self.agent._pause = None
         batch = None if self.step is None else outstanding_batch(self.step)
         if batch is not None and len(self.messages) == batch.message_index + 1:
-            self._append(close_batch(batch, reason))
+            message = close_batch(batch, reason)
+            self.messages.append(message)
+            if self.emit is not None:
+                self.emit(MessageAppended(message))
+        if self.agent._session is not None:
+            with contextlib.suppress(Exception):
+                await self._save(state=True)
 
     async def _call_model(self) -> ModelResponse:
         agent = self.agent

@@ -1,0 +1,54 @@
+"""Session stores: where agents keep conversations and pauses between processes.
+
+``SQLiteStore`` is the embedded default; ``PostgresStore`` serves many workers; ``FileStore``
+keeps plain JSON files; ``MemoryStore`` is for tests. Stores other than the memory one load
+their modules (and drivers) only when used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._memory import MemoryStore
+from ._protocol import (
+    PendingInterrupt,
+    SessionStore,
+    SessionUpdate,
+    StoredSession,
+    check_session_id,
+)
+from ._url import open_store, store_url
+
+if TYPE_CHECKING:
+    from ._file import FileStore
+    from ._postgres import PostgresStore
+    from ._sqlite import SQLiteStore
+
+__all__ = [
+    "FileStore",
+    "MemoryStore",
+    "PendingInterrupt",
+    "PostgresStore",
+    "SQLiteStore",
+    "SessionStore",
+    "SessionUpdate",
+    "StoredSession",
+    "check_session_id",
+    "open_store",
+    "store_url",
+]
+
+_LAZY = {
+    "FileStore": "._file",
+    "SQLiteStore": "._sqlite",
+    "PostgresStore": "._postgres",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interlude.sessions' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)

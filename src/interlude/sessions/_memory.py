@@ -1,0 +1,131 @@
+"""MemoryStore: sessions in a dict, for tests and single-process use."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .._interrupt import Interrupt
+from ..errors import SessionConflictError
+from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+
+__all__ = ["MemoryStore", "matches"]
+
+
+@dataclass(slots=True)
+class _Record:
+    version: int
+    format_version: int
+    messages: list[str] = field(default_factory=list)  # JSON text: what a disk store would hold
+    state: str = "{}"
+    pause: str = "null"
+    tools: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+
+def matches(
+    entry: PendingInterrupt,
+    name: str | None,
+    tool_name: str | None,
+    older: float | None,
+    newer: float | None,
+) -> bool:
+    """Whether ``entry`` passes the pending-interrupt filters (shared by the non-SQL stores)."""
+    return (
+        (name is None or entry.interrupt.name == name)
+        and (tool_name is None or entry.tool_name == tool_name)
+        and (older is None or entry.raised_at < older)
+        and (newer is None or entry.raised_at > newer)
+    )
+
+
+class MemoryStore:
+    """Sessions kept in this process's memory, as JSON text (so nothing is shared by reference).
+
+    ``bytes_written`` counts the JSON bytes saved, for measuring what a save costs.
+    """
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Record] = {}
+        self._lock = threading.Lock()
+        self.bytes_written = 0
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        check_session_id(session_id)
+        with self._lock:
+            r = self._sessions.get(session_id)
+            if r is None:
+                return None
+            return StoredSession(
+                session_id,
+                r.version,
+                r.format_version,
+                [json.loads(m) for m in r.messages],
+                json.loads(r.state),
+                json.loads(r.pause),
+                list(r.tools),
+            )
+
+    async def save(self, session_id: str, update: SessionUpdate) -> int:
+        check_session_id(session_id)
+        messages = [json.dumps(m) for m in update.new_messages]
+        pause = json.dumps(update.pause)
+        state = None if update.state is None else json.dumps(update.state)
+        pending = [json.dumps(p) for p in update.pending]
+        with self._lock:
+            r = self._sessions.get(session_id)
+            current = 0 if r is None else r.version
+            if current != update.expected_version:
+                raise SessionConflictError(
+                    f"session {session_id!r} is at version {current}, not "
+                    f"{update.expected_version}: another agent saved it first"
+                )
+            stored = 0 if r is None else len(r.messages)
+            if update.first_index != stored:
+                raise SessionConflictError(
+                    f"session {session_id!r} holds {stored} messages, but the save "
+                    f"appends at {update.first_index}"
+                )
+            if r is None:
+                r = self._sessions[session_id] = _Record(0, update.format_version)
+            r.messages.extend(messages)
+            r.pause, r.pending, r.tools = pause, pending, list(update.tools)
+            r.format_version = update.format_version
+            if state is not None:
+                r.state = state
+            r.version += 1
+            self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
+            self.bytes_written += 0 if state is None else len(state)
+            return r.version
+
+    async def pending_interrupts(
+        self,
+        *,
+        name: str | None = None,
+        tool_name: str | None = None,
+        older_than: datetime | float | None = None,
+        newer_than: datetime | float | None = None,
+        limit: int | None = None,
+    ) -> list[PendingInterrupt]:
+        older, newer = epoch(older_than), epoch(newer_than)
+        with self._lock:
+            items = [(sid, p) for sid, r in self._sessions.items() for p in r.pending]
+        found = []
+        for sid, text in items:
+            interrupt = Interrupt.from_dict(json.loads(text))
+            entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)
+            if matches(entry, name, tool_name, older, newer):
+                found.append(entry)
+        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+        return found if limit is None else found[:limit]
+
+    async def list_sessions(self) -> list[str]:
+        with self._lock:
+            return sorted(self._sessions)
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)

@@ -1,0 +1,482 @@
+"""PostgresStore: sessions in PostgreSQL, shared by many workers (extra ``interlude[postgres]``).
+
+Every JSON piece is stored as ``text`` holding exactly the ``json.dumps`` output MemoryStore keeps,
+not as ``jsonb``: jsonb rejects strings with ``\\u0000`` or lone surrogates and rewrites floats
+from 1e16 up as integers (1e300 comes back as a different number). Cast to jsonb in ad hoc
+queries (``state::jsonb``). The pending-interrupt index keeps its filter columns in their own,
+indexed columns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
+from urllib.parse import unquote
+
+from .._interrupt import Interrupt
+from ..errors import (
+    ConfigurationError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+    StateFormatError,
+)
+from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+# Forward-only: append a new tuple of statements to change the schema; never edit a shipped one.
+_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
+    (
+        """CREATE TABLE {s}.sessions (
+            id text COLLATE "C" PRIMARY KEY,
+            version bigint NOT NULL,
+            format_version int NOT NULL,
+            state text NOT NULL,
+            pause text,
+            tools text NOT NULL,
+            message_count int NOT NULL,
+            updated_at timestamptz NOT NULL DEFAULT now())""",
+        """CREATE TABLE {s}.messages (
+            session_id text COLLATE "C" REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+            idx int,
+            data text NOT NULL,
+            PRIMARY KEY (session_id, idx))""",
+        """CREATE TABLE {s}.pending (
+            session_id text COLLATE "C" REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+            interrupt_id text COLLATE "C",
+            name text NOT NULL,
+            tool_name text,
+            raised_at double precision NOT NULL,
+            data text NOT NULL,
+            PRIMARY KEY (session_id, interrupt_id))""",
+        # Trailing columns match the ORDER BY, so a LIMIT stops early without a sort.
+        "CREATE INDEX pending_name ON {s}.pending (name, raised_at, session_id, interrupt_id)",
+        "CREATE INDEX pending_tool ON {s}.pending (tool_name, raised_at, session_id, interrupt_id)",
+        "CREATE INDEX pending_raised ON {s}.pending (raised_at, session_id, interrupt_id)",
+    ),
+)
+
+_LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
+    m.data, m.n, m.lo, m.hi
+FROM {s}.sessions s LEFT JOIN LATERAL (
+    SELECT array_agg(data ORDER BY idx) AS data, count(*) AS n, min(idx) AS lo, max(idx) AS hi
+    FROM {s}.messages WHERE session_id = s.id) m ON true
+WHERE s.id = %(id)s"""
+_CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, tools,
+    message_count) VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(tools)s, %(added)s)
+ON CONFLICT (id) DO NOTHING RETURNING version"""
+_UPDATE = """UPDATE {s}.sessions SET version = version + 1, format_version = %(fv)s,
+    state = coalesce(%(state)s, state), pause = %(pause)s, tools = %(tools)s,
+    message_count = message_count + %(added)s, updated_at = now()
+WHERE id = %(id)s AND version = %(expected)s AND message_count = %(first)s
+RETURNING version"""
+_CURRENT = "SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s"
+_APPEND = """INSERT INTO {s}.messages (session_id, idx, data)
+SELECT %(id)s, %(first)s + t.n - 1, t.data
+FROM unnest(%(messages)s::text[]) WITH ORDINALITY AS t(data, n)"""
+_CLEAR_PENDING = "DELETE FROM {s}.pending WHERE session_id = %(id)s"
+_ADD_PENDING = """INSERT INTO {s}.pending (session_id, interrupt_id, name, tool_name, raised_at,
+    data)
+SELECT %(id)s, * FROM unnest(%(ids)s::text[], %(names)s::text[], %(tool_names)s::text[],
+    %(raised)s::float8[], %(data)s::text[])"""
+_LIST = "SELECT id FROM {s}.sessions ORDER BY id"
+_DELETE = "DELETE FROM {s}.sessions WHERE id = %(id)s"
+_PENDING_HEAD = "SELECT session_id, data FROM {s}.pending WHERE "
+_PENDING_TAIL = " ORDER BY raised_at, session_id, interrupt_id LIMIT %(limit)s"
+_FILTERS = {
+    "name": "name = %(name)s",
+    "tool_name": "tool_name = %(tool_name)s",
+    "older": "raised_at < %(older)s",
+    "newer": "raised_at > %(newer)s",
+}
+
+
+def _redact(text: str) -> str:
+    """``text`` (a DSN or an error naming one) with any password replaced by ``***``."""
+    text = re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", text, flags=re.I)
+
+
+def _split_schema(dsn: str, schema: str) -> tuple[str, str]:
+    """Take a ``schema=`` query parameter (unknown to libpq) out of a postgresql:// URL, so that
+    ``open_store`` URLs can name the schema; it must agree with an explicit ``schema``."""
+    base, sep, query = dsn.partition("?")
+    if not sep or not base.startswith(("postgresql://", "postgres://")):
+        return dsn, schema
+    pairs = [p for p in query.split("&") if p]
+    named = [unquote(p[len("schema=") :]) for p in pairs if p.startswith("schema=")]
+    if not named:
+        return dsn, schema
+    if schema not in ("interlude", named[-1]):
+        raise ConfigurationError(f"the DSN names schema {named[-1]!r} but schema={schema!r}")
+    rest = "&".join(p for p in pairs if not p.startswith("schema="))
+    return base + ("?" + rest if rest else ""), named[-1]
+
+
+def _load_json(text: str | None, what: str, session_id: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise SessionCorruptError(
+            f"session {session_id!r}: stored {what} is not valid JSON ({exc})"
+        ) from None
+
+
+def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
+    return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
+
+
+class PostgresStore:
+    """Sessions in PostgreSQL: one row per session, one per message (append-only), one per
+    pending interrupt. Saves are compare-and-swap transactions, safe across processes.
+
+    The tables live in ``schema`` (created, and migrated forward, when the store opens; a
+    ``?schema=name`` parameter of a postgresql:// DSN names it too). Each
+    async method runs its database work on a pooled connection in a worker thread
+    (``asyncio.to_thread``), so it never blocks the event loop and works from any loop. The
+    constructor and ``close()`` block: they connect, migrate, and open or close the pool.
+    A cancelled save may still commit; load the session to see where it stands.
+
+    ``bytes_written`` counts the JSON bytes saved, as in MemoryStore.
+    """
+
+    def __init__(
+        self, dsn: str, *, schema: str = "interlude", min_size: int = 1, max_size: int = 4
+    ) -> None:
+        if not isinstance(dsn, str):
+            raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
+        dsn, schema = _split_schema(dsn, schema)
+        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+            raise ConfigurationError(
+                f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
+                "starting with a digit"
+            )
+        if not 0 <= min_size <= max_size or max_size < 1:
+            raise ConfigurationError(
+                f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
+                "0 <= min_size <= max_size and max_size >= 1"
+            )
+        try:
+            import psycopg
+            from psycopg import conninfo, sql
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"PostgresStore needs psycopg 3 and psycopg-pool ({exc}): "
+                "pip install 'interlude[postgres]'"
+            ) from None
+        self._psycopg_error = psycopg.Error
+        self._integrity_error = psycopg.IntegrityError
+        self.schema = schema
+        self.bytes_written = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        shown = _redact(dsn)
+        try:
+            params = conninfo.conninfo_to_dict(dsn)
+        except psycopg.Error as exc:
+            raise ConfigurationError(
+                f"invalid PostgreSQL DSN {shown!r}: {_redact(str(exc))}"
+            ) from None
+        timeout: dict[str, Any] = {} if "connect_timeout" in params else {"connect_timeout": 10}
+        try:
+            with psycopg.connect(dsn, **timeout) as conn:
+                self._migrate(conn, sql.Identifier(schema))
+                self._sql = self._statements(conn, sql.Identifier(schema))
+        except psycopg.Error as exc:
+            raise SessionError(
+                f"cannot open PostgreSQL session store at {shown!r}, schema {schema!r}: "
+                f"{_redact(str(exc)).strip()}"
+            ) from None
+        self._pool: ConnectionPool = ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True, **timeout},
+            name=f"interlude-{schema}",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=30)
+        except psycopg.Error as exc:
+            self._pool.close()
+            raise SessionError(
+                f"cannot open a connection pool to {shown!r}: {_redact(str(exc)).strip()}"
+            ) from None
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection[Any], s: sql.Identifier) -> None:
+        """Apply the migrations this schema lacks, in one transaction, under an advisory lock
+        so that workers starting together migrate once."""
+        from psycopg import sql
+
+        with conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"interlude.migrate:{s.as_string(conn)}",),  # same key for the same schema
+            )
+            # No DDL when up to date, so workers need no CREATE privilege once migrated.
+            name = s.as_string(conn)
+            table = f"{name}.interlude_migrations"
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=s))
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
+                        "applied_at timestamptz NOT NULL DEFAULT now())"
+                    ).format(s=s)
+                )
+            done = {
+                row[0]
+                for row in conn.execute(
+                    sql.SQL("SELECT version FROM {s}.interlude_migrations").format(s=s)
+                )
+            }
+            newest = max(done, default=0)
+            if newest > len(_MIGRATIONS):
+                raise SessionError(
+                    f"schema {name} is at migration {newest}, newer than this "
+                    f"interlude knows ({len(_MIGRATIONS)}); upgrade interlude"
+                )
+            for version, statements in enumerate(_MIGRATIONS, start=1):
+                if version in done:
+                    continue
+                for statement in statements:
+                    conn.execute(sql.SQL(statement).format(s=s))
+                conn.execute(
+                    sql.SQL("INSERT INTO {s}.interlude_migrations (version) VALUES (%s)").format(
+                        s=s
+                    ),
+                    (version,),
+                )
+
+    @staticmethod
+    def _statements(conn: psycopg.Connection[Any], s: sql.Identifier) -> dict[str, bytes]:
+        """Every query with the schema filled in, rendered once."""
+        from psycopg import sql
+
+        texts: dict[str, LiteralString] = {
+            "load": _LOAD,
+            "create": _CREATE,
+            "update": _UPDATE,
+            "current": _CURRENT,
+            "append": _APPEND,
+            "clear_pending": _CLEAR_PENDING,
+            "add_pending": _ADD_PENDING,
+            "list": _LIST,
+            "delete": _DELETE,
+            "pending_head": _PENDING_HEAD,
+        }
+        return {k: sql.SQL(v).format(s=s).as_bytes(conn) for k, v in texts.items()}
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise SessionError("this PostgresStore is closed")
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except SessionError:
+            raise
+        except self._psycopg_error as exc:
+            raise SessionError(f"PostgreSQL failed to {what}: {_redact(str(exc)).strip()}") from exc
+
+    def close(self) -> None:
+        """Close the pool (waits for connections in use to come back)."""
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the protocol --------------------------------------------------------------------------
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        check_session_id(session_id)
+        return await self._run(f"load session {session_id!r}", self._load, session_id)
+
+    def _load(self, session_id: str) -> StoredSession | None:
+        with self._pool.connection() as conn:
+            row = conn.execute(self._sql["load"], {"id": session_id}).fetchone()
+        if row is None:
+            return None
+        version, format_version, state_text, pause_text, tools_text, count = row[:6]
+        texts, n, lo, hi = row[6:]
+        texts = texts or []
+        if version < 1:
+            raise _corrupt(session_id, f"version {version!r} is not positive")
+        if n != count or (n and (lo, hi) != (0, n - 1)):
+            raise _corrupt(
+                session_id,
+                f"it should hold messages 0..{count - 1} but holds {n} (indexes {lo}..{hi})",
+            )
+        messages = [_load_json(t, f"message {i}", session_id) for i, t in enumerate(texts)]
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                kind = type(message).__name__
+                raise _corrupt(session_id, f"message {i} is a {kind}, not an object")
+        state = _load_json(state_text, "state", session_id)
+        if not isinstance(state, dict):
+            raise _corrupt(session_id, f"state is a {type(state).__name__}, not an object")
+        pause = _load_json(pause_text, "pause", session_id)
+        if pause is not None and not isinstance(pause, dict):
+            raise _corrupt(session_id, f"pause is a {type(pause).__name__}, not an object")
+        tools = _load_json(tools_text, "tools", session_id)
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            raise _corrupt(session_id, f"tools is not a list of names: {tools!r:.200}")
+        return StoredSession(session_id, version, format_version, messages, state, pause, tools)
+
+    async def save(self, session_id: str, update: SessionUpdate) -> int:
+        check_session_id(session_id)
+        for i, message in enumerate(update.new_messages):
+            if not isinstance(message, dict):
+                raise StateFormatError(
+                    f"session {session_id!r}: new message {i} is a {type(message).__name__}, "
+                    "not an object"
+                )
+        messages = [json.dumps(m) for m in update.new_messages]
+        pending = [json.dumps(p) for p in update.pending]
+        interrupts = [
+            Interrupt.from_dict(p, f"session {session_id!r} pending[{i}]")
+            for i, p in enumerate(update.pending)
+        ]
+        ids = [it.id for it in interrupts]
+        if len(set(ids)) != len(ids):
+            raise StateFormatError(f"session {session_id!r}: pending interrupt ids repeat: {ids}")
+        state = None if update.state is None else json.dumps(update.state)
+        params: dict[str, Any] = {
+            "id": session_id,
+            "expected": update.expected_version,
+            "first": update.first_index,
+            "added": len(messages),
+            "fv": update.format_version,
+            "state": state,
+            "pause": None if update.pause is None else json.dumps(update.pause),
+            "tools": json.dumps(list(update.tools)),
+            "messages": messages,
+            "ids": ids,
+            "names": [it.name for it in interrupts],
+            "tool_names": [None if it.tool_use is None else it.tool_use.name for it in interrupts],
+            "raised": [it.raised_at for it in interrupts],
+            "data": pending,
+        }
+        version = await self._run(f"save session {session_id!r}", self._save, params)
+        size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
+        size += 0 if state is None else len(state)
+        with self._lock:
+            self.bytes_written += size
+        return version
+
+    def _save(self, p: dict[str, Any]) -> int:
+        sid, q = p["id"], self._sql
+        try:
+            with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+                if p["expected"] == 0:
+                    row = conn.execute(q["create"], {**p, "state": p["state"] or "{}"}).fetchone()
+                else:
+                    row = conn.execute(q["update"], p).fetchone()
+                if row is None or (p["expected"] == 0 and p["first"] != 0):
+                    current = conn.execute(q["current"], p).fetchone()
+                    raise self._conflict(sid, p, current if row is None else (0, 0))
+                if p["messages"]:
+                    conn.execute(q["append"], p)
+                if p["expected"] != 0:
+                    conn.execute(q["clear_pending"], p)
+                if p["ids"]:
+                    conn.execute(q["add_pending"], p)
+                return int(row[0])
+        except self._integrity_error as exc:
+            raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
+
+    @staticmethod
+    def _conflict(
+        sid: str, p: dict[str, Any], current: tuple[int, int] | None
+    ) -> SessionConflictError:
+        version, count = current or (0, 0)
+        if version != p["expected"]:
+            return SessionConflictError(
+                f"session {sid!r} is at version {version}, not {p['expected']}: another agent "
+                "saved it first"
+            )
+        return SessionConflictError(
+            f"session {sid!r} holds {count} messages, but the save appends at {p['first']}"
+        )
+
+    async def pending_interrupts(
+        self,
+        *,
+        name: str | None = None,
+        tool_name: str | None = None,
+        older_than: datetime | float | None = None,
+        newer_than: datetime | float | None = None,
+        limit: int | None = None,
+    ) -> list[PendingInterrupt]:
+        query, params = self._pending_query(
+            name=name,
+            tool_name=tool_name,
+            older=epoch(older_than),
+            newer=epoch(newer_than),
+            limit=None if limit is None or limit < 0 else limit,
+        )
+        found = await self._run("list pending interrupts", self._pending, query, params)
+        return found[:limit] if limit is not None and limit < 0 else found
+
+    def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
+        """The pending-interrupt query for these filters (None: no filter), and its parameters."""
+        where = [_FILTERS[k] for k, v in params.items() if k in _FILTERS and v is not None]
+        tail = " AND ".join(where or ["true"]) + _PENDING_TAIL
+        return self._sql["pending_head"] + tail.encode(), params
+
+    def _pending(self, query: bytes, params: dict[str, Any]) -> list[PendingInterrupt]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(query, params).fetchall()
+        found = []
+        for sid, text in rows:
+            try:
+                interrupt = Interrupt.from_dict(_load_json(text, "pending interrupt", sid))
+            except StateFormatError as exc:
+                if isinstance(exc, SessionCorruptError):
+                    raise
+                raise _corrupt(sid, f"a pending interrupt is malformed ({exc})") from None
+            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+        return found
+
+    async def list_sessions(self) -> list[str]:
+        return await self._run("list sessions", self._list)
+
+    def _list(self) -> list[str]:
+        with self._pool.connection() as conn:
+            return [row[0] for row in conn.execute(self._sql["list"])]
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        await self._run(f"delete session {session_id!r}", self._delete, session_id)
+
+    def _delete(self, session_id: str) -> None:
+        # Messages and pending rows go with the session row (ON DELETE CASCADE), after any save
+        # holding that row commits.
+        with self._pool.connection() as conn:
+            conn.execute(self._sql["delete"], {"id": session_id})

@@ -1,0 +1,139 @@
+"""The session store protocol: what an agent saves, and the small interface every store meets.
+
+A store keeps, per session id: the conversation (append-only), the agent state, the pause (or
+none), the names of the agent's tools, an index of pending interrupts, and a version number.
+Every save is a compare-and-swap on that version. The JSON pieces are those of
+``Agent.export_state()``; stores never interpret them beyond the pending-interrupt index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from .._interrupt import Interrupt
+from .._messages import JsonValue
+from ..errors import InvalidSessionIdError
+
+__all__ = [
+    "PendingInterrupt",
+    "SessionStore",
+    "SessionUpdate",
+    "StoredSession",
+    "check_session_id",
+    "epoch",
+]
+
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@:=+-]{0,199}")
+
+
+def check_session_id(session_id: object) -> str:
+    """Return ``session_id`` if it is safe as a file name and a key, else InvalidSessionIdError.
+
+    Allowed: 1-200 characters of letters, digits and ``_ . @ : = + -``, not starting with a dot
+    or a dash, so no ``..``, path separators, absolute paths or hidden files.
+    """
+    if not isinstance(session_id, str) or not _ID.fullmatch(session_id) or ".." in session_id:
+        raise InvalidSessionIdError(
+            f"invalid session id {session_id!r}: use 1-200 letters, digits or _ . @ : = + - "
+            "(not starting with '.' or '-', no '..', no path separators)"
+        )
+    return session_id
+
+
+def epoch(when: datetime | float | None) -> float | None:
+    """A filter time as epoch seconds (naive datetimes are taken as local time)."""
+    if when is None or isinstance(when, int | float):
+        return when
+    return when.timestamp()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """A session as loaded from a store: the parts of ``export_state()`` plus the version."""
+
+    session_id: str
+    version: int
+    format_version: int
+    messages: list[JsonValue]
+    state: dict[str, JsonValue]
+    pause: dict[str, JsonValue] | None
+    tools: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUpdate:
+    """One save: append ``new_messages`` and set the rest, if the stored version is ``expected``.
+
+    ``first_index`` is the position of the first new message (the number already stored);
+    ``pending`` is the pause's interrupts (``Interrupt.to_dict()``) for the pending index.
+    ``state`` is left unchanged when None.
+    """
+
+    expected_version: int
+    first_index: int
+    new_messages: list[JsonValue]
+    pause: dict[str, JsonValue] | None
+    pending: list[dict[str, JsonValue]]
+    tools: list[str]
+    format_version: int
+    state: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingInterrupt:
+    """A question waiting for an answer in some session.
+
+    For tool interrupts, ``interrupt.tool_use`` is what was shown (tool name and input).
+    """
+
+    session_id: str
+    interrupt: Interrupt
+    raised_at: float = field(default=0.0)
+
+    @property
+    def tool_name(self) -> str | None:
+        return None if self.interrupt.tool_use is None else self.interrupt.tool_use.name
+
+    @property
+    def raised(self) -> datetime:
+        return datetime.fromtimestamp(self.raised_at).astimezone()
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where agents keep their sessions. A new backend is one class meeting this protocol,
+    plus a line in the conformance suite (``interlude.testing.conformance``)."""
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        """The stored session, or None if there is none. SessionCorruptError if unreadable."""
+        ...
+
+    async def save(self, session_id: str, update: SessionUpdate) -> int:
+        """Apply ``update`` atomically if the stored version (0: no session yet) is
+        ``update.expected_version``; return the new version. SessionConflictError otherwise,
+        with nothing written."""
+        ...
+
+    async def pending_interrupts(
+        self,
+        *,
+        name: str | None = None,
+        tool_name: str | None = None,
+        older_than: datetime | float | None = None,
+        newer_than: datetime | float | None = None,
+        limit: int | None = None,
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, filtered by interrupt name, tool
+        name and the time they were raised."""
+        ...
+
+    async def list_sessions(self) -> list[str]:
+        """Every stored session id, sorted."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove a session and its pending interrupts (no error if there is none)."""
+        ...

@@ -1,0 +1,414 @@
+"""The conformance suite every session store passes.
+
+Subclass :class:`SessionStoreConformance` in a pytest test module and say how to make your
+store; pytest then runs every check below against it::
+
+    from interlude.testing.conformance import SessionStoreConformance
+
+    class TestMyStore(SessionStoreConformance):
+        def make_store(self, tmp_path):
+            return MyStore(tmp_path / "sessions")
+
+        def store_url(self, tmp_path):  # for the checks that use several processes
+            return None  # or a URL that interlude.sessions.open_store() understands
+
+        def corrupt(self, store, tmp_path, session_id):
+            ...  # damage the stored session (garbage JSON where a message is kept)
+
+Checks: round trip, append-only writes, compare-and-swap conflicts, resume by a fresh agent,
+two resumers racing (processes when the store has a URL), a process killed right after a pause,
+pending-interrupt queries, listing and deleting, bad ids, corrupt data and unknown versions.
+The checks are sync functions (they drive the async store API with ``asyncio.run``), so no
+pytest plugin is needed. Stores must count the JSON bytes they write in ``bytes_written``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from .._interrupt import Interrupt, interrupt_id
+from .._messages import ToolUse
+from ..errors import InvalidSessionIdError, SessionConflictError, SessionCorruptError
+from ..sessions._protocol import SessionStore, SessionUpdate
+from ._models import ScriptedModel
+
+__all__ = ["SessionStoreConformance", "build_agent"]
+
+BAD_IDS = ["", "../x", "/etc/passwd", "a/b", "a\\b", ".hidden", "..", "x" * 201, "a\x00b", "-x"]
+
+
+def build_agent(
+    store: SessionStore,
+    session_id: str,
+    turns: list[Any],
+    counter: Path,
+    messages: Any = (),
+) -> Any:
+    """The agent every check uses: a ``record`` tool (it appends a line to ``counter``, so runs
+    can be counted across processes) behind a before-tool approval hook."""
+    from .. import Agent, tool
+    from ..hooks import BeforeToolCallEvent
+
+    @tool
+    def record(item: str) -> str:
+        """Record an item.
+
+        Args:
+            item: What to record.
+        """
+        with counter.open("a") as f:
+            f.write(f"{item}\n")
+        return f"recorded {item}"
+
+    def approve(event: BeforeToolCallEvent) -> None:
+        if not event.interrupt("approve", reason={"item": event.tool_use.input.get("item")}):
+            event.cancel("not approved")
+
+    agent = Agent(
+        ScriptedModel(turns),
+        tools=[record],
+        messages=messages,
+        session=store,
+        session_id=session_id,
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, approve)
+    return agent
+
+
+def _update(version: int, first: int, messages: list[Any], **kw: Any) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=version,
+        first_index=first,
+        new_messages=messages,
+        pause=kw.get("pause"),
+        pending=kw.get("pending", []),
+        tools=kw.get("tools", ["record"]),
+        format_version=kw.get("format_version", 1),
+        state=kw.get("state"),
+    )
+
+
+def _text(i: int, size: int = 10) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": f"{i}:" + "x" * size}]}
+
+
+def _runs(counter: Path) -> list[str]:
+    return counter.read_text().split() if counter.exists() else []
+
+
+_CHILD = textwrap.dedent(
+    """
+    import json, os, signal, sys, time
+    from pathlib import Path
+    from interlude.sessions import open_store
+    from interlude.testing.conformance import build_agent
+    from interlude.errors import SessionConflictError
+
+    mode, url, sid, counter, arg = sys.argv[1:6]
+    store = open_store(url)
+    if mode == "pause-and-die":
+        agent = build_agent(store, sid, [[__TOOL_USE__]], Path(counter))
+        result = agent("record it")
+        print(json.dumps({"stop": result.stop_reason}), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    agent = build_agent(store, sid, ["done"], Path(counter))
+    iid = agent.interrupts[0].id
+    barrier = Path(arg)
+    (barrier / str(os.getpid())).touch()
+    deadline = time.time() + 20
+    while len(list(barrier.iterdir())) < 2 and time.time() < deadline:
+        time.sleep(0.005)
+    try:
+        outcome = agent.resume({iid: True}).stop_reason
+    except SessionConflictError as exc:
+        outcome = "conflict"
+    print(json.dumps({"outcome": outcome}), flush=True)
+    """
+)
+
+
+class SessionStoreConformance:
+    """Checks a session store must pass. Subclass it and implement the three methods below."""
+
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        raise NotImplementedError
+
+    def store_url(self, tmp_path: Path) -> str | None:
+        """A URL for :func:`interlude.sessions.open_store` that reaches the same store from
+        another process, or None if the store lives in this process only."""
+        return None
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        """Damage the stored session ``session_id`` so that loading it must fail."""
+        raise NotImplementedError
+
+    # --- the store protocol ------------------------------------------------------------------
+
+    def test_round_trip(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        assert asyncio.run(store.load("s1")) is None
+        interrupt = Interrupt(id="v1:x:m1:abc", name="ask", source="before_model_call")
+        pause = {"step": {"kind": "before_model_call"}, "note": [1, 2.5, None, "é"]}
+        update = _update(
+            0,
+            0,
+            [_text(0), _text(1)],
+            pause=pause,
+            pending=[interrupt.to_dict()],
+            state={"k": {"n": 1}},
+        )
+        assert asyncio.run(store.save("s1", update)) == 1
+        got = asyncio.run(store.load("s1"))
+        assert got is not None
+        assert (got.session_id, got.version, got.format_version) == ("s1", 1, 1)
+        assert got.messages == [_text(0), _text(1)]
+        assert got.pause == pause
+        assert got.state == {"k": {"n": 1}}
+        assert got.tools == ["record"]
+
+    def test_append_only_writes(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        history = [_text(i, 1000) for i in range(100)]
+        asyncio.run(store.save("s1", _update(0, 0, history, state={})))
+        before = store.bytes_written  # type: ignore[attr-defined]
+        asyncio.run(store.save("s1", _update(1, 100, [_text(100)], pause={"p": 1})))
+        written = store.bytes_written - before  # type: ignore[attr-defined]
+        assert 0 < written < 2_000, f"a one-message save wrote {written} bytes"
+        got = asyncio.run(store.load("s1"))
+        assert got is not None and got.version == 2
+        assert got.messages == [*history, _text(100)]
+        assert got.state == {}  # state=None in an update leaves it as it was
+
+    def test_compare_and_swap_conflicts_write_nothing(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        asyncio.run(store.save("s1", _update(0, 0, [_text(0)])))
+        for bad in (
+            _update(0, 0, [_text(9)]),
+            _update(5, 1, [_text(9)]),
+            _update(1, 0, [_text(9)]),
+        ):
+            try:
+                asyncio.run(store.save("s1", bad))
+            except SessionConflictError as exc:
+                assert "s1" in str(exc)
+            else:
+                raise AssertionError(f"a stale save was accepted: {bad}")
+        got = asyncio.run(store.load("s1"))
+        assert got is not None and got.version == 1 and got.messages == [_text(0)]
+        try:  # a new session must start at message 0
+            asyncio.run(store.save("s2", _update(0, 1, [_text(1)])))
+        except SessionConflictError:
+            pass
+        else:
+            raise AssertionError("a first save appending at message 1 was accepted")
+        assert asyncio.run(store.load("s2")) is None
+        assert asyncio.run(store.list_sessions()) == ["s1"]
+
+    def test_list_and_delete(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        for sid in ("b", "a", "c"):
+            asyncio.run(store.save(sid, _update(0, 0, [_text(0)])))
+        assert asyncio.run(store.list_sessions()) == ["a", "b", "c"]
+        asyncio.run(store.delete("b"))
+        asyncio.run(store.delete("never-there"))
+        assert asyncio.run(store.list_sessions()) == ["a", "c"]
+        assert asyncio.run(store.load("b")) is None
+        assert asyncio.run(store.save("b", _update(0, 0, [_text(1)]))) == 1
+
+    def test_bad_ids_are_refused(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        for bad in BAD_IDS:
+            calls = [store.load(bad), store.save(bad, _update(0, 0, [])), store.delete(bad)]
+            for call in calls:
+                try:
+                    asyncio.run(call)
+                except InvalidSessionIdError as exc:
+                    assert repr(bad)[:20] in str(exc) or bad == ""
+                else:
+                    raise AssertionError(f"session id {bad!r} was accepted")
+            try:
+                build_agent(store, bad, [], tmp_path / "c")
+            except InvalidSessionIdError:
+                pass
+            else:
+                raise AssertionError(f"Agent accepted session id {bad!r}")
+        assert asyncio.run(store.list_sessions()) == []
+
+    def test_corrupt_data_is_reported_not_half_loaded(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        agent = build_agent(store, "broken", [[ToolUse("t1", "record", {"item": "a"})]], counter)
+        agent("go")
+        self.corrupt(store, tmp_path, "broken")
+        for attempt in range(2):
+            try:
+                if attempt == 0:
+                    asyncio.run(store.load("broken"))
+                    # a store may leave shape checks of message contents to the agent
+                build_agent(store, "broken", [], counter)
+            except SessionCorruptError as exc:
+                assert "broken" in str(exc)
+                break
+        else:
+            raise AssertionError("a corrupt session loaded without error")
+        assert "broken" in asyncio.run(store.list_sessions())
+
+    def test_unknown_format_version_is_refused(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        asyncio.run(store.save("future", _update(0, 0, [_text(0)], format_version=99, state={})))
+        try:
+            build_agent(store, "future", [], tmp_path / "c")
+        except SessionCorruptError as exc:
+            assert "future" in str(exc) and "99" in str(exc)
+        else:
+            raise AssertionError("a session of format version 99 was loaded")
+
+    # --- agents on the store -----------------------------------------------------------------
+
+    def test_fresh_agent_resumes_once(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        first = build_agent(store, "s1", [[ToolUse("t1", "record", {"item": "a"})]], counter)
+        paused = first("record a")
+        assert paused.stop_reason == "interrupt"
+        fresh = build_agent(store, "s1", ["done"], counter)
+        assert fresh.is_paused and [i.id for i in fresh.interrupts] == [paused.interrupts[0].id]
+        assert fresh.interrupts[0].tool_use == ToolUse("t1", "record", {"item": "a"})
+        assert str(fresh.resume({paused.interrupts[0].id: True})) == "done"
+        assert _runs(counter) == ["a"]
+        again = build_agent(store, "s1", [], counter)
+        assert not again.is_paused
+        assert [m.role for m in again.messages] == ["user", "assistant", "user", "assistant"]
+        assert again.messages == fresh.messages
+
+    def test_pause_write_does_not_grow_with_history(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        short = _pause_bytes(store, tmp_path, "short", 10)
+        long = _pause_bytes(store, tmp_path, "long", 1000)
+        assert long <= 2 * short, f"a pause after 1000 messages wrote {long} B, after 10 {short} B"
+
+    def test_two_resumers_exactly_one_proceeds(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        paused = build_agent(store, "race", [[ToolUse("t1", "record", {"item": "a"})]], counter)(
+            "go"
+        )
+        iid = paused.interrupts[0].id
+        url = self.store_url(tmp_path)
+        if url is None:  # one process: two agents racing on one event loop
+            a = build_agent(store, "race", ["done"], counter)
+            b = build_agent(store, "race", ["done"], counter)
+
+            async def both() -> list[Any]:
+                return list(
+                    await asyncio.gather(
+                        a.resume_async({iid: True}),
+                        b.resume_async({iid: True}),
+                        return_exceptions=True,
+                    )
+                )
+
+            outcomes = [
+                "conflict" if isinstance(o, SessionConflictError) else o.stop_reason
+                for o in asyncio.run(both())
+            ]
+        else:
+            barrier = tmp_path / "barrier"
+            barrier.mkdir()
+            procs = [_child("race", url, "race", counter, str(barrier)) for _ in range(2)]
+            outcomes = [json.loads(_finish(p))["outcome"] for p in procs]
+        assert sorted(outcomes) == ["conflict", "end_turn"], outcomes
+        assert _runs(counter) == ["a"]
+        final = build_agent(store, "race", [], counter)
+        assert not final.is_paused and str(final.messages[-1].text) == "done"
+
+    def test_killed_right_after_a_pause_resumes_elsewhere(self, tmp_path: Path) -> None:
+        url = self.store_url(tmp_path)
+        if url is None:
+            import pytest
+
+            pytest.skip("this store lives in one process")
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        proc = _child("pause-and-die", url, "killed", counter, "-")
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == -9, proc.returncode
+        assert json.loads(out.splitlines()[0]) == {"stop": "interrupt"}
+        fresh = build_agent(store, "killed", ["done"], counter)
+        assert fresh.is_paused
+        assert fresh.resume({fresh.interrupts[0].id: True}).stop_reason == "end_turn"
+        assert _runs(counter) == ["a"]
+
+    def test_pending_interrupt_queries(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        marks = []
+        for sid, item in (("p1", "a"), ("p2", "b"), ("p3", "c")):
+            agent = build_agent(
+                store, sid, [[ToolUse("t1", "record", {"item": item})]], tmp_path / sid
+            )
+            agent("go")
+            marks.append(time.time())
+            time.sleep(0.02)
+        done = build_agent(store, "done", ["hello"], tmp_path / "d")
+        done("hi")  # a finished session has nothing pending
+        everything = asyncio.run(store.pending_interrupts())
+        assert [e.session_id for e in everything] == ["p1", "p2", "p3"]
+        approve = interrupt_id("before_tool_call", "t1", "approve")
+        assert all(e.interrupt.id == approve and e.interrupt.name == "approve" for e in everything)
+        assert [e.interrupt.tool_use.input["item"] for e in everything] == ["a", "b", "c"]  # type: ignore[union-attr]
+        assert [e.tool_name for e in everything] == ["record"] * 3
+        q = store.pending_interrupts
+        assert len(asyncio.run(q(name="approve"))) == 3
+        assert asyncio.run(q(name="other")) == []
+        assert len(asyncio.run(q(tool_name="record"))) == 3
+        assert asyncio.run(q(tool_name="nope")) == []
+        assert [e.session_id for e in asyncio.run(q(older_than=marks[0]))] == ["p1"]
+        assert [e.session_id for e in asyncio.run(q(newer_than=marks[1]))] == ["p3"]
+        assert [e.session_id for e in asyncio.run(q(limit=2))] == ["p1", "p2"]
+        resumer = build_agent(store, "p2", ["done"], tmp_path / "p2")
+        resumer.resume({approve: True})
+        assert [e.session_id for e in asyncio.run(q())] == ["p1", "p3"]
+
+
+def _pause_bytes(store: SessionStore, tmp_path: Path, sid: str, history: int) -> int:
+    """Bytes a store writes for a run that pauses at the end of a ``history``-message talk."""
+    from .._messages import Message, Text
+
+    messages = [
+        Message("user" if i % 2 == 0 else "assistant", [Text(f"message {i} " + "x" * 40)])
+        for i in range(history)
+    ]
+    turns: list[Any] = ["ok", [ToolUse("t1", "record", {"item": "x"})]]
+    agent = build_agent(store, sid, turns, tmp_path / sid, messages=messages)
+    assert agent("warm up").stop_reason == "end_turn"  # stores the history
+    before = store.bytes_written  # type: ignore[attr-defined]
+    assert agent("one more").stop_reason == "interrupt"
+    return int(store.bytes_written - before)  # type: ignore[attr-defined]
+
+
+def _child(mode: str, url: str, sid: str, counter: Path, arg: str) -> subprocess.Popen[str]:
+    code = _CHILD.replace("__TOOL_USE__", 'ToolUse("t1", "record", {"item": "a"})')
+    code = "from interlude import ToolUse\n" + code
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, mode, url, sid, str(counter), arg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _finish(proc: subprocess.Popen[str]) -> str:
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode != 0:
+        raise AssertionError(f"child failed ({proc.returncode}):\n{err}")
+    return out.strip().splitlines()[-1]

@@ -1,0 +1,90 @@
+"""Every session store passes the shipped conformance suite."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from interlude.sessions import FileStore, MemoryStore, SessionStore, SQLiteStore, store_url
+from interlude.testing.conformance import SessionStoreConformance
+
+from . import pg
+
+
+class TestMemoryStore(SessionStoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return MemoryStore()
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        assert isinstance(store, MemoryStore)
+        store._sessions[session_id].messages[0] = json.dumps({"role": "robot", "content": []})
+
+
+class TestSQLiteStore(SessionStoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SQLiteStore(tmp_path / "s.db")
+
+    def store_url(self, tmp_path: Path) -> str | None:
+        return store_url("sqlite", str(tmp_path / "s.db"))
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        with sqlite3.connect(tmp_path / "s.db") as conn:
+            conn.execute(
+                "UPDATE messages SET data = ? WHERE session_id = ? AND idx = 0",
+                ('{"role": "robot", "content": []', session_id),  # truncated JSON
+            )
+
+
+class TestFileStore(SessionStoreConformance):
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return FileStore(tmp_path / "fs")
+
+    def store_url(self, tmp_path: Path) -> str | None:
+        return store_url("file", str(tmp_path / "fs"))
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        path = tmp_path / "fs" / session_id / "messages.jsonl"
+        data = path.read_bytes()
+        path.write_bytes(b"\xff" + data[1:])
+
+
+class TestPostgresStore(SessionStoreConformance):
+    """Each check gets its own schema on the test server, dropped afterwards."""
+
+    @pytest.fixture(autouse=True)
+    def _schema(self, request: pytest.FixtureRequest) -> None:
+        pg.require_postgres()
+        self.schema = pg.unique_schema()
+        self.stores: list[SessionStore] = []
+
+        def clean_up() -> None:
+            for store in self.stores:
+                store.close()  # type: ignore[attr-defined]
+            pg.drop_schema(self.schema)
+
+        request.addfinalizer(clean_up)
+
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        from interlude.sessions import PostgresStore
+
+        store = PostgresStore(pg.DSN, schema=self.schema)
+        self.stores.append(store)
+        return store
+
+    def store_url(self, tmp_path: Path) -> str | None:
+        return pg.schema_url(self.schema)
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(pg.DSN, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "UPDATE {}.messages SET data = %s WHERE session_id = %s AND idx = 0"
+                ).format(sql.Identifier(self.schema)),
+                ('{"role": "robot"', session_id),
+            )

@@ -1,0 +1,322 @@
+"""FileStore specifics: its files, crash leftovers, corruption, path safety, processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from interlude import ToolUse
+from interlude._interrupt import Interrupt
+from interlude.errors import (
+    InvalidSessionIdError,
+    SessionConflictError,
+    SessionCorruptError,
+    StateFormatError,
+)
+from interlude.sessions import FileStore, PendingInterrupt, SessionUpdate
+
+
+def update(
+    expected: int,
+    first: int,
+    messages: list[object],
+    *,
+    pause: dict[str, object] | None = None,
+    pending: Sequence[Interrupt] = (),
+    state: dict[str, object] | None = None,
+) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=expected,
+        first_index=first,
+        new_messages=list(messages),
+        pause=pause,
+        pending=[p.to_dict() for p in pending],
+        tools=["record"],
+        format_version=1,
+        state=state,
+    )
+
+
+def interrupt(iid: str, name: str, raised_at: float, tool: str | None = None) -> Interrupt:
+    return Interrupt(
+        id=iid,
+        name=name,
+        reason={"why": iid},
+        source="before_tool_call" if tool else "before_model_call",
+        tool_use=None if tool is None else ToolUse(f"tu-{iid}", tool, {"x": 1}),
+        raised_at=raised_at,
+    )
+
+
+def msg(text: str) -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def store(root: Path) -> FileStore:
+    return FileStore(root)
+
+
+def test_round_trip_and_layout(store: FileStore, root: Path) -> None:
+    assert asyncio.run(store.load("s1")) is None
+    assert not (root / "s1").exists()  # a load creates nothing
+    pause = {"step": {"kind": "tool_batch"}}
+    pend = [interrupt("i1", "approve", 5.0, tool="record")]
+    new = update(0, 0, [msg("a"), msg("b")], pause=pause, pending=pend, state={"k": 1})
+    assert asyncio.run(store.save("s1", new)) == 1
+    s = asyncio.run(store.load("s1"))
+    assert s is not None
+    assert (s.session_id, s.version, s.format_version) == ("s1", 1, 1)
+    assert (s.messages, s.state, s.pause, s.tools) == (
+        [msg("a"), msg("b")],
+        {"k": 1},
+        pause,
+        ["record"],
+    )
+    lines = (root / "s1" / "messages.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [msg("a"), msg("b")]
+    head = json.loads((root / "s1" / "head.json").read_text())
+    assert head["version"] == 1 and head["message_count"] == 2
+    assert head["pending"] == [p.to_dict() for p in pend] and head["state"] == {"k": 1}
+    # state=None keeps the stored state; pause None clears the pause
+    assert asyncio.run(store.save("s1", update(1, 2, [msg("c")]))) == 2
+    s = asyncio.run(store.load("s1"))
+    assert s is not None and s.state == {"k": 1} and s.pause is None and len(s.messages) == 3
+
+
+async def test_append_only_and_conflicts_write_nothing(store: FileStore, root: Path) -> None:
+    await store.save("s", update(0, 0, [msg("a"), msg("b")]))
+    first = (root / "s" / "messages.jsonl").read_bytes()
+    await store.save("s", update(1, 2, [msg("c")], state={"n": 2}))
+    second = (root / "s" / "messages.jsonl").read_bytes()
+    assert second.startswith(first) and second.count(b"\n") == 3
+    snapshot, written = files(root / "s"), store.bytes_written
+
+    pend = [interrupt("i", "approve", 1.0)]
+    with pytest.raises(SessionConflictError, match=r"'s'.*version 2, not 1"):
+        await store.save("s", update(1, 3, [msg("x")], pending=pend))
+    with pytest.raises(SessionConflictError, match=r"'s' holds 3 messages.*appends at 2"):
+        await store.save("s", update(2, 2, [msg("x")], pending=pend))
+    with pytest.raises(SessionConflictError, match=r"'s'.*version 2, not 0"):
+        await store.save("s", update(0, 0, [msg("x")]))
+    assert files(root / "s") == snapshot and store.bytes_written == written
+    with pytest.raises(SessionConflictError, match="'new' holds 0 messages"):
+        await store.save("new", update(0, 1, [msg("x")]))
+    assert await store.load("new") is None
+    assert await store.list_sessions() == ["s"]
+    bad = update(2, 3, [msg("x")])
+    object.__setattr__(bad, "pending", [{"id": "i", "name": "n"}])  # no source
+    with pytest.raises(StateFormatError):
+        await store.save("s", bad)
+    assert files(root / "s") == snapshot
+
+
+async def test_crash_leftovers_are_ignored_then_truncated(store: FileStore, root: Path) -> None:
+    await store.save("s", update(0, 0, [msg("a")]))
+    path = root / "s" / "messages.jsonl"
+    good = path.read_bytes()
+    with path.open("ab") as f:  # a save that appended, then died before replacing head.json
+        f.write(json.dumps(msg("lost")).encode() + b"\n" + b'{"role": "us')
+    s = await store.load("s")
+    assert s is not None and s.messages == [msg("a")]
+    await store.save("s", update(1, 1, [msg("b")]))
+    assert path.read_bytes() == good + json.dumps(msg("b")).encode() + b"\n"
+    s = await store.load("s")
+    assert s is not None and s.messages == [msg("a"), msg("b")]
+    # a first save that died before its head: no session, and the next first save starts clean
+    (root / "t").mkdir()
+    (root / "t" / "messages.jsonl").write_bytes(b"garbage\n")
+    assert await store.load("t") is None and await store.list_sessions() == ["s"]
+    await store.save("t", update(0, 0, [msg("t")]))
+    t = await store.load("t")
+    assert t is not None and t.messages == [msg("t")]
+
+
+async def test_pending_filters_and_replacement(store: FileStore) -> None:
+    a1 = interrupt("a1", "approve", 100.0, tool="record")
+    a2 = interrupt("a2", "confirm", 300.0)
+    b1 = interrupt("b1", "approve", 200.0, tool="delete")
+    c1 = interrupt("c1", "approve", 100.0, tool="record")
+    await store.save("a", update(0, 0, [], pause={"p": 1}, pending=[a1, a2]))
+    await store.save("b", update(0, 0, [], pause={"p": 1}, pending=[b1]))
+    await store.save("c", update(0, 0, [], pause={"p": 1}, pending=[c1]))
+
+    def ids(found: list[PendingInterrupt]) -> list[tuple[str, str]]:
+        return [(p.session_id, p.interrupt.id) for p in found]
+
+    everything = await store.pending_interrupts()
+    assert ids(everything) == [("a", "a1"), ("c", "c1"), ("b", "b1"), ("a", "a2")]
+    assert everything[0] == PendingInterrupt("a", a1, 100.0)
+    assert ids(await store.pending_interrupts(tool_name="delete")) == [("b", "b1")]
+    assert ids(await store.pending_interrupts(name="approve", older_than=150)) == [
+        ("a", "a1"),
+        ("c", "c1"),
+    ]
+    newer = await store.pending_interrupts(newer_than=datetime.fromtimestamp(150.0), limit=1)
+    assert ids(newer) == [("b", "b1")]
+    await store.save("a", update(1, 0, [], pending=[]))
+    assert ids(await store.pending_interrupts()) == [("c", "c1"), ("b", "b1")]
+
+
+async def test_list_and_delete(store: FileStore, root: Path) -> None:
+    for sid in ["b", "a", "c:1"]:
+        await store.save(sid, update(0, 0, [msg(sid)]))
+    (root / "no-head").mkdir()
+    (root / ".deleted-x-0").mkdir()
+    (root / ".deleted-x-0" / "head.json").write_text("{}")
+    assert await store.list_sessions() == ["a", "b", "c:1"]
+    await store.delete("b")
+    await store.delete("b")  # absent: no error
+    assert await store.list_sessions() == ["a", "c:1"]
+    assert await store.load("b") is None
+    assert not (root / "b").exists()
+    assert not [name for name in os.listdir(root) if name.startswith(".deleted-b")]
+    assert await store.save("b", update(0, 0, [msg("again")])) == 1
+
+
+@pytest.mark.parametrize("bad", ["", "../x", "/abs", "a/b", ".hidden", "..", "x" * 201, "a\x00b"])
+async def test_bad_ids_are_refused(store: FileStore, root: Path, bad: str) -> None:
+    with pytest.raises(InvalidSessionIdError):
+        await store.load(bad)
+    with pytest.raises(InvalidSessionIdError):
+        await store.save(bad, update(0, 0, []))
+    with pytest.raises(InvalidSessionIdError):
+        await store.delete(bad)
+    assert sorted(os.listdir(root)) == []
+
+
+async def test_a_symlinked_session_folder_cannot_escape(
+    store: FileStore, root: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "outside").mkdir()
+    (root / "evil").symlink_to(tmp_path / "outside")
+    with pytest.raises(InvalidSessionIdError, match="outside"):
+        await store.save("evil", update(0, 0, [msg("x")]))
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+def _bad_state(raw: bytes) -> bytes:
+    head = json.loads(raw)
+    head["state"] = "nope"
+    return json.dumps(head).encode()
+
+
+def _bad_line_2(raw: bytes) -> bytes:
+    first, second, rest = raw.split(b"\n", 2)
+    return first + b"\n" + b"\xff" * len(second) + b"\n" + rest
+
+
+@pytest.mark.parametrize(
+    ("target", "damage", "detail"),
+    [
+        ("head.json", lambda raw: b"\xff\xfe garbage", "not valid JSON"),
+        ("head.json", lambda raw: b"[1, 2]", "not an object"),
+        ("head.json", lambda raw: b'{"format_version": 1}', "version None"),
+        ("head.json", _bad_state, "state"),
+        ("messages.jsonl", _bad_line_2, "line 2 is not valid JSON"),
+        ("messages.jsonl", lambda raw: b"{}\n", "holds 3 bytes"),
+        ("messages.jsonl", lambda raw: raw.replace(b"\n", b" "), "does not hold the 2 lines"),
+    ],
+)
+async def test_corrupt_files_raise_naming_session_and_file(
+    store: FileStore, root: Path, target: str, damage: Callable[[bytes], bytes], detail: str
+) -> None:
+    await store.save("hurt", update(0, 0, [msg("a"), msg("b")], pending=[interrupt("i", "n", 1)]))
+    path = root / "hurt" / target
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{target}.*{detail}"):
+        await store.load("hurt")
+    if target == "head.json":
+        with pytest.raises(SessionCorruptError, match="'hurt'"):
+            await store.pending_interrupts()
+
+
+async def test_corrupt_pending_entry(store: FileStore, root: Path) -> None:
+    await store.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
+    path = root / "hurt" / "head.json"
+    head = json.loads(path.read_text())
+    head["pending"] = [{"id": "i"}]
+    path.write_text(json.dumps(head))
+    with pytest.raises(SessionCorruptError, match=r"'hurt'.*head\.json"):
+        await store.pending_interrupts()
+
+
+async def test_two_store_objects_share_one_directory(root: Path) -> None:
+    one, two = FileStore(root), FileStore(root)
+    await one.save("s", update(0, 0, [msg("a")]))
+    seen = await two.load("s")
+    assert seen is not None and seen.version == 1
+    await two.save("s", update(1, 1, [msg("b")], state={"by": "two"}))
+    with pytest.raises(SessionConflictError):
+        await one.save("s", update(1, 1, [msg("c")]))
+    loaded = await one.load("s")
+    assert loaded is not None and loaded.messages == [msg("a"), msg("b")]
+    assert loaded.state == {"by": "two"}
+
+
+RACER = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from interlude.errors import SessionConflictError
+    from interlude.sessions import FileStore, SessionUpdate
+
+    async def main():
+        store = FileStore(sys.argv[1])
+        seen = await store.load("race")
+        open(sys.argv[2] + "." + sys.argv[3], "w").close()
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.002)
+        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
+                               None, [], [], 1)
+        try:
+            await store.save("race", update)
+            print("won")
+        except SessionConflictError:
+            print("lost")
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_two_processes_race_one_wins(store: FileStore, root: Path, tmp_path: Path) -> None:
+    asyncio.run(store.save("race", update(0, 0, [msg("start")])))
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(root), str(go), who],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("p1", "p2")
+    ]
+    deadline = time.monotonic() + 20
+    while not all((tmp_path / f"go.{w}").exists() for w in ("p1", "p2")):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.005)
+    go.touch()
+    outcomes = [p.communicate(timeout=20)[0].strip() for p in procs]
+    assert sorted(outcomes) == ["lost", "won"]
+    final = asyncio.run(store.load("race"))
+    assert final is not None and final.version == 2
+    winner = "p1" if outcomes[0] == "won" else "p2"
+    assert final.messages == [msg("start"), {"by": winner}]

@@ -1,0 +1,425 @@
+"""PostgresStore specifics: exact JSON, append-only rows, CAS across processes, migrations,
+the SQL pending index, corrupt rows and a missing server or driver."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from interlude import ToolUse
+from interlude._interrupt import Interrupt
+from interlude.errors import (
+    ConfigurationError,
+    InvalidSessionIdError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+)
+from interlude.sessions import MemoryStore, PostgresStore, SessionUpdate
+
+from .pg import DSN, drop_schema, make_store, require_postgres, schema_url, unique_schema
+
+
+@pytest.fixture
+def store(request: pytest.FixtureRequest) -> PostgresStore:
+    return make_store(request.addfinalizer)
+
+
+def sql(store: PostgresStore, query: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run ``query`` ({s} is the store's schema) on a connection of its own."""
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        cur = conn.execute(query.replace("{s}", store.schema), params or None)
+        return cur.fetchall() if cur.description else []
+
+
+def update(
+    expected: int,
+    first: int,
+    messages: list[Any],
+    *,
+    pending: list[Interrupt] = (),  # type: ignore[assignment]
+    pause: dict[str, Any] | None = None,
+    state: dict[str, Any] | None = None,
+) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=expected,
+        first_index=first,
+        new_messages=messages,
+        pause=pause,
+        pending=[p.to_dict() for p in pending],
+        tools=["record"],
+        format_version=1,
+        state=state,
+    )
+
+
+def msg(i: int) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": f"message {i}"}]}
+
+
+def ask(iid: str, name: str, at: float, tool: str | None = None) -> Interrupt:
+    return Interrupt(
+        id=iid,
+        name=name,
+        reason={"why": iid},
+        source="before_tool_call" if tool else "before_model_call",
+        tool_use=None if tool is None else ToolUse(f"tu-{iid}", tool, {"x": 1}),
+        raised_at=at,
+    )
+
+
+def snapshot(store: PostgresStore) -> list[Any]:
+    return [
+        sql(store, f"SELECT * FROM {{s}}.{table} ORDER BY 1, 2")
+        for table in ("sessions", "messages", "pending")
+    ]
+
+
+# --- round trip, append-only, conflicts --------------------------------------------------------
+
+
+async def test_round_trip_is_exact_where_jsonb_is_not(store: PostgresStore) -> None:
+    tricky = {
+        "role": "user",
+        "nul": "a\x00b",
+        "lone": "\ud800",
+        "floats": [1e16, 1e300, -0.0, 5e-324, 0.1, math.nan, math.inf],
+        "big": 2**70,
+        "é": "😀",
+        "order": {"b": 1, "a": 2},
+    }
+    pause = {"step": {"kind": "before_tool_call"}, "note": [1, 2.5, None]}
+    pending = [ask("i1", "approve", 10.0, tool="record"), ask("i2", "check", 11.0)]
+    assert await store.save("s1", update(0, 0, [msg(0), tricky], pause=pause, pending=pending)) == 1
+    got = await store.load("s1")
+    assert got is not None
+    assert (got.version, got.format_version, got.tools) == (1, 1, ["record"])
+    assert json.dumps(got.messages) == json.dumps([msg(0), tricky])  # same text: NaN, order, -0.0
+    assert type(got.messages[1]["floats"][0]) is float
+    assert (got.state, got.pause) == ({}, pause)
+    assert [(p.session_id, p.interrupt, p.tool_name) for p in await store.pending_interrupts()] == [
+        ("s1", pending[0], "record"),
+        ("s1", pending[1], None),
+    ]
+    assert sql(store, "SELECT version, message_count, pause IS NULL FROM {s}.sessions") == [
+        (1, 2, False)
+    ]
+    assert await store.load("nope") is None
+
+
+async def test_saves_append_rows_and_leave_earlier_ones_untouched(store: PostgresStore) -> None:
+    await store.save("s1", update(0, 0, [msg(i) for i in range(3)], state={"n": 1}))
+    rows = "SELECT idx, xmin::text, ctid::text FROM {s}.messages ORDER BY idx"
+    before, written = sql(store, rows), store.bytes_written
+    pause = {"p": 1}
+    pending = [ask("i1", "approve", 1.0, tool="record")]
+    assert await store.save("s1", update(1, 3, [msg(3), msg(4)], pause=pause, pending=pending)) == 2
+    after = sql(store, rows)
+    assert after[:3] == before and [r[0] for r in after] == [0, 1, 2, 3, 4]
+    expected = (
+        len(json.dumps(msg(3))) * 2 + len(json.dumps(pause)) + len(json.dumps(pending[0].to_dict()))
+    )
+    assert store.bytes_written - written == expected
+    got = await store.load("s1")
+    assert got is not None and got.messages == [msg(i) for i in range(5)]
+    assert got.state == {"n": 1} and got.pause == pause  # state=None leaves it
+    # the next save replaces the pending index and clears the pause
+    assert await store.save("s1", update(2, 5, [], state={"n": 2})) == 3
+    assert await store.pending_interrupts() == []
+    assert sql(store, "SELECT pause, state FROM {s}.sessions") == [(None, '{"n": 2}')]
+
+
+async def test_conflicts_raise_and_write_nothing(store: PostgresStore) -> None:
+    await store.save("s1", update(0, 0, [msg(0)], pending=[ask("i", "n", 1.0)]))
+    before = snapshot(store)
+    for bad, words in (
+        (update(0, 0, [msg(9)]), "at version 1, not 0"),
+        (update(5, 1, [msg(9)]), "at version 1, not 5"),
+        (update(1, 0, [msg(9)]), "holds 1 messages, but the save appends at 0"),
+        (update(1, 2, [msg(9)]), "holds 1 messages, but the save appends at 2"),
+    ):
+        with pytest.raises(SessionConflictError, match=words) as info:
+            await store.save("s1", bad)
+        assert "'s1'" in str(info.value)
+    with pytest.raises(SessionConflictError, match="'new' is at version 0, not 3"):
+        await store.save("new", update(3, 0, [msg(0)]))
+    with pytest.raises(SessionConflictError, match="'new' holds 0 messages"):
+        await store.save("new", update(0, 1, [msg(0)]))
+    assert snapshot(store) == before
+    assert await store.list_sessions() == ["s1"]
+
+
+async def test_list_delete_and_cascade(store: PostgresStore) -> None:
+    for sid in ("b", "a", "B", "a.b", "a-b"):
+        await store.save(sid, update(0, 0, [msg(0)], pending=[ask("i", "n", 1.0)]))
+    assert await store.list_sessions() == sorted(["b", "a", "B", "a.b", "a-b"])  # code point order
+    await store.delete("a")
+    await store.delete("never-there")
+    assert await store.load("a") is None
+    counts = "SELECT count(*) FROM {s}.%s WHERE session_id = 'a'"
+    assert sql(store, counts % "messages") == sql(store, counts % "pending") == [(0,)]
+    assert await store.save("a", update(0, 0, [msg(1)])) == 1
+
+
+async def test_concurrent_saves_from_one_loop_and_from_several_loops(store: PostgresStore) -> None:
+    sids = [f"c{i}" for i in range(8)]
+    assert await asyncio.gather(*(store.save(s, update(0, 0, [msg(0)])) for s in sids)) == [1] * 8
+    results = await asyncio.gather(
+        *(store.save("c0", update(1, 1, [msg(i)])) for i in range(4)), return_exceptions=True
+    )
+    assert [r for r in results if not isinstance(r, SessionConflictError)] == [2]
+    # another event loop (in another thread) uses the same store
+    loaded = await asyncio.to_thread(asyncio.run, store.load("c0"))
+    assert loaded is not None and loaded.version == 2
+
+
+def test_bad_ids_schemas_and_sizes(store: PostgresStore) -> None:
+    for bad in ["", "../x", "/etc/passwd", "a/b", ".hidden", "x" * 201, "a\x00b", "-x"]:
+        for call in (store.load(bad), store.save(bad, update(0, 0, [])), store.delete(bad)):
+            with pytest.raises(InvalidSessionIdError):
+                asyncio.run(call)
+    assert asyncio.run(store.list_sessions()) == []
+    for schema in ("", "a-b", "1abc", 'x"; drop', "x" * 64, "a.b"):
+        with pytest.raises(ConfigurationError, match="schema"):
+            PostgresStore(DSN, schema=schema)
+    with pytest.raises(ConfigurationError, match="max_size"):
+        PostgresStore(DSN, schema="x", min_size=3, max_size=2)
+
+
+def test_a_closed_store_says_so(request: pytest.FixtureRequest) -> None:
+    with make_store(request.addfinalizer) as store:
+        assert asyncio.run(store.list_sessions()) == []
+    with pytest.raises(SessionError, match="closed"):
+        asyncio.run(store.list_sessions())
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from interlude.errors import SessionConflictError
+    from interlude.sessions import PostgresStore, SessionUpdate, open_store
+
+    mode, url, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    import psycopg, psycopg_pool  # loaded before the start signal
+    if mode == "open":
+        sys.stdin.readline()
+        open_store(url).close()
+        print("opened", flush=True)
+        sys.exit()
+    store = open_store(url)
+    for r in range(rounds):
+        print("ready", flush=True)
+        sys.stdin.readline()
+        msg = {"role": "user", "round": r, "by": mode}
+        update = SessionUpdate(r, r, [msg], None, [], ["record"], 1)
+        try:
+            asyncio.run(store.save("race", update))
+            print("won", flush=True)
+        except SessionConflictError:
+            print("lost", flush=True)
+    """
+)
+
+
+def _children(mode: list[str], url: str, rounds: int) -> list[subprocess.Popen[str]]:
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, m, url, str(rounds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for m in mode
+    ]
+
+
+def _say_all(procs: list[subprocess.Popen[str]], line: str) -> None:
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(line)
+        p.stdin.flush()
+
+
+def _read_all(procs: list[subprocess.Popen[str]]) -> list[str]:
+    lines = []
+    for p in procs:
+        assert p.stdout is not None
+        line = p.stdout.readline().strip()
+        if not line:
+            raise AssertionError(f"child failed:\n{p.communicate(timeout=30)[1]}")
+        lines.append(line)
+    return lines
+
+
+def test_four_processes_race_one_session_exactly_one_wins_each_round(
+    store: PostgresStore,
+) -> None:
+    rounds = 12
+    procs = _children(["p0", "p1", "p2", "p3"], schema_url(store.schema), rounds)
+    winners = []
+    try:
+        for _ in range(rounds):
+            assert _read_all(procs) == ["ready"] * 4
+            _say_all(procs, "go\n")
+            outcomes = _read_all(procs)
+            assert sorted(outcomes) == ["lost", "lost", "lost", "won"], outcomes
+            winners.append(f"p{outcomes.index('won')}")
+    finally:
+        for p in procs:
+            p.communicate(timeout=30)
+    got = asyncio.run(store.load("race"))
+    assert got is not None and got.version == rounds
+    assert [(m["round"], m["by"]) for m in got.messages] == list(enumerate(winners))
+
+
+def test_three_processes_opening_a_new_schema_migrate_once() -> None:
+    require_postgres()
+    schema = unique_schema()
+    procs = _children(["open"] * 3, schema_url(schema), 0)
+    try:
+        _say_all(procs, "go\n")
+        assert _read_all(procs) == ["opened"] * 3
+        with PostgresStore(DSN, schema=schema) as store:
+            assert sql(store, "SELECT version FROM {s}.interlude_migrations") == [(1,)]
+            assert asyncio.run(store.list_sessions()) == []
+    finally:
+        for p in procs:
+            p.communicate(timeout=30)
+        drop_schema(schema)
+
+
+def test_a_schema_from_a_newer_release_is_refused(store: PostgresStore) -> None:
+    sql(store, "INSERT INTO {s}.interlude_migrations (version) VALUES (99)")
+    with pytest.raises(SessionError, match=r"migration 99.*upgrade interlude"):
+        PostgresStore(DSN, schema=store.schema)
+
+
+# --- the pending index -------------------------------------------------------------------------
+
+
+async def test_pending_queries_match_memory_store(store: PostgresStore) -> None:
+    memory = MemoryStore()
+    layout = {  # ties on raised_at are ordered by session id, then interrupt id
+        "s2": [ask("b", "approve", 5.0, "record"), ask("a", "approve", 5.0, "record")],
+        "s1": [ask("z", "approve", 5.0, "send"), ask("q", "check", 1.5)],
+        "s3": [ask("c", "check", 9.0), ask("d", "approve", 2.0, "send")],
+        "s4": [],
+    }
+    for sid, pending in layout.items():
+        for s in (memory, store):
+            await s.save(sid, update(0, 0, [msg(0)], pending=pending))
+    queries: list[dict[str, Any]] = [
+        {},
+        {"name": "approve"},
+        {"name": "check", "older_than": 9.0},
+        {"tool_name": "send"},
+        {"tool_name": "record", "newer_than": 4},
+        {"newer_than": datetime.fromtimestamp(1.5), "older_than": 9.5, "limit": 3},
+        {"name": "approve", "tool_name": "record", "limit": 1},
+        {"limit": 0},
+        {"limit": -2},
+        {"name": "nobody"},
+    ]
+    for q in queries:
+        assert await store.pending_interrupts(**q) == await memory.pending_interrupts(**q), q
+
+
+def test_pending_filters_use_the_indexes(store: PostgresStore) -> None:
+    sql(
+        store,
+        """INSERT INTO {s}.sessions (id, version, format_version, state, tools, message_count)
+        SELECT 'bulk' || g, 1, 1, '{}', '[]', 0 FROM generate_series(1, 2000) g;
+        INSERT INTO {s}.pending
+        SELECT 'bulk' || (g % 2000 + 1), 'i' || g, 'name' || (g % 100),
+            CASE WHEN g % 3 = 0 THEN 'tool' || (g % 50) END, g, '{}'
+        FROM generate_series(1, 20000) g;
+        ANALYZE {s}.pending""",
+    )
+    import psycopg
+
+    for filters, index in (
+        ({"name": "name7", "limit": 10}, "pending_name"),
+        ({"name": "name7", "newer_than": 100.0}, "pending_name"),
+        ({"tool_name": "tool7"}, "pending_tool"),
+        ({"older_than": 50.0}, "pending_raised"),
+        ({"limit": 5}, "pending_raised"),
+    ):
+        query, params = store._pending_query(
+            **{"name": None, "tool_name": None, "older": None, "newer": None, "limit": None}
+            | {k.removesuffix("_than"): v for k, v in filters.items()}
+        )
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            plan = "\n".join(r[0] for r in conn.execute(b"EXPLAIN " + query, params))
+        assert index in plan, (filters, plan)
+
+
+# --- corrupt rows, missing server, missing driver ----------------------------------------------
+
+M, S = "UPDATE {s}.messages SET data = ", "UPDATE {s}.sessions SET "
+CORRUPTIONS = {  # each damages session 'bad' only
+    "message not an object": M + "'\"text\"' WHERE session_id = 'bad' AND idx = 1",
+    "message not JSON": M + "'{oops' WHERE session_id = 'bad' AND idx = 0",
+    "message missing": "DELETE FROM {s}.messages WHERE session_id = 'bad' AND idx = 0",
+    "message extra": "INSERT INTO {s}.messages VALUES ('bad', 7, '{}')",
+    "tools not a list": S + "tools = '{\"a\": 1}' WHERE id = 'bad'",
+    "tools not names": S + "tools = '[1]' WHERE id = 'bad'",
+    "pause not an object": S + "pause = '[1]' WHERE id = 'bad'",
+    "state not an object": S + "state = 'null' WHERE id = 'bad'",
+    "version not positive": S + "version = 0 WHERE id = 'bad'",
+}
+
+
+@pytest.mark.parametrize("damage", list(CORRUPTIONS), ids=list(CORRUPTIONS))
+def test_corrupt_rows_are_reported_not_half_loaded(store: PostgresStore, damage: str) -> None:
+    asyncio.run(store.save("bad", update(0, 0, [msg(0), msg(1)], pause={"p": 1})))
+    asyncio.run(store.save("good", update(0, 0, [msg(0)])))
+    sql(store, CORRUPTIONS[damage])
+    with pytest.raises(SessionCorruptError, match="'bad'"):
+        asyncio.run(store.load("bad"))
+    assert asyncio.run(store.load("good")) is not None
+    assert asyncio.run(store.list_sessions()) == ["bad", "good"]
+
+
+def test_a_corrupt_pending_row_is_reported(store: PostgresStore) -> None:
+    asyncio.run(store.save("bad", update(0, 0, [msg(0)], pending=[ask("i", "n", 1.0)])))
+    sql(store, "UPDATE {s}.pending SET data = '{\"id\": 5}'")
+    with pytest.raises(SessionCorruptError, match="'bad'"):
+        asyncio.run(store.pending_interrupts())
+
+
+def test_a_missing_server_is_a_clear_error_without_the_password() -> None:
+    require_postgres()  # psycopg must be there to get this far
+    for dsn in (
+        "postgresql://postgres:s3cret@127.0.0.1:1/test",
+        "host=127.0.0.1 port=1 user=postgres password=s3cret dbname=test",
+    ):
+        with pytest.raises(SessionError, match="cannot open PostgreSQL") as info:
+            PostgresStore(dsn)
+        assert "127.0.0.1" in str(info.value) and "s3cret" not in str(info.value)
+
+
+def test_a_missing_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'interlude\[postgres\]'"):
+        PostgresStore(DSN)
+
+
+def test_importing_the_sessions_package_does_not_import_psycopg() -> None:
+    code = (
+        "import sys, interlude.sessions as s; s.PostgresStore; "
+        "assert 'psycopg' not in sys.modules, 'psycopg imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

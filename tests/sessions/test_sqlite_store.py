@@ -1,0 +1,312 @@
+"""SQLiteStore specifics: its schema, WAL, migrations, SQL pending index, corruption, processes."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from interlude import ToolUse
+from interlude._interrupt import Interrupt
+from interlude.errors import (
+    InvalidSessionIdError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+    StateFormatError,
+)
+from interlude.sessions import PendingInterrupt, SessionUpdate, SQLiteStore
+
+
+def update(
+    expected: int,
+    first: int,
+    messages: list[object],
+    *,
+    pause: dict[str, object] | None = None,
+    pending: Sequence[Interrupt] = (),
+    state: dict[str, object] | None = None,
+) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=expected,
+        first_index=first,
+        new_messages=list(messages),
+        pause=pause,
+        pending=[p.to_dict() for p in pending],
+        tools=["record"],
+        format_version=1,
+        state=state,
+    )
+
+
+def interrupt(iid: str, name: str, raised_at: float, tool: str | None = None) -> Interrupt:
+    return Interrupt(
+        id=iid,
+        name=name,
+        reason={"why": iid},
+        source="before_tool_call" if tool else "before_model_call",
+        tool_use=None if tool is None else ToolUse(f"tu-{iid}", tool, {"x": 1}),
+        raised_at=raised_at,
+    )
+
+
+def msg(text: str) -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "nested" / "dir" / "sessions.db"
+
+
+@pytest.fixture
+def store(db: Path):
+    with SQLiteStore(db) as s:
+        yield s
+
+
+def rows(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+async def test_round_trip(store: SQLiteStore) -> None:
+    assert await store.load("s1") is None
+    pause = {"step": {"kind": "tool_batch"}, "interrupts": ["i1"]}
+    v = await store.save("s1", update(0, 0, [msg("a"), msg("b")], pause=pause, state={"k": 1}))
+    assert v == 1
+    s = await store.load("s1")
+    assert s is not None
+    assert (s.session_id, s.version, s.format_version) == ("s1", 1, 1)
+    assert s.messages == [msg("a"), msg("b")]
+    assert (s.state, s.pause, s.tools) == ({"k": 1}, pause, ["record"])
+    # state=None keeps the stored state; pause None clears the pause
+    assert await store.save("s1", update(1, 2, [msg("c")])) == 2
+    s = await store.load("s1")
+    assert s is not None and s.state == {"k": 1} and s.pause is None and len(s.messages) == 3
+
+
+async def test_append_only_and_conflicts_write_nothing(store: SQLiteStore, db: Path) -> None:
+    await store.save("s", update(0, 0, [msg("a"), msg("b")]))
+    before = rows(db, "SELECT idx, data FROM messages ORDER BY idx")
+    await store.save("s", update(1, 2, [msg("c")], state={"n": 2}))
+    after = rows(db, "SELECT idx, data FROM messages ORDER BY idx")
+    assert after[:2] == before and len(after) == 3
+    snapshot = [rows(db, f"SELECT * FROM {t}") for t in ("sessions", "messages", "pending")]
+    bytes_before = store.bytes_written
+
+    pend = [interrupt("i", "approve", 1.0)]
+    with pytest.raises(SessionConflictError, match=r"'s'.*version 2, not 1"):
+        await store.save("s", update(1, 3, [msg("x")], pending=pend))
+    with pytest.raises(SessionConflictError, match=r"'s' holds 3 messages.*appends at 2"):
+        await store.save("s", update(2, 2, [msg("x")], pending=pend))
+    with pytest.raises(SessionConflictError, match=r"'s'.*version 2, not 0"):
+        await store.save("s", update(0, 0, [msg("x")]))
+    assert [rows(db, f"SELECT * FROM {t}") for t in ("sessions", "messages", "pending")] == snapshot
+    assert store.bytes_written == bytes_before
+    # a new session must start at index 0, and a failed first save leaves no session behind
+    with pytest.raises(SessionConflictError, match="'new' holds 0 messages"):
+        await store.save("new", update(0, 1, [msg("x")]))
+    assert await store.load("new") is None
+    assert await store.list_sessions() == ["s"]
+
+
+async def test_pending_index_filters_order_and_replacement(store: SQLiteStore) -> None:
+    a1 = interrupt("a1", "approve", 100.0, tool="record")
+    a2 = interrupt("a2", "confirm", 300.0)
+    b1 = interrupt("b1", "approve", 200.0, tool="delete")
+    c1 = interrupt("c1", "approve", 100.0, tool="record")  # same time as a1: session id decides
+    await store.save("a", update(0, 0, [msg("x")], pause={"p": 1}, pending=[a1, a2]))
+    await store.save("b", update(0, 0, [msg("x")], pause={"p": 1}, pending=[b1]))
+    await store.save("c", update(0, 0, [msg("x")], pause={"p": 1}, pending=[c1]))
+
+    def ids(found: list[PendingInterrupt]) -> list[tuple[str, str]]:
+        return [(p.session_id, p.interrupt.id) for p in found]
+
+    everything = await store.pending_interrupts()
+    assert ids(everything) == [("a", "a1"), ("c", "c1"), ("b", "b1"), ("a", "a2")]
+    assert everything[0] == PendingInterrupt("a", a1, 100.0)
+    assert everything[0].tool_name == "record" and everything[-1].tool_name is None
+    approve = await store.pending_interrupts(name="approve")
+    assert ids(approve) == [("a", "a1"), ("c", "c1"), ("b", "b1")]
+    assert ids(await store.pending_interrupts(tool_name="delete")) == [("b", "b1")]
+    assert ids(await store.pending_interrupts(older_than=200.0)) == [("a", "a1"), ("c", "c1")]
+    assert ids(await store.pending_interrupts(newer_than=datetime.fromtimestamp(200.0))) == [
+        ("a", "a2")
+    ]
+    assert ids(await store.pending_interrupts(name="approve", older_than=150, limit=1)) == [
+        ("a", "a1")
+    ]
+    assert await store.pending_interrupts(limit=0) == []
+    # a save replaces the session's entries; the index never reads the sessions' other rows
+    await store.save("a", update(1, 1, [msg("y")], pending=[]))
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE sessions SET state = 'garbage' WHERE id = 'b'")
+    assert ids(await store.pending_interrupts()) == [("c", "c1"), ("b", "b1")]
+    plan = rows(Path(store.path), "EXPLAIN QUERY PLAN SELECT * FROM pending WHERE name = 'x'")
+    assert "pending_by_name" in str(plan)
+
+
+async def test_bad_pending_is_refused_before_writing(store: SQLiteStore) -> None:
+    bad = update(0, 0, [msg("x")])
+    object.__setattr__(bad, "pending", [{"id": "i", "name": "n"}])  # no source
+    with pytest.raises(StateFormatError):
+        await store.save("s", bad)
+    twice = update(0, 0, [msg("x")], pending=[interrupt("i", "n", 1.0)] * 2)
+    with pytest.raises(SessionError, match="'i' appears twice"):
+        await store.save("s", twice)
+    assert await store.list_sessions() == []
+
+
+async def test_list_and_delete(store: SQLiteStore, db: Path) -> None:
+    for sid in ["b", "a", "c:1"]:
+        await store.save(sid, update(0, 0, [msg(sid)], pending=[interrupt(sid, "n", 1.0)]))
+    assert await store.list_sessions() == ["a", "b", "c:1"]
+    await store.delete("b")
+    await store.delete("b")  # absent: no error
+    assert await store.list_sessions() == ["a", "c:1"]
+    assert await store.load("b") is None
+    for table in ("messages", "pending"):
+        assert rows(db, f"SELECT count(*) FROM {table} WHERE session_id = 'b'") == [(0,)]
+    # a deleted session starts again from version 0
+    assert await store.save("b", update(0, 0, [msg("again")])) == 1
+
+
+@pytest.mark.parametrize("bad", ["", "../x", "/abs", "a/b", ".hidden", "..", "x" * 201, "a\x00b"])
+async def test_bad_ids_are_refused(store: SQLiteStore, bad: str) -> None:
+    with pytest.raises(InvalidSessionIdError):
+        await store.load(bad)
+    with pytest.raises(InvalidSessionIdError):
+        await store.save(bad, update(0, 0, []))
+    with pytest.raises(InvalidSessionIdError):
+        await store.delete(bad)
+    assert await store.list_sessions() == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "detail"),
+    [
+        ("UPDATE messages SET data = X'FFFE00' WHERE idx = 1", "message 1"),
+        ("UPDATE messages SET data = '{\"role\": ' WHERE idx = 0", "message 0"),
+        ("UPDATE sessions SET state = '[1, 2]'", "state"),
+        ("UPDATE sessions SET pause = '\"paused\"'", "pause"),
+        ("UPDATE sessions SET tools = 'nope'", "tools"),
+        ("UPDATE sessions SET version = 'two'", "version"),
+        ("DELETE FROM messages WHERE idx = 0", "2 messages expected"),
+    ],
+)
+async def test_corrupt_rows_raise_naming_the_session(
+    store: SQLiteStore, db: Path, sql: str, detail: str
+) -> None:
+    await store.save("hurt", update(0, 0, [msg("a"), msg("b")], pending=[interrupt("i", "n", 1)]))
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql)
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{detail}"):
+        await store.load("hurt")
+
+
+async def test_corrupt_pending_row(store: SQLiteStore, db: Path) -> None:
+    await store.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE pending SET data = X'00FF'")
+    with pytest.raises(SessionCorruptError, match="'hurt'"):
+        await store.pending_interrupts()
+    with sqlite3.connect(db) as conn:
+        conn.execute('UPDATE pending SET data = \'{"id": "i"}\'')
+    with pytest.raises(SessionCorruptError, match="'hurt'"):
+        await store.pending_interrupts()
+
+
+def test_wal_and_migrations_applied_once(db: Path) -> None:
+    from interlude.sessions._sqlite import _MIGRATIONS
+
+    SQLiteStore(db).close()
+    assert db.exists()  # parent folders created
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA user_version").fetchone() == (len(_MIGRATIONS),)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"sessions", "messages", "pending", "pending_by_tool"} <= tables
+    with SQLiteStore(db) as again:  # reopening applies nothing (CREATE TABLE would fail)
+        assert again._conn is not None
+        assert again._conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"PRAGMA user_version = {len(_MIGRATIONS) + 1}")
+    with pytest.raises(SessionError, match="schema version"):
+        SQLiteStore(db)
+
+
+async def test_closed_store_refuses_work(db: Path) -> None:
+    store = SQLiteStore(db)
+    store.close()
+    store.close()
+    with pytest.raises(SessionError, match="closed"):
+        await store.load("s")
+
+
+async def test_two_store_objects_share_one_file(db: Path) -> None:
+    with SQLiteStore(db) as one, SQLiteStore(db) as two:
+        await one.save("s", update(0, 0, [msg("a")]))
+        seen = await two.load("s")
+        assert seen is not None and seen.version == 1
+        await two.save("s", update(1, 1, [msg("b")], state={"by": "two"}))
+        with pytest.raises(SessionConflictError):
+            await one.save("s", update(1, 1, [msg("c")]))
+        loaded = await one.load("s")
+        assert loaded is not None and loaded.messages == [msg("a"), msg("b")]
+        assert loaded.state == {"by": "two"}
+
+
+RACER = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from interlude.errors import SessionConflictError
+    from interlude.sessions import SessionUpdate, SQLiteStore
+
+    async def main():
+        store = SQLiteStore(sys.argv[1])
+        seen = await store.load("race")
+        open(sys.argv[2] + "." + sys.argv[3], "w").close()
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.002)
+        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
+                               None, [], [], 1)
+        try:
+            await store.save("race", update)
+            print("won")
+        except SessionConflictError:
+            print("lost")
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_two_processes_race_one_wins(store: SQLiteStore, db: Path, tmp_path: Path) -> None:
+    asyncio.run(store.save("race", update(0, 0, [msg("start")])))
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(db), str(go), who], stdout=subprocess.PIPE, text=True
+        )
+        for who in ("p1", "p2")
+    ]
+    deadline = time.monotonic() + 20
+    while not all((tmp_path / f"go.{w}").exists() for w in ("p1", "p2")):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.005)
+    go.touch()
+    outcomes = [p.communicate(timeout=20)[0].strip() for p in procs]
+    assert sorted(outcomes) == ["lost", "won"]
+    final = asyncio.run(store.load("race"))
+    assert final is not None and final.version == 2
+    winner = "p1" if outcomes[0] == "won" else "p2"
+    assert final.messages == [msg("start"), {"by": winner}]
