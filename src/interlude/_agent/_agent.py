@@ -82,6 +82,7 @@ class Agent:
         max_retries: int = 3,
         session: SessionStore | None = None,
         session_id: str | None = None,
+        session_lease: float = 600.0,
     ) -> None:
         if not callable(getattr(model, "stream", None)):
             raise ConfigurationError(f"model has no stream() method: {model!r}")
@@ -122,13 +123,13 @@ class Agent:
         if session is not None and session_id is not None:
             from ._persist import SessionLink
 
-            link = SessionLink(session, session_id)
+            link = SessionLink(session, session_id, session_lease)
             link.load_into(self)
             if link.version and messages:
                 raise ConfigurationError(
                     f"session {session_id!r} already holds a conversation; do not pass messages="
                 )
-            if self._pause is None:
+            if self._pause is None and link.running is None:
                 self._close_interrupted_batch()
             self._session = link
 
@@ -354,9 +355,14 @@ class Agent:
                 raise NotPausedError("the pause changed before the resume started")
             self._running = True
         if self._session is not None:
+            count = len(self._messages)
             try:  # claim the session: of two processes resuming one pause, one gets here
-                await self._session.save(self, None)
+                self._session.check_not_running()
+                if self._session.running is not None:  # a run that died: close what it left
+                    self._close_interrupted_batch()
+                await self._session.claim(self)
             except BaseException:
+                del self._messages[count:]
                 with self._lock:
                     self._running = False
                 raise

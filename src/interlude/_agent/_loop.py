@@ -254,7 +254,7 @@ class Run:
         if self.emit is not None:
             self.emit(MessageAppended(message))
         if self.agent._session is not None:
-            await self.agent._session.save(self.agent, None)
+            await self.agent._session.save(self.agent, None, running=True)
         return len(self.messages) - 1
 
     async def _save(self, *, state: bool = False) -> None:

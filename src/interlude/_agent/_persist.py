@@ -3,6 +3,10 @@
 Every save is a compare-and-swap on the session's version. A run claims the session with a
 save before it does anything, so when two processes resume the same pause exactly one
 proceeds; the other gets SessionConflictError with nothing run and nothing written.
+
+While a run goes, the stored pause slot holds a *run marker* (who runs it, since when) instead
+of a pause, so a process that loads the session mid-run does not start a second run on it. A
+marker older than the lease is taken to be left by a process that died.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._sync import run_sync
-from ..errors import SessionCorruptError, SessionError, StateFormatError
+from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 
 if TYPE_CHECKING:
     from ..sessions._protocol import SessionStore
@@ -23,15 +27,17 @@ __all__ = ["SessionLink"]
 class SessionLink:
     """Where an agent's state lives, and how much of it is already stored."""
 
-    __slots__ = ("saved", "session_id", "store", "version")
+    __slots__ = ("lease", "running", "saved", "session_id", "store", "version")
 
-    def __init__(self, store: SessionStore, session_id: str) -> None:
+    def __init__(self, store: SessionStore, session_id: str, lease: float) -> None:
         from ..sessions._protocol import check_session_id
 
         self.store = store
         self.session_id = check_session_id(session_id)
+        self.lease = lease
         self.version = 0
         self.saved = 0  # messages already stored
+        self.running: dict[str, object] | None = None  # another process's run marker, if any
 
     def load_into(self, agent: Agent) -> None:
         """Load the stored session into a freshly built agent (nothing is changed on error)."""
@@ -40,12 +46,15 @@ class SessionLink:
         stored = run_sync(self.store.load(self.session_id))
         if stored is None:
             return
+        pause = stored.pause
+        if isinstance(pause, dict) and isinstance(pause.get(_RUNNING), dict):
+            self.running, pause = pause[_RUNNING], None
         data = {
             "format": FORMAT,
             "version": stored.format_version,
             "messages": stored.messages,
             "state": stored.state,
-            "pause": stored.pause,
+            "pause": pause,
             "tools": stored.tools,
         }
         try:
@@ -60,8 +69,37 @@ class SessionLink:
         self.version = stored.version
         self.saved = len(loaded.messages)
 
-    async def save(self, agent: Agent, pause: Pause | None, *, state: bool = False) -> None:
-        """Store the messages appended since the last save, ``pause`` and (if asked) the state."""
+    def check_not_running(self) -> None:
+        """SessionConflictError if another process's run holds the session (within the lease)."""
+        import time
+
+        marker = self.running
+        if marker is None:
+            return
+        since = marker.get("since")
+        age = time.time() - since if isinstance(since, int | float) else float("inf")
+        if age < self.lease:
+            raise SessionConflictError(
+                f"session {self.session_id!r} is being run by {marker.get('owner')!r} (for "
+                f"{age:.0f} s); wait for it to finish, or if that process died, for the "
+                f"{self.lease:g} s session lease to pass"
+            )
+
+    async def claim(self, agent: Agent) -> None:
+        """Mark the session as running in this process; of two claimants one wins."""
+        await self.save(agent, None, running=True)
+        self.running = None
+
+    async def save(
+        self,
+        agent: Agent,
+        pause: Pause | None,
+        *,
+        state: bool = False,
+        running: bool = False,
+    ) -> None:
+        """Store the messages appended since the last save, ``pause`` (or this run's marker)
+        and, if asked, the state."""
         from ..sessions._protocol import SessionUpdate
         from ._codec import VERSION, encode_pause
 
@@ -76,7 +114,7 @@ class SessionLink:
             expected_version=self.version,
             first_index=self.saved,
             new_messages=[m.to_dict() for m in messages[self.saved : count]],
-            pause=None if pause is None else encode_pause(pause),
+            pause=_marker() if running else None if pause is None else encode_pause(pause),
             pending=[] if pause is None else [i.to_dict() for i in pause.interrupts],
             tools=list(agent._tools),
             format_version=VERSION,
@@ -84,6 +122,17 @@ class SessionLink:
         )
         self.version = await self.store.save(self.session_id, update)
         self.saved = count
+
+
+_RUNNING = "running"
+
+
+def _marker() -> dict[str, object]:
+    import os
+    import socket
+    import time
+
+    return {_RUNNING: {"owner": f"{socket.gethostname()}:{os.getpid()}", "since": time.time()}}
 
 
 def _json_state(agent: Agent) -> dict[str, object]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .._interrupt import Interrupt, interrupt_id
-from .._messages import ToolUse
+from .._messages import ToolResult, ToolUse
 from ..errors import InvalidSessionIdError, SessionConflictError, SessionCorruptError
 from ..sessions._protocol import SessionStore, SessionUpdate
 from ._models import ScriptedModel
@@ -51,6 +51,7 @@ def build_agent(
     turns: list[Any],
     counter: Path,
     messages: Any = (),
+    lease: float = 600.0,
 ) -> Any:
     """The agent every check uses: a ``record`` tool (it appends a line to ``counter``, so runs
     can be counted across processes) behind a before-tool approval hook."""
@@ -78,6 +79,7 @@ def build_agent(
         messages=messages,
         session=store,
         session_id=session_id,
+        session_lease=lease,
     )
     agent.hooks.add_callback(BeforeToolCallEvent, approve)
     return agent
@@ -114,6 +116,12 @@ _CHILD = textwrap.dedent(
 
     mode, url, sid, counter, arg = sys.argv[1:6]
     store = open_store(url)
+    if mode == "die-mid-run":
+        from interlude.hooks import BeforeToolCallEvent
+        agent = build_agent(store, sid, [[__TOOL_USE__]], Path(counter))
+        die = lambda event: os.kill(os.getpid(), signal.SIGKILL)  # noqa: E731
+        agent.hooks.add_callback(BeforeToolCallEvent, die)
+        agent("record it")
     if mode == "pause-and-die":
         agent = build_agent(store, sid, [[__TOOL_USE__]], Path(counter))
         result = agent("record it")
@@ -346,6 +354,62 @@ class SessionStoreConformance:
         assert fresh.is_paused
         assert fresh.resume({fresh.interrupts[0].id: True}).stop_reason == "end_turn"
         assert _runs(counter) == ["a"]
+
+    def test_a_run_in_progress_keeps_other_agents_out(self, tmp_path: Path) -> None:
+        from ..hooks import BeforeToolCallEvent
+
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        seen: list[str] = []
+        agent = build_agent(store, "busy", [[ToolUse("t1", "record", {"item": "a"})]], counter)
+
+        def meanwhile(event: BeforeToolCallEvent) -> None:  # mid-run: another agent loads
+            other = build_agent(store, "busy", ["hi"], counter)
+            try:
+                other("a second run")
+            except SessionConflictError as exc:
+                seen.append(str(exc))
+
+        agent.hooks.add_callback(BeforeToolCallEvent, meanwhile)
+        assert agent("go").stop_reason == "interrupt"
+        assert len(seen) == 1 and "busy" in seen[0] and "being run" in seen[0], seen
+        later = build_agent(store, "busy", ["done"], counter)
+        assert later.is_paused  # the first run's pause, untouched by the refused one
+        assert later.resume({later.interrupts[0].id: True}).stop_reason == "end_turn"
+        assert _runs(counter) == ["a"]
+
+    def test_a_run_killed_mid_batch_is_recovered_after_the_lease(self, tmp_path: Path) -> None:
+        url = self.store_url(tmp_path)
+        if url is None:
+            import pytest
+
+            pytest.skip("this store lives in one process")
+        store = self.make_store(tmp_path)
+        counter = tmp_path / "runs"
+        proc = _child("die-mid-run", url, "died", counter, "-")
+        proc.communicate(timeout=60)
+        assert proc.returncode == -9, proc.returncode
+        within_lease = build_agent(store, "died", ["hello"], counter)
+        try:
+            within_lease("anyone there?")
+        except SessionConflictError as exc:
+            assert "died" in str(exc)
+        else:
+            raise AssertionError("a run started while another run's lease was still held")
+        assert [m.role for m in within_lease.messages] == ["user", "assistant"]
+        recovered = build_agent(store, "died", ["hello"], counter, lease=0)
+        assert str(recovered("anyone there?")) == "hello"
+        [result] = recovered.messages[2].content
+        assert isinstance(result, ToolResult)
+        assert result.status == "error" and "not finished" in result.text
+        assert _runs(counter) == []  # the tool never ran, and was not run on recovery
+        assert [m.role for m in build_agent(store, "died", [], counter).messages] == [
+            "user",
+            "assistant",
+            "user",
+            "user",
+            "assistant",
+        ]
 
     def test_pending_interrupt_queries(self, tmp_path: Path) -> None:
         store = self.make_store(tmp_path)
