@@ -15,8 +15,7 @@ CI_RUN = ROOT / ".ci" / "run"
 DEMO = ROOT / "examples" / "demo.py"
 
 DEMO_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' "
-    "&& .venv/bin/python examples/demo.py"
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/interlude demo"
 )
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/python -m pytest -q"
@@ -55,8 +54,23 @@ def test_readme_python_block_runs(code: str) -> None:
 
 def test_readme_quick_start_commands() -> None:
     commands = [code.strip() for _, code in _blocks("bash")]
-    assert DEMO_COMMAND in commands
+    assert commands[0] == DEMO_COMMAND  # the first command is the demo
+    follow_up = commands[1].splitlines()  # then pending and answer, from new processes
+    assert follow_up[0] == ".venv/bin/interlude pending"
+    assert follow_up[1].startswith(".venv/bin/interlude answer ")
     assert TEST_COMMAND in commands
+
+
+def test_readme_shows_the_demo_output_as_the_demo_prints_it(tmp_path: Path) -> None:
+    shown = _blocks("text")[0][1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "interlude", "demo"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = proc.stdout
+    for line in shown.splitlines():  # each shown line (ids and long values elided) is printed
+        stable = line.split("demo-")[0].split("...")[0].split("[...]")[0].rstrip()
+        assert stable in printed, f"README shows {line!r}, the demo prints:\n{printed}"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

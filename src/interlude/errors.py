@@ -13,7 +13,11 @@ Exception
     ├── LimitError
     │   ├── CycleLimitError         too many model/tool cycles in one invocation
     │   └── RetryLimitError         a tool or model call retried too often
-    ├── ModelError
+    ├── ModelError                  a model could not answer (``retryable``, ``status``)
+    │   ├── ModelThrottledError     rate limited / throttled, still after the retries
+    │   ├── ModelAuthError          the provider refused the credentials
+    │   ├── ContextWindowOverflowError  the conversation no longer fits the model
+    │   ├── ModelProviderError      any other provider failure (server errors, bad requests)
     │   └── ScriptError             a ScriptedModel was asked for a turn it does not have
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
@@ -49,6 +53,7 @@ __all__ = [
     "AgentBusyError",
     "AgentPausedError",
     "ConfigurationError",
+    "ContextWindowOverflowError",
     "ControlFlowSignal",
     "CycleLimitError",
     "DirectToolInterruptError",
@@ -58,7 +63,10 @@ __all__ = [
     "InterruptSignal",
     "InvalidSessionIdError",
     "LimitError",
+    "ModelAuthError",
     "ModelError",
+    "ModelProviderError",
+    "ModelThrottledError",
     "NotPausedError",
     "ReplayedException",
     "ResumeError",
@@ -126,7 +134,43 @@ class RetryLimitError(LimitError):
 
 
 class ModelError(InterludeError):
-    """A model could not produce a response."""
+    """A model could not produce a response.
+
+    ``provider`` names the provider, ``status`` the HTTP status when there was one,
+    ``retryable`` whether trying again later may help, ``retry_after`` the wait the provider
+    asked for (seconds), if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ModelThrottledError(ModelError):
+    """The provider rate-limited or throttled the call, and retrying did not get through."""
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (missing, wrong or without access to the model)."""
+
+
+class ContextWindowOverflowError(ModelError):
+    """The conversation is too long for the model's context window."""
+
+
+class ModelProviderError(ModelError):
+    """Any other failure reported by the provider (a server error, a rejected request)."""
 
 
 class ScriptError(ModelError):

@@ -70,7 +70,7 @@ class Agent:
 
     def __init__(
         self,
-        model: Model,
+        model: Model | str,
         tools: Iterable[AgentTool | Any] = (),
         hooks: Iterable[HookProvider] = (),
         system_prompt: str | None = None,
@@ -84,6 +84,10 @@ class Agent:
         session_id: str | None = None,
         session_lease: float = 600.0,
     ) -> None:
+        if isinstance(model, str):
+            from ..models import model_from_string
+
+            model = model_from_string(model)
         if not callable(getattr(model, "stream", None)):
             raise ConfigurationError(f"model has no stream() method: {model!r}")
         if tool_executor not in ("concurrent", "sequential"):

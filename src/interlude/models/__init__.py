@@ -1,6 +1,9 @@
 """The model interface: an async stream of typed events from the conversation.
 
-A model needs one method. Provider adapters live in submodules and are imported only when used.
+A model needs one method. Provider adapters live in submodules and are imported only when used:
+``interlude.models.openai.OpenAIModel``, ``.anthropic.AnthropicModel``,
+``.bedrock.BedrockModel``, ``.ollama.OllamaModel``, or a ``"provider:model"`` string given to
+``Agent(model=...)`` (see :func:`model_from_string`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from .._stream import (
     ToolUseStart,
 )
 from .._tools._spec import ToolSpec
+from ._resolve import model_from_string
+from ._retry import RetryPolicy
 
 __all__ = [
     "Model",
@@ -28,10 +33,12 @@ __all__ = [
     "ModelStop",
     "ModelStopReason",
     "ReasoningDelta",
+    "RetryPolicy",
     "TextDelta",
     "ToolSpec",
     "ToolUseDelta",
     "ToolUseStart",
+    "model_from_string",
 ]
 
 

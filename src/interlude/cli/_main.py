@@ -1,0 +1,234 @@
+"""``interlude``: run the demo, list pending interrupts, answer one, show a session.
+
+Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE) and
+``--json`` for scripts. Errors are one line on stderr with exit code 1; nothing is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InterludeError
+from ._render import Output
+
+if TYPE_CHECKING:
+    from .. import Agent, AgentResult
+    from ..sessions import SessionStore
+
+__all__ = ["run"]
+
+DEFAULT_STORE = "sqlite:///.interlude/demo.db"
+FACTORY_KEY = "interlude.factory"
+
+
+class CliError(Exception):
+    """A problem to report in one line (exit code 1)."""
+
+
+def run(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    out = Output(json_mode=args.json)
+    try:
+        return int(args.command(args, out))
+    except (CliError, InterludeError) as exc:
+        out.error(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        out.error("interrupted")
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="interlude", description="Agents that stop for a person and carry on later."
+    )
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    def command(name: str, fn: Callable[..., int], help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(command=fn)
+        p.add_argument(
+            "--store",
+            default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE),
+            help=f"store URL: sqlite:///path, file:///dir, postgresql://... "
+            f"(default: $INTERLUDE_STORE or {DEFAULT_STORE})",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        return p
+
+    demo = command("demo", _demo, "run an agent that stops to ask before a risky tool")
+    demo.add_argument("--model", help="run on a real model, e.g. openai:gpt-4.1-mini")
+    demo.add_argument("--session", help="session id (default: a new demo-<id>)")
+
+    pending = command("pending", _pending, "list the interrupts waiting for an answer")
+    pending.add_argument("--name", help="only interrupts with this name")
+    pending.add_argument("--tool", help="only interrupts about this tool")
+    pending.add_argument("--older-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
+    pending.add_argument("--newer-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
+
+    answer = command("answer", _answer, "answer an interrupt and carry the session on")
+    answer.add_argument("session")
+    answer.add_argument("interrupt_id")
+    answer.add_argument("answer", help='the answer as JSON: true, false, "text", {"k": 1}')
+    answer.add_argument(
+        "--agent",
+        help="module:function building the session's agent (default: the one the session recorded)",
+    )
+
+    show = command("show", _show, "show a session's conversation and pause")
+    show.add_argument("session")
+    return parser
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace, out: Output) -> int:
+    from ._demo import PROMPT, build
+
+    store = _store(args.store)
+    session_id = args.session or f"demo-{uuid.uuid4().hex[:6]}"
+    agent = build(store, session_id, args.model)
+    if agent.messages:
+        raise CliError(f"session {session_id!r} already exists; pick another --session")
+    out.intro(args.store, session_id, PROMPT)
+    result = _run(out, lambda: agent(PROMPT))
+    out.outcome(session_id, result, agent.messages, args.store, first=True)
+    return 0
+
+
+def _pending(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+
+    store = _store(args.store)
+    now = time.time()
+    entries = asyncio.run(
+        store.pending_interrupts(
+            name=args.name,
+            tool_name=args.tool,
+            older_than=None if args.older_than is None else now - args.older_than,
+            newer_than=None if args.newer_than is None else now - args.newer_than,
+        )
+    )
+    out.pending(entries, now)
+    return 0
+
+
+def _answer(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+
+    try:
+        answer = json.loads(args.answer)
+    except ValueError:
+        raise CliError(
+            f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
+        ) from None
+    store = _store(args.store)
+    stored = asyncio.run(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    factory = args.agent or stored.state.get(FACTORY_KEY)
+    if not isinstance(factory, str):
+        raise CliError(
+            f"session {args.session!r} does not say how to build its agent: pass --agent "
+            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)"
+        )
+    agent = _load_factory(factory)(store, args.session)
+    if not agent.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt")
+    if args.interrupt_id not in {i.id for i in agent.interrupts}:
+        pending = ", ".join(i.id for i in agent.interrupts)
+        raise CliError(
+            f"session {args.session!r} has no pending interrupt {args.interrupt_id!r}"
+            f" (pending: {pending})"
+        )
+    before = len(agent.messages)
+    result = _run(out, lambda: agent.resume({args.interrupt_id: answer}))
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+
+    from .._agent._codec import FORMAT, decode_state
+
+    store = _store(args.store)
+    stored = asyncio.run(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    pause = stored.pause if not (stored.pause or {}).get("running") else None
+    state = decode_state(
+        {
+            "format": FORMAT,
+            "version": stored.format_version,
+            "messages": stored.messages,
+            "state": stored.state,
+            "pause": pause,
+            "tools": stored.tools,
+        }
+    )
+    out.show(
+        args.session,
+        stored.version,
+        state.messages,
+        state.pause,
+        stored.state,
+        running=stored.pause if pause is None and stored.pause else None,
+    )
+    return 0
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _store(url: str) -> SessionStore:
+    from ..sessions import open_store
+
+    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
+        os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)
+    try:
+        return open_store(url)
+    except InterludeError:
+        raise
+    except Exception as exc:  # a driver's own connection error
+        raise CliError(f"cannot open store {url}: {exc}") from None
+
+
+def _run(out: Output, call: Callable[[], AgentResult]) -> AgentResult:
+    with out.working("the agent is working"):
+        return call()
+
+
+def _load_factory(spec: str) -> Callable[[SessionStore, str], Agent]:
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        factory: Any = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise CliError(f"cannot load the agent factory {spec!r}: {exc}") from None
+    if not callable(factory):
+        raise CliError(f"the agent factory {spec!r} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+def _duration(text: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhd]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use 30s, 10m, 2h, 1d)")
+    scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run())

@@ -1,0 +1,226 @@
+"""What the ``interlude`` command prints: rich text for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolUse
+
+if TYPE_CHECKING:
+    from .. import AgentResult, Interrupt
+    from .._agent._state import Pause
+    from ..sessions import PendingInterrupt
+
+__all__ = ["Output"]
+
+
+class Output:
+    """Prints for a person (colour and a spinner when ``rich`` is installed and on a terminal)
+    or, with ``json_mode``, one JSON document per command for scripts."""
+
+    def __init__(self, *, json_mode: bool) -> None:
+        self.json_mode = json_mode
+        self._console: Any = None
+        try:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, soft_wrap=True)
+        except ImportError:  # pragma: no cover - rich is in the [cli] extra
+            pass
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def _say(self, text: str = "", style: str | None = None) -> None:
+        if self._console is not None:
+            self._console.print(text, style=style, markup=False)
+        else:  # pragma: no cover
+            print(text)
+
+    def _json(self, data: Any) -> None:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+
+    def error(self, message: str) -> None:
+        print(f"interlude: error: {' '.join(message.split())}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def working(self, label: str) -> Iterator[None]:
+        """A spinner on stderr while the agent runs (only on a terminal, never with --json)."""
+        if self.json_mode or self._console is None or not sys.stderr.isatty():
+            yield
+            return
+        from rich.console import Console
+
+        with Console(stderr=True).status(label):
+            yield
+
+    # --- commands ------------------------------------------------------------------------
+
+    def intro(self, store: str, session_id: str, prompt: str) -> None:
+        if self.json_mode:
+            return
+        self._say("Interlude demo: an agent that stops to ask before a risky tool.", "bold")
+        self._say(f"store: {store}   session: {session_id}\n", "dim")
+
+    def outcome(
+        self, session_id: str, result: AgentResult, new: list[Message], store: str, *, first: bool
+    ) -> None:
+        """How a run ended; ``new`` are the messages it added."""
+        if self.json_mode:
+            self._json(
+                {
+                    "session": session_id,
+                    "stop_reason": result.stop_reason,
+                    "reply": str(result),
+                    "interrupts": [_interrupt_json(i) for i in result.interrupts],
+                }
+            )
+            return
+        if not first:
+            self._say(f"session {session_id}: resumed")
+        for line in _transcript(new):
+            self._say(line)
+        if result.stop_reason != "interrupt":
+            self._say(f"\nThe run ended ({result.stop_reason}).", "bold green")
+            return
+        self._say(f"\nPaused: {len(result.interrupts)} question(s) wait for a person.", "bold")
+        for i in result.interrupts:
+            self._say(f"  {i.name}: {_shown(i)}")
+            self._say(f"    id: {i.id}", "dim")
+        self._say(
+            "\nThe pause is saved in the store; this process can end now. From any other process:"
+        )
+        flag = "" if store == _default_store() else f" --store '{store}'"
+        self._say(f"  interlude pending{flag}")
+        for i in result.interrupts:
+            self._say(f"  interlude answer{flag} {session_id} {i.id} true", "cyan")
+        self._say("(answer false, or any JSON, to decline)", "dim")
+
+    def pending(self, entries: list[PendingInterrupt], now: float) -> None:
+        if self.json_mode:
+            self._json(
+                [
+                    {
+                        "session": e.session_id,
+                        **_interrupt_json(e.interrupt),
+                        "raised_at": e.raised_at,
+                        "age_seconds": round(now - e.raised_at, 1),
+                    }
+                    for e in entries
+                ]
+            )
+            return
+        if not entries:
+            self._say("No interrupts are waiting for an answer.")
+            return
+        rows = [
+            (
+                e.session_id,
+                e.interrupt.name,
+                _shown(e.interrupt),
+                _age(now - e.raised_at),
+                e.interrupt.id,
+            )
+            for e in entries
+        ]
+        head = ("SESSION", "NAME", "WHAT WAS SHOWN", "AGE", "INTERRUPT ID")
+        widths = [max(len(r[k]) for r in [head, *rows]) for k in range(4)]
+        for r in [head, *rows]:
+            cells = [c.ljust(w) for c, w in zip(r[:4], widths, strict=True)]
+            self._say("  ".join([*cells, r[4]]).rstrip(), "bold" if r is head else None)
+
+    def show(
+        self,
+        session_id: str,
+        version: int,
+        messages: list[Message],
+        pause: Pause | None,
+        state: dict[str, Any],
+        *,
+        running: Any = None,
+    ) -> None:
+        interrupts = [] if pause is None else pause.interrupts
+        if self.json_mode:
+            self._json(
+                {
+                    "session": session_id,
+                    "version": version,
+                    "messages": [m.to_dict() for m in messages],
+                    "paused": pause is not None,
+                    "running": running,
+                    "interrupts": [_interrupt_json(i) for i in interrupts],
+                    "state": state,
+                }
+            )
+            return
+        self._say(f"session {session_id} (version {version}, {len(messages)} messages)", "bold")
+        for line in _transcript(messages):
+            self._say(line)
+        if running:
+            self._say(f"\nA run is in progress: {running}", "yellow")
+        elif pause is None:
+            self._say("\nNot paused.")
+        else:
+            self._say(f"\nPaused, waiting on {len(interrupts)} question(s):", "bold")
+            for i in interrupts:
+                self._say(f"  {i.name}: {_shown(i)}")
+                self._say(f"    id: {i.id}", "dim")
+
+
+def _default_store() -> str:
+    import os
+
+    from ._main import DEFAULT_STORE
+
+    return os.environ.get("INTERLUDE_STORE", DEFAULT_STORE)
+
+
+def _interrupt_json(i: Interrupt) -> dict[str, Any]:
+    return {
+        "id": i.id,
+        "name": i.name,
+        "reason": i.reason,
+        "source": i.source,
+        "tool": None if i.tool_use is None else i.tool_use.name,
+        "input": None if i.tool_use is None else i.tool_use.input,
+    }
+
+
+def _shown(i: Interrupt) -> str:
+    what = "" if i.tool_use is None else f"{i.tool_use.name} {json.dumps(i.tool_use.input)}"
+    reason = "" if i.reason is None else json.dumps(i.reason, ensure_ascii=False)
+    return " - ".join(x for x in (what, reason) if x) or "(no details)"
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _transcript(messages: list[Message]) -> Iterator[str]:
+    for m in messages:
+        for block in m.content:
+            if isinstance(block, Text) and block.text:
+                yield f"{m.role}: {block.text}"
+            elif isinstance(block, ToolUse):
+                yield f"  -> {block.name} {json.dumps(block.input)}"
+            elif isinstance(block, ToolResult):
+                yield f"  <- {block.status}: {_result_text(block)}"
+            elif isinstance(block, Reasoning):
+                yield f"  (thinking) {block.text[:80]}"
+            elif isinstance(block, Image):
+                yield f"{m.role}: [image {block.media_type}]"
+
+
+def _result_text(result: ToolResult) -> str:
+    parts = [
+        b.text if isinstance(b, Text) else json.dumps(b.value) if isinstance(b, Json) else "[image]"
+        for b in result.content
+    ]
+    text = " ".join(parts)
+    return text if len(text) <= 160 else text[:157] + "..."
