@@ -371,3 +371,33 @@ def test_version_and_top_level_names():
     assert interlude.__version__
     assert interlude.tool is tool
     assert interlude.TextDelta is TextDelta
+
+
+async def test_a_signature_closes_a_reasoning_block() -> None:
+    """Two signed reasoning blocks in a row stay two blocks, each with its own signature."""
+    from collections.abc import AsyncIterator, Sequence
+
+    from interlude import Reasoning, Text
+    from interlude.models import ModelEvent, ModelStop, ReasoningDelta, TextDelta, ToolSpec
+
+    class TwoThoughts:
+        async def stream(
+            self, messages: Sequence[Message], specs: Sequence[ToolSpec], system: str | None
+        ) -> AsyncIterator[ModelEvent]:
+            for event in (
+                ReasoningDelta("first "),
+                ReasoningDelta("thought"),
+                ReasoningDelta("", "sig-1"),
+                ReasoningDelta("", "sig-2"),
+                TextDelta("answer"),
+                ModelStop("end_turn"),
+            ):
+                yield event
+
+    agent = Agent(TwoThoughts())
+    await agent.invoke_async("think")
+    assert agent.messages[-1].content == [
+        Reasoning("first thought", "sig-1"),
+        Reasoning("", "sig-2"),
+        Text("answer"),
+    ]

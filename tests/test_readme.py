@@ -46,8 +46,17 @@ def test_readme_has_python_examples() -> None:
     [code for _, code in PYTHON_BLOCKS],
     ids=[f"block{i}-line{line}" for i, (line, _) in enumerate(PYTHON_BLOCKS)],
 )
-def test_readme_python_block_runs(code: str) -> None:
+def test_readme_python_block_runs(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "assert " in code, "every README example shows its outcome with asserts"
+    # The provider examples build agents (no call is made): give them the keys they read.
+    for name, value in {
+        "OPENAI_API_KEY": "sk-test",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+    }.items():
+        monkeypatch.setenv(name, value)
     namespace: dict[str, object] = {"__name__": "__readme__"}
     exec(compile(code, str(README), "exec"), namespace)
 

@@ -59,10 +59,15 @@ class Image:
 
 @dataclass(frozen=True, slots=True)
 class Reasoning:
-    """A model's reasoning ("thinking"); ``signature`` is kept for providers that need it back."""
+    """A model's reasoning ("thinking").
+
+    ``signature`` and ``redacted`` (reasoning the provider sent encrypted, as opaque text) are
+    kept because providers require them back with the conversation.
+    """
 
     text: str
     signature: str | None = None
+    redacted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +167,11 @@ def block_to_dict(block: ContentBlock | ToolResultBlock) -> dict[str, JsonValue]
                 "media_type": media_type,
                 "data": base64.b64encode(data).decode("ascii"),
             }
-        case Reasoning(text, signature):
-            return {"type": "reasoning", "text": text, "signature": signature}
+        case Reasoning(text, signature, redacted):
+            out: dict[str, JsonValue] = {"type": "reasoning", "text": text, "signature": signature}
+            if redacted is not None:
+                out["redacted"] = redacted
+            return out
         case ToolUse(id, name, input):
             return {"type": "tool_use", "id": id, "name": name, "input": input}
         case ToolResult(tool_use_id, status, content):
@@ -190,7 +198,9 @@ def block_from_dict(data: Any, where: str) -> ContentBlock:
             raise StateFormatError(f"{where}.data: not base64 ({exc})") from None
         return Image(_str(d, "media_type", where), raw)
     if kind == "reasoning":
-        return Reasoning(_str(d, "text", where), _opt_str(d, "signature", where))
+        return Reasoning(
+            _str(d, "text", where), _opt_str(d, "signature", where), _opt_str(d, "redacted", where)
+        )
     if kind == "tool_use":
         return tool_use_from_dict(d, where)
     if kind == "tool_result":

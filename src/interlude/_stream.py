@@ -42,10 +42,14 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningDelta:
-    """A piece of reasoning text (and, at its end, the provider's signature if any)."""
+    """A piece of reasoning text (and, at its end, the provider's signature if any).
+
+    ``redacted`` carries a whole block of encrypted reasoning (opaque text) instead.
+    """
 
     text: str
     signature: str | None = None
+    redacted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

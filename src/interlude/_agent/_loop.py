@@ -327,8 +327,12 @@ class Run:
                     raise ModelError(f"tool input for unknown tool use {event.tool_use_id!r}")
                 tools[event.tool_use_id][2].append(event.input_json)
             elif isinstance(event, ReasoningDelta):
-                if text:
+                if text or signature is not None:  # a signature closes a reasoning block
                     flush()
+                if event.redacted is not None:  # a whole encrypted block of its own
+                    flush()
+                    blocks.append(Reasoning("", event.signature, event.redacted))
+                    continue
                 reasoning.append(event.text)
                 if event.signature is not None:
                     signature = event.signature

@@ -45,6 +45,9 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         out.error("interrupted")
         return 130
+    except BrokenPipeError:  # e.g. `interlude show X --json | head`
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,6 +146,7 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
             f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)"
         )
     agent = _load_factory(factory)(store, args.session)
+    agent.state[FACTORY_KEY] = factory  # later answers (and printed commands) need no --agent
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt")
     if args.interrupt_id not in {i.id for i in agent.interrupts}:

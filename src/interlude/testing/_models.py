@@ -45,7 +45,7 @@ def _events(turn: Turn, usage: Usage) -> list[ModelEvent]:
         if isinstance(block, Text):
             events.append(TextDelta(block.text))
         elif isinstance(block, Reasoning):
-            events.append(ReasoningDelta(block.text, block.signature))
+            events.append(ReasoningDelta(block.text, block.signature, block.redacted))
         elif isinstance(block, ToolUse):
             has_tools = True
             events.append(ToolUseStart(block.id, block.name))

@@ -1,0 +1,506 @@
+"""The ``interlude`` command, driven as a user drives it: one subprocess per command.
+
+Every test runs in its own ``tmp_path`` (the default store, ``.interlude/demo.db``, lands
+there). Independent commands run concurrently to keep the suite fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CLI = [sys.executable, "-m", "interlude"]
+PATHS = [f"/var/log/app/app-2026-0{i}.log" for i in range(1, 4)]
+INTERRUPT_KEYS = {"id", "name", "reason", "source", "tool", "input"}
+RESULT_KEYS = {"session", "stop_reason", "reply", "interrupts"}
+SHOW_KEYS = {"session", "messages", "paused", "interrupts", "state", "version"}
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test"
+PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+# --- running the command --------------------------------------------------------------------
+
+
+@dataclass
+class Ran:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __str__(self) -> str:
+        return (
+            f"$ {shlex.join(self.argv)}\n-> exit {self.returncode}\n"
+            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
+
+    def ok(self) -> Ran:
+        assert self.returncode == 0, str(self)
+        assert "Traceback" not in self.stderr, str(self)
+        return self
+
+    def json(self) -> Any:
+        self.ok()
+        return json.loads(self.stdout)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("INTERLUDE_STORE", "FORCE_COLOR", "USER_AGENT_OUTBOX"):
+        env.pop(name, None)
+    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def _user_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user whose own agent module (user_agent.py) is importable."""
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    return _env(PYTHONPATH=path, USER_AGENT_OUTBOX=str(tmp_path / "outbox.jsonl"))
+
+
+def start_user_session(session_id: str, *extra: str) -> list[str]:
+    """The command (run with _user_env) that starts a user_agent session in the default store."""
+    return [sys.executable, "-m", "user_agent", "sqlite:///.interlude/demo.db", session_id, *extra]
+
+
+def run_many(
+    cwd: Path, *commands: Sequence[str], env: dict[str, str] | None = None, cli: bool = True
+) -> list[Ran]:
+    """Run the commands concurrently (each ``interlude ARGS...`` unless ``cli=False``)."""
+    argvs = [[*CLI, *c] if cli else list(c) for c in commands]
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env or _env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in argvs
+    ]
+    done = []
+    for argv, proc in zip(argvs, procs, strict=True):
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"timed out: {shlex.join(argv)}\n{out}\n{err}")
+        done.append(Ran(argv, proc.returncode, out, err))
+    return done
+
+
+def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
+    return run_many(cwd, args, env=env)[0]
+
+
+def assert_one_line_error(ran: Ran, *fragments: str) -> None:
+    """A failed command: non-zero exit, nothing on stdout, one clear line on stderr."""
+    assert ran.returncode != 0, str(ran)
+    assert ran.stdout == "", str(ran)
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected a one-line error\n{ran}"
+    assert "Traceback" not in ran.stderr, str(ran)
+    for fragment in fragments:
+        assert fragment.lower() in lines[0].lower(), f"{fragment!r} not in the error\n{ran}"
+
+
+def printed_commands(stdout: str) -> list[list[str]]:
+    """The ``interlude ...`` commands an output tells the user to run, as argv lists."""
+    commands = []
+    for line in stdout.splitlines():
+        if line.strip().startswith("interlude "):
+            argv = shlex.split(line.strip())
+            commands.append(argv[1:])
+    return commands
+
+
+def snapshot(
+    cwd: Path, session: str, store: Sequence[str] = (), env: dict[str, str] | None = None
+) -> tuple[Any, Any]:
+    """What ``show --json`` and ``pending --json`` say (ages, which tick, left out)."""
+    shown, pending = run_many(
+        cwd, ["show", session, "--json", *store], ["pending", "--json", *store], env=env
+    )
+    entries = pending.json()
+    for entry in entries:
+        entry.pop("age_seconds")
+    return shown.json(), entries
+
+
+def demo_json(cwd: Path, *store: str) -> dict[str, Any]:
+    result = run(cwd, "demo", "--json", *store).json()
+    assert result["stop_reason"] == "interrupt", result
+    return result
+
+
+def blocks(show: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [b for m in show["messages"] for b in m["content"] if b["type"] == kind]
+
+
+def all_text(show: dict[str, Any]) -> str:
+    return json.dumps(show["messages"])
+
+
+# --- stores -------------------------------------------------------------------------------
+
+
+def _postgres_problem() -> str | None:
+    try:
+        import psycopg
+    except ImportError as exc:
+        return f"psycopg is not installed ({exc})"
+    try:
+        psycopg.connect(PG_DSN, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        return f"no PostgreSQL server at {PG_DSN} ({str(exc).strip()})"
+    return None
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A postgresql:// store URL on a schema of its own, dropped afterwards."""
+    problem = _postgres_problem()
+    if problem is not None:
+        if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
+            pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
+        pytest.skip(problem)
+    import psycopg
+    from psycopg import sql
+
+    schema = f"cli_{uuid.uuid4().hex[:12]}"
+    try:
+        yield f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}"
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(params=["sqlite-default", "file", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
+    """The ``--store`` arguments of a store (none: the default SQLite file)."""
+    if request.param == "sqlite-default":
+        return []
+    if request.param == "file":
+        return ["--store", f"file:///{tmp_path / 'sessions'}"]  # four slashes: absolute
+    return ["--store", request.getfixturevalue("postgres_url")]
+
+
+# --- tests --------------------------------------------------------------------------------
+
+
+def test_console_script_runs_help(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "interlude"
+    assert script.exists(), f"the console script is not installed at {script}"
+    helped = run_many(tmp_path, [str(script), "--help"], cli=False)[0].ok()
+    for command in ("demo", "pending", "answer", "show"):
+        assert command in helped.stdout, helped
+    assert not (tmp_path / ".interlude").exists()
+
+
+def test_newcomer_flow_demo_pending_answer_show(tmp_path: Path, store: list[str]) -> None:
+    # 1. The demo pauses before the risky tool and says how to carry on.
+    demo = run(tmp_path, "demo", *store).ok()
+    assert "Paused" in demo.stdout, demo
+    assert "delete_files" in demo.stdout, demo
+    session = re.search(r"session: (\S+)", demo.stdout)
+    assert session, demo
+    session_id = session.group(1)
+    if store:
+        assert store[1] in demo.stdout, demo
+        assert not (tmp_path / ".interlude").exists(), "a --store run touched the default store"
+    else:
+        assert ".interlude/demo.db" in demo.stdout, demo
+        assert (tmp_path / ".interlude" / "demo.db").is_file()
+    told = printed_commands(demo.stdout)
+    told_pending = [c for c in told if c[0] == "pending"]
+    told_answer = [c for c in told if c[0] == "answer"]
+    assert len(told_pending) == 1 and len(told_answer) == 1, demo
+    assert session_id in told_answer[0] and told_answer[0][-1] == "true", demo
+    interrupt_id = told_answer[0][-2]
+
+    # 2. Another process lists it: as a table (what the demo said to run) and as JSON.
+    table, listed = run_many(tmp_path, told_pending[0], ["pending", "--json", *store])
+    table.ok()
+    row = next(line for line in table.stdout.splitlines() if line.startswith(session_id))
+    assert "approve" in row and "delete_files" in row and PATHS[0] in row, table
+    assert interrupt_id in row, table
+    assert re.search(r"\s\d+s\s", row), f"no age like '0s' in {row!r}"
+    [entry] = listed.json()
+    assert entry["session"] == session_id and entry["id"] == interrupt_id
+    assert entry["name"] == "approve" and entry["tool"] == "delete_files"
+    assert entry["input"] == {"paths": PATHS}
+
+    # 3. Another process answers it, exactly as the demo said: the delete runs.
+    answered = run(tmp_path, *told_answer[0]).ok()
+    assert "deleted 3 file(s)" in answered.stdout, answered
+    assert "Done:" in answered.stdout, answered
+    assert "Paused" not in answered.stdout, answered
+
+    # 4. The session is finished and nothing is pending.
+    shown, shown_json, after = run_many(
+        tmp_path,
+        ["show", session_id, *store],
+        ["show", session_id, "--json", *store],
+        ["pending", "--json", *store],
+    )
+    shown.ok()
+    assert "Free some disk space" in shown.stdout, shown
+    assert "Done:" in shown.stdout and "Not paused" in shown.stdout, shown
+    data = shown_json.json()
+    assert data["session"] == session_id and data["paused"] is False
+    assert data["interrupts"] == []
+    results = {b["tool_use_id"]: b["status"] for b in blocks(data, "tool_result")}
+    assert results == {"call_list": "success", "call_delete": "success"}
+    assert data["messages"][-1]["role"] == "assistant"
+    assert data["messages"][-1]["content"][0]["text"].startswith("Done:")
+    assert after.json() == []
+
+
+def test_decline_and_json_shapes(tmp_path: Path) -> None:
+    started = demo_json(tmp_path)
+    assert set(started) == RESULT_KEYS
+    assert started["session"].startswith("demo-") and isinstance(started["reply"], str)
+    [interrupt] = started["interrupts"]
+    assert set(interrupt) == INTERRUPT_KEYS
+    assert interrupt["name"] == "approve" and interrupt["source"] == "before_tool_call"
+    assert interrupt["tool"] == "delete_files" and interrupt["input"] == {"paths": PATHS}
+    assert isinstance(interrupt["reason"], dict)
+    session, iid = started["session"], interrupt["id"]
+
+    before, pending = snapshot(tmp_path, session)
+    assert set(before) >= SHOW_KEYS
+    assert before["session"] == session and before["paused"] is True
+    assert isinstance(before["version"], int) and isinstance(before["state"], dict)
+    assert before["interrupts"] == started["interrupts"]
+    assert [m["role"] for m in before["messages"]] == ["user", "assistant", "user", "assistant"]
+    [entry] = pending
+    assert set(entry) == {*INTERRUPT_KEYS, "session", "raised_at"}
+
+    declined = run(tmp_path, "answer", session, iid, "false", "--json").json()
+    assert set(declined) == RESULT_KEYS
+    assert declined["session"] == session and declined["stop_reason"] == "end_turn"
+    assert declined["interrupts"] == []
+    assert "left the files alone" in declined["reply"], declined
+
+    after, pending = snapshot(tmp_path, session)
+    assert after["paused"] is False and after["interrupts"] == []
+    assert after["version"] > before["version"]
+    results = {b["tool_use_id"]: b["status"] for b in blocks(after, "tool_result")}
+    assert results == {"call_list": "success", "call_delete": "error"}
+    assert "deleted 3 file(s)" not in all_text(after), "the declined tool ran"
+    assert pending == []
+
+    # Answering again: a clear error, and still nothing deleted.
+    again = run(tmp_path, "answer", session, iid, "true")
+    assert_one_line_error(again, session)
+    assert snapshot(tmp_path, session) == (after, [])
+
+
+def test_pending_lists_sessions_and_filters(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    # A user's session paused two hours ago (on send_email), then two demo sessions.
+    old, first = run_many(
+        tmp_path,
+        start_user_session("old-email", "--ago", "7200"),
+        [*CLI, "demo", "--json"],
+        env=env,
+        cli=False,
+    )
+    assert old.json()["stop_reason"] == "interrupt"
+    first_id = first.json()["session"]
+    second_id = demo_json(tmp_path)["session"]
+    demos = [first_id, second_id]
+
+    everything = run(tmp_path, "pending", "--json").json()
+    assert [e["session"] for e in everything] == ["old-email", *demos]  # oldest first
+    for e in everything:
+        assert set(e) == {*INTERRUPT_KEYS, "session", "raised_at", "age_seconds"}
+    assert 7200 <= everything[0]["age_seconds"] < 7200 + 120, everything[0]
+    assert everything[0]["name"] == "confirm_send" and everything[0]["tool"] == "send_email"
+    for e in everything[1:]:
+        assert 0 <= e["age_seconds"] < 120 and e["name"] == "approve"
+    assert everything[1]["raised_at"] <= everything[2]["raised_at"]
+
+    filters = {
+        ("--name", "approve"): demos,
+        ("--name", "confirm_send"): ["old-email"],
+        ("--name", "nope"): [],
+        ("--tool", "delete_files"): demos,
+        ("--tool", "send_email"): ["old-email"],
+        ("--tool", "list_files"): [],
+        ("--older-than", "30s"): ["old-email"],
+        ("--older-than", "1h"): ["old-email"],
+        ("--older-than", "1d"): [],
+        ("--newer-than", "10m"): demos,
+        ("--newer-than", "2h"): demos,
+        ("--newer-than", "1d"): ["old-email", *demos],
+        ("--name", "approve", "--tool", "delete_files", "--newer-than", "1h"): demos,
+        ("--name", "approve", "--older-than", "1h"): [],
+    }
+    ran = run_many(
+        tmp_path,
+        *(["pending", "--json", *f] for f in filters),
+        ["pending"],
+        ["pending", "--older-than", "soon"],
+    )
+    for (flags, expected), got in zip(filters.items(), ran, strict=False):
+        assert [e["session"] for e in got.json()] == expected, f"pending {flags}"
+
+    table = ran[-2].ok().stdout
+    for session in ["old-email", *demos]:
+        assert session in table, table
+    old_row = next(line for line in table.splitlines() if line.startswith("old-email"))
+    assert "send_email" in old_row and "ana@example.com" in old_row and " 2h " in old_row
+    bad = ran[-1]
+    assert bad.returncode != 0 and bad.stdout == "", bad
+    assert "duration" in bad.stderr and "Traceback" not in bad.stderr, bad
+
+
+def test_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
+    started = demo_json(tmp_path)
+    session, iid = started["session"], started["interrupts"][0]["id"]
+    before = snapshot(tmp_path, session)
+
+    cases = {  # command -> what its one-line error must name
+        ("answer", "no-such-session", iid, "true"): "no-such-session",
+        ("answer", session, "v1:no-such-interrupt", "true"): "v1:no-such-interrupt",
+        ("answer", session, iid, "yes please"): "JSON",
+        ("answer", session, iid, '{"approve": true'): "JSON",
+        ("answer", session, iid, "true", "--store", UNREACHABLE): "127.0.0.1",
+        ("pending", "--store", UNREACHABLE): "127.0.0.1",
+        ("show", session, "--store", UNREACHABLE): "127.0.0.1",
+        ("show", "no-such-session"): "no-such-session",
+    }
+    for ran, named in zip(run_many(tmp_path, *cases), cases.values(), strict=True):
+        assert_one_line_error(ran, named)
+
+    assert snapshot(tmp_path, session) == before
+    assert before[0]["paused"] is True and len(before[1]) == 1
+
+
+def test_demo_model_errors(tmp_path: Path) -> None:
+    env = _env()
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("OPENAI_BASE_URL", None)
+    no_key, unknown = run_many(
+        tmp_path,
+        ["demo", "--model", "openai:gpt-4.1-mini"],
+        ["demo", "--model", "nope:x"],
+        env=env,
+    )
+    assert_one_line_error(no_key, "OPENAI_API_KEY")
+    assert_one_line_error(unknown, "nope:x")
+    assert run(tmp_path, "pending", "--json").json() == [], "a failed demo left a session"
+
+
+def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    outbox = tmp_path / "outbox.jsonl"
+    created = run_many(
+        tmp_path,
+        start_user_session("team-email"),
+        env=env,
+        cli=False,
+    )[0].json()
+    [first] = created["interrupts"]
+    assert first["name"] == "confirm_send"
+    assert not outbox.exists(), "the email went out before anyone approved it"
+    before = snapshot(tmp_path, "team-email", env=env)
+    assert before[0]["paused"] is True
+
+    # The session does not record its factory: the CLI says to pass --agent.
+    no_factory, no_module, no_function = run_many(
+        tmp_path,
+        ["answer", "team-email", first["id"], "true"],
+        ["answer", "team-email", first["id"], "true", "--agent", "no_such_module:build"],
+        ["answer", "team-email", first["id"], "true", "--agent", "user_agent:no_such_fn"],
+        env=env,
+    )
+    assert_one_line_error(no_factory, "--agent")
+    assert_one_line_error(no_module, "no_such_module")
+    assert_one_line_error(no_function, "no_such_fn")
+    assert snapshot(tmp_path, "team-email", env=env) == before
+    assert not outbox.exists()
+
+    # With --agent: Ana's email goes out, and the run pauses again before Bob's.
+    approved = run(
+        tmp_path,
+        "answer",
+        "team-email",
+        first["id"],
+        "true",
+        "--agent",
+        "user_agent:build",
+        "--json",
+        env=env,
+    ).json()
+    assert set(approved) == RESULT_KEYS and approved["stop_reason"] == "interrupt"
+    [second] = approved["interrupts"]
+    assert set(second) == INTERRUPT_KEYS and second["id"] != first["id"]
+    assert second["tool"] == "send_email" and second["input"]["to"] == "bob@example.com"
+    sent = [json.loads(line) for line in outbox.read_text().splitlines()]
+    assert [s["to"] for s in sent] == ["ana@example.com"]
+    [entry] = run(tmp_path, "pending", "--json", env=env).json()
+    assert (entry["session"], entry["id"]) == ("team-email", second["id"])
+
+    finished = run(
+        tmp_path,
+        "answer",
+        "team-email",
+        second["id"],
+        "true",
+        "--agent",
+        "user_agent:build",
+        "--json",
+        env=env,
+    ).json()
+    assert finished["stop_reason"] == "end_turn" and finished["interrupts"] == []
+    assert finished["reply"].startswith("Sent 2 emails"), finished
+    sent = [json.loads(line) for line in outbox.read_text().splitlines()]
+    assert [s["to"] for s in sent] == ["ana@example.com", "bob@example.com"]
+    shown = run(tmp_path, "show", "team-email", "--json", env=env).json()
+    assert shown["paused"] is False and shown["interrupts"] == []
+
+
+def test_next_answer_command_printed_for_a_user_agent_works(tmp_path: Path) -> None:
+    """After ``answer --agent``, the follow-up command the output suggests must work too."""
+    env = _user_env(tmp_path)
+    created = run_many(
+        tmp_path,
+        start_user_session("team-email"),
+        env=env,
+        cli=False,
+    )[0].json()
+    answered = run(
+        tmp_path,
+        "answer",
+        "team-email",
+        created["interrupts"][0]["id"],
+        "true",
+        "--agent",
+        "user_agent:build",
+        env=env,
+    ).ok()
+    assert "Paused" in answered.stdout and "bob@example.com" in answered.stdout, answered
+    [told] = [c for c in printed_commands(answered.stdout) if c[0] == "answer"]
+    followed = run(tmp_path, *told, env=env)
+    assert followed.returncode == 0, (
+        f"the command the answer output suggested fails:\n{answered}\n{followed}"
+    )
+    assert "Sent 2 emails" in followed.stdout, followed

@@ -1,0 +1,114 @@
+"""A user's own agent factory, for ``interlude answer --agent user_agent:build``.
+
+The agent emails Ana, then Bob; a before-tool hook asks a person before every email. The
+session it creates does not record its factory, so the CLI needs ``--agent`` to resume it.
+
+``python -m user_agent STORE_URL SESSION_ID [--ago SECONDS]`` starts such a session (which
+pauses on the first email) and prints the result as JSON; ``--ago`` runs it with the clock
+set back, so the pause looks that old. With $USER_AGENT_OUTBOX set, each sent email is
+appended to that file as a line of JSON (proof of which process ran the tool).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from interlude import Agent, ToolResult, ToolUse, tool
+from interlude.hooks import BeforeToolCallEvent
+from interlude.testing import FunctionModel, ModelRequest
+
+PROMPT = "Tell Ana and Bob that the report is ready."
+RECIPIENTS = ["ana@example.com", "bob@example.com"]
+
+
+@tool
+def send_email(to: str, subject: str) -> str:
+    """Send an email (simulated).
+
+    Args:
+        to: The recipient.
+        subject: The subject line.
+    """
+    outbox = os.environ.get("USER_AGENT_OUTBOX")
+    if outbox:
+        with open(outbox, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"to": to, "subject": subject, "pid": os.getpid()}) + "\n")
+    return f"sent to {to}"
+
+
+def _reply(request: ModelRequest) -> str | list[ToolUse]:
+    """Email each recipient in turn, then report."""
+    sent = 0
+    declined: list[str] = []
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, ToolResult):
+                if block.status == "success":
+                    sent += 1
+                else:
+                    declined.append(block.text)
+    done = sent + len(declined)
+    if done < len(RECIPIENTS):
+        return [
+            ToolUse(
+                f"call_email_{done}",
+                "send_email",
+                {"to": RECIPIENTS[done], "subject": "The report is ready"},
+            )
+        ]
+    if declined:
+        return f"Sent {sent} email(s); not sent: {'; '.join(declined)}"
+    return f"Sent {sent} emails: Ana and Bob know the report is ready."
+
+
+def _confirm_emails(event: BeforeToolCallEvent) -> None:
+    if event.tool_use.name != "send_email":
+        return
+    answer = event.interrupt("confirm_send", reason={"to": event.tool_use.input["to"]})
+    if answer is not True:
+        event.cancel(f"declined by a person: {answer!r}")
+
+
+def build(store: Any, session_id: str) -> Agent:
+    """The factory ``interlude answer --agent user_agent:build`` calls."""
+    agent = Agent(
+        FunctionModel(_reply),
+        tools=[send_email],
+        system_prompt="You send emails for the team.",
+        session=store,
+        session_id=session_id,
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _confirm_emails)
+    return agent
+
+
+def main(argv: list[str]) -> None:
+    from interlude.sessions import open_store
+
+    url, session_id, *rest = argv
+    if rest[:1] == ["--ago"]:
+        import time
+
+        ago, real = float(rest[1]), time.time
+        time.time = lambda: real() - ago
+    agent = build(open_store(url), session_id)
+    result = agent(PROMPT)
+    print(
+        json.dumps(
+            {
+                "session": session_id,
+                "stop_reason": result.stop_reason,
+                "interrupts": [
+                    {"id": i.id, "name": i.name, "raised_at": i.raised_at}
+                    for i in result.interrupts
+                ],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
