@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,24 +19,55 @@ _local = threading.local()
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code.
 
-    Each thread keeps one event loop for its sync calls (so repeated calls do not pay for a new
-    loop and thread pool each time). Called where a loop is already running (a notebook, an
-    async app), the coroutine runs on a fresh loop in a helper thread instead of failing.
+    Each thread keeps one event loop for its sync calls, so repeated calls pay neither for a
+    new loop and thread pool nor for ``asyncio.Runner``'s per-call signal handling (a third of
+    a short run's cost). Ctrl-C still leaves things tidy: the run's task is cancelled and run to
+    its end (the agent repairs its conversation), then KeyboardInterrupt propagates. Called
+    where a loop is already running (a notebook, an async app), the coroutine runs on a fresh
+    loop in a helper thread instead of failing.
     """
     import asyncio
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        runner: asyncio.Runner | None = getattr(_local, "runner", None)
-        if runner is None:
-            runner = _local.runner = asyncio.Runner()
-            if threading.current_thread() is threading.main_thread():
-                import atexit
+        pass
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-                atexit.register(runner.close)
-        return runner.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(1, thread_name_prefix="interlude-sync") as pool:
+            return pool.submit(asyncio.run, coro).result()
+    loop = _thread_loop()
+    task = loop.create_task(coro)
+    try:
+        return loop.run_until_complete(task)
+    except KeyboardInterrupt:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(task)
+        raise
 
-    with ThreadPoolExecutor(1, thread_name_prefix="interlude-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
+    loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _local.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        if threading.current_thread() is threading.main_thread():
+            import atexit
+
+            atexit.register(_close, loop)
+    return loop
+
+
+def _close(loop: asyncio.AbstractEventLoop) -> None:
+    if loop.is_closed() or loop.is_running():
+        return
+    try:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()

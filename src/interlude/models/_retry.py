@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,6 +30,8 @@ class RetryPolicy:
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
+        import random
+
         base = min(self.max_delay, self.initial_delay * self.multiplier ** (retry - 1))
         base *= 1 + random.uniform(0, self.jitter)
         return max(base, min(retry_after or 0.0, self.max_delay))
