@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -24,10 +25,19 @@ def exception_to_dict(exc: BaseException) -> dict[str, JsonValue]:
     except (TypeError, ValueError):
         args = None
     text = "".join(traceback.format_exception(exc))[-_MAX_TRACEBACK:]
+    attrs: dict[str, JsonValue] = {}
+    for key, value in vars(exc).items():  # e.g. a ModelError's status and retryable
+        if key.startswith("__"):  # Python's own (__notes__, ...), not the exception's data
+            continue
+        try:
+            attrs[key] = json.loads(json.dumps(value))
+        except (TypeError, ValueError):
+            continue
     return {
         "type": f"{cls.__module__}:{cls.__qualname__}",
         "message": str(exc),
         "args": args,
+        "attrs": attrs,
         "traceback": text,
     }
 
@@ -47,6 +57,11 @@ def exception_from_dict(data: Any, where: str = "exception") -> BaseException:
     rebuilt = _rebuild(type_name, args, message)
     if rebuilt is None:
         return ReplayedException(type_name.replace(":", "."), message, text)
+    attrs = d.get("attrs")
+    if isinstance(attrs, dict):
+        for key, value in attrs.items():
+            with contextlib.suppress(Exception):
+                setattr(rebuilt, key, value)
     if text:
         rebuilt.add_note(f"Raised before the pause:\n{text}")
     return rebuilt

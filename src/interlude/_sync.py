@@ -42,7 +42,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
-        if not task.done():
+        while not task.done():  # let the run repair itself, even through more Ctrl-C presses
             task.cancel()
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
@@ -54,8 +54,7 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 
     loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
     if loop is None or loop.is_closed():
-        loop = _local.loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
+        loop = _local.loop = asyncio.new_event_loop()  # not set as the thread's loop
         if threading.current_thread() is threading.main_thread():
             import atexit
 

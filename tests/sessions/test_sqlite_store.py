@@ -310,3 +310,23 @@ def test_two_processes_race_one_wins(store: SQLiteStore, db: Path, tmp_path: Pat
     assert final is not None and final.version == 2
     winner = "p1" if outcomes[0] == "won" else "p2"
     assert final.messages == [msg("start"), {"by": winner}]
+
+
+def test_a_locked_database_is_a_session_error_not_a_driver_error(tmp_path: Path) -> None:
+    import asyncio
+    import sqlite3
+
+    from interlude.errors import SessionError
+    from interlude.sessions import SessionUpdate, SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db", timeout=0.05)
+    blocker = sqlite3.connect(tmp_path / "s.db")
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    update = SessionUpdate(0, 0, [], None, [], [], 1)
+    try:
+        with pytest.raises(SessionError, match="locked"):
+            asyncio.run(store.save("s", update))
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert asyncio.run(store.save("s", update)) == 1

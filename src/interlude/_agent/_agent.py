@@ -161,17 +161,28 @@ class Agent:
     def session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
 
-    def _close_interrupted_batch(self) -> None:
+    def _close_interrupted_batch(self, kept: Pause | None = None) -> None:
         """A stored conversation that ends in unanswered tool uses and no pause comes from a
-        run that stopped mid-batch (a killed process): record those calls as not finished."""
+        run that stopped mid-batch (a killed process): record those calls as not finished.
+
+        ``kept`` is the pause that run had resumed, if any: calls it had finished keep their
+        results (they are never run again)."""
         from ._loop import close_batch
 
-        if self._messages and self._messages[-1].role == "assistant":
-            uses = self._messages[-1].tool_uses
-            if uses:
-                batch = self._new_batch(len(self._messages) - 1, uses)
-                reason = "not finished: the run stopped before this tool call completed"
-                self._messages.append(close_batch(batch, reason))
+        last = len(self._messages) - 1
+        if last < 0 or self._messages[last].role != "assistant":
+            return
+        uses = self._messages[last].tool_uses
+        if not uses:
+            return
+        batch = None if kept is None else outstanding_batch(kept.step)
+        if batch is None or batch.message_index != last:
+            batch = self._new_batch(last, uses)
+        reason = (
+            "not finished: the run stopped (its process ended) before this tool call "
+            "completed; it may or may not have run"
+        )
+        self._messages.append(close_batch(batch, reason))
 
     def _tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:
@@ -223,11 +234,12 @@ class Agent:
         "cancelled" error result, so the conversation stays valid. No run: nothing happens.
         """
         with self._lock:
-            task, loop = self._task, self._loop
-            if task is None or loop is None or task.done():
+            if not self._running:
                 return
-            self._cancel_requested = True
-        loop.call_soon_threadsafe(task.cancel)
+            self._cancel_requested = True  # seen by _start if the run task does not exist yet
+            task, loop = self._task, self._loop
+        if task is not None and loop is not None and not task.done():
+            loop.call_soon_threadsafe(task.cancel)
 
     def discard_pause(self) -> None:
         """Drop the pause so the agent takes new prompts; pending tool calls become "cancelled"."""
@@ -358,31 +370,60 @@ class Agent:
             if replay and (self._pause is None or self._pause.step is not step):
                 raise NotPausedError("the pause changed before the resume started")
             self._running = True
-        if self._session is not None:
-            count = len(self._messages)
-            try:  # claim the session: of two processes resuming one pause, one gets here
-                self._session.check_not_running()
-                if self._session.running is not None:  # a run that died: close what it left
-                    self._close_interrupted_batch()
-                await self._session.claim(self)
-            except BaseException:
-                del self._messages[count:]
-                with self._lock:
-                    self._running = False
-                raise
-        with self._lock:
             self._cancel_requested = False
-            self._pause = None
-            run = Run(self, progress, emit)
-            task = asyncio.ensure_future(run.drive(step, replay))
-            self._task, self._loop = task, asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
+        pause = self._pause  # kept until the run really starts: Run.drive clears it
+        run = Run(self, progress, emit)
         try:
-            return await task
+            if self._session is not None:
+                await self._claim(pause)
+            with self._lock:
+                task = asyncio.ensure_future(run.drive(step, replay))
+                self._task = task
+                if self._cancel_requested:  # cancel() came while the session was claimed
+                    task.cancel()
+            try:
+                return await task
+            except asyncio.CancelledError:
+                if run.step is not None:
+                    raise
+                # Cancelled before its first step: nothing ran. Put the pause back.
+                await self._restore(pause)
+                current = asyncio.current_task()
+                if self._cancel_requested and (current is None or not current.cancelling()):
+                    return AgentResult(stop_reason="cancelled", interrupts=self.interrupts)
+                raise
         finally:
             with self._lock:
                 self._running = False
                 self._task = self._loop = None
                 self._cancel_requested = False
+
+    async def _claim(self, pause: Pause | None) -> None:
+        """Claim the session for a run: of two processes resuming one pause, one gets past."""
+        link = self._session
+        assert link is not None
+        count, version = len(self._messages), link.version
+        try:
+            link.check_not_running()
+            if link.running is not None:  # a run that died: close what it left open
+                self._close_interrupted_batch(link.interrupted)
+            await link.claim(self, pause)
+        except BaseException:
+            if link.version != version:  # the claim landed, then the caller was cancelled
+                await self._restore(pause)
+            else:
+                del self._messages[count:]
+            raise
+
+    async def _restore(self, pause: Pause | None) -> None:
+        """Undo a claim whose run never started: the pause (and the stored one) as before."""
+        import contextlib
+
+        self._pause = pause
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await self._session.save(self, pause)
 
 
 class ToolCaller:

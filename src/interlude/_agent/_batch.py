@@ -131,11 +131,28 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                 replay_before = replay_after = False
                 continue
             final = after.result
-        call.result, call.phase = final, "done"
+        call.result, call.phase = _json_checked(final), "done"
         call.exception = None
         if emit is not None:
             emit(ToolCallFinished(final))
         return []
+
+
+def _json_checked(result: ToolResult) -> ToolResult:
+    """The result, or an error result if a Json block holds something JSON cannot carry
+    (it could not be saved, nor sent to a model)."""
+    from .._messages import Json
+
+    for block in result.content:
+        if isinstance(block, Json):
+            import json
+
+            try:
+                json.dumps(block.value)
+            except (TypeError, ValueError) as exc:
+                problem = f"the tool's result is not JSON-compatible ({exc})"
+                return ToolResult(result.tool_use_id, "error", [Text(problem)])
+    return result
 
 
 def _selected(run: Run, call: ToolCall) -> AgentTool | None:

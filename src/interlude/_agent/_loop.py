@@ -91,6 +91,7 @@ class Run:
             AfterInvocation: self._after_invocation,
         }
         outcome: _Outcome = step
+        self.agent._pause = None  # the run has started: the pause it resumes is used up
         try:
             while True:
                 self.step = step
@@ -254,7 +255,7 @@ class Run:
         if self.emit is not None:
             self.emit(MessageAppended(message))
         if self.agent._session is not None:
-            await self.agent._session.save(self.agent, None, running=True)
+            await self.agent._session.save(self.agent, None, state=True, running=True)
         return len(self.messages) - 1
 
     async def _save(self, *, state: bool = False) -> None:
@@ -277,8 +278,13 @@ class Run:
         the error that ended the run.
         """
         self.agent._pause = None
+        messages = self.messages
         batch = None if self.step is None else outstanding_batch(self.step)
-        if batch is not None and len(self.messages) == batch.message_index + 1:
+        if batch is None or len(messages) != batch.message_index + 1:
+            batch = None  # no batch open: but a tool-use message may have just been appended
+            if messages and messages[-1].role == "assistant" and messages[-1].tool_uses:
+                batch = self.agent._new_batch(len(messages) - 1, messages[-1].tool_uses)
+        if batch is not None:
             message = close_batch(batch, reason)
             self.messages.append(message)
             if self.emit is not None:
@@ -368,11 +374,23 @@ def _tool_use(
 
 
 def close_batch(batch: ToolBatch, reason: str) -> Message:
-    """The tool-result message for a batch, in tool-use order; unfinished calls get ``reason``."""
+    """The tool-result message for a batch, in tool-use order.
+
+    Finished calls give their result; the others an error saying ``reason`` and how far the
+    call got, so the model is never told a tool did not run when it may have.
+    """
     results: list[ToolResult] = []
     for call in batch.calls:
         if call.phase == "done" and call.result is not None:
             results.append(call.result)
-        else:
-            results.append(ToolResult(call.tool_use.id, "error", [Text(reason)]))
+            continue
+        text = reason
+        if call.phase == "body":
+            text += "; the tool had started and may have had effects"
+        elif call.phase == "after" and call.result is not None:
+            text += (
+                f"; the tool ran (status {call.result.status!r}), but its result was withheld "
+                "because the after-tool hooks did not finish"
+            )
+        results.append(ToolResult(call.tool_use.id, "error", [Text(text)]))
     return Message("user", list(results))

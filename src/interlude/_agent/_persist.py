@@ -27,7 +27,7 @@ __all__ = ["SessionLink"]
 class SessionLink:
     """Where an agent's state lives, and how much of it is already stored."""
 
-    __slots__ = ("lease", "running", "saved", "session_id", "store", "version")
+    __slots__ = ("interrupted", "lease", "running", "saved", "session_id", "store", "version")
 
     def __init__(self, store: SessionStore, session_id: str, lease: float) -> None:
         from ..sessions._protocol import check_session_id
@@ -38,6 +38,7 @@ class SessionLink:
         self.version = 0
         self.saved = 0  # messages already stored
         self.running: dict[str, object] | None = None  # another process's run marker, if any
+        self.interrupted: Pause | None = None  # the pause that marked run had resumed, if any
 
     def load_into(self, agent: Agent) -> None:
         """Load the stored session into a freshly built agent (nothing is changed on error)."""
@@ -47,8 +48,10 @@ class SessionLink:
         if stored is None:
             return
         pause = stored.pause
+        interrupted = None
         if isinstance(pause, dict) and isinstance(pause.get(_RUNNING), dict):
             self.running, pause = pause[_RUNNING], None
+            interrupted = self.running.get("resumed")
         data = {
             "format": FORMAT,
             "version": stored.format_version,
@@ -59,6 +62,10 @@ class SessionLink:
         }
         try:
             loaded = decode_state(data)
+            if isinstance(interrupted, dict):
+                from ._codec import decode_pause
+
+                self.interrupted = decode_pause(interrupted, "pause.running.resumed")
         except StateFormatError as exc:
             raise SessionCorruptError(f"session {self.session_id!r}: {exc}") from None
         if loaded.pause is not None:
@@ -85,10 +92,13 @@ class SessionLink:
                 f"{self.lease:g} s session lease to pass"
             )
 
-    async def claim(self, agent: Agent) -> None:
-        """Mark the session as running in this process; of two claimants one wins."""
-        await self.save(agent, None, running=True)
-        self.running = None
+    async def claim(self, agent: Agent, resuming: Pause | None) -> None:
+        """Mark the session as running in this process; of two claimants one wins.
+
+        The marker keeps the pause being resumed, so that if this process dies mid-run the
+        calls it had already finished are not reported as not run."""
+        await self.save(agent, resuming, running=True)
+        self.running = self.interrupted = None
 
     async def save(
         self,
@@ -98,8 +108,15 @@ class SessionLink:
         state: bool = False,
         running: bool = False,
     ) -> None:
-        """Store the messages appended since the last save, ``pause`` (or this run's marker)
-        and, if asked, the state."""
+        """Store the messages appended since the last save, ``pause`` (or, when ``running``,
+        this run's marker, keeping ``pause`` as the one resumed) and, if asked, the state.
+
+        The store's save is shielded: if the run is cancelled meanwhile, the save still
+        completes and is recorded here before the cancellation goes on, so the agent never
+        loses track of what the store holds."""
+
+        import asyncio
+
         from ..sessions._protocol import SessionUpdate
         from ._codec import VERSION, encode_pause
 
@@ -114,25 +131,39 @@ class SessionLink:
             expected_version=self.version,
             first_index=self.saved,
             new_messages=[m.to_dict() for m in messages[self.saved : count]],
-            pause=_marker() if running else None if pause is None else encode_pause(pause),
-            pending=[] if pause is None else [i.to_dict() for i in pause.interrupts],
+            pause=_marker(pause) if running else None if pause is None else encode_pause(pause),
+            pending=[] if pause is None or running else [i.to_dict() for i in pause.interrupts],
             tools=list(agent._tools),
             format_version=VERSION,
             state=_json_state(agent) if state else None,
         )
-        self.version = await self.store.save(self.session_id, update)
-        self.saved = count
+        saving = asyncio.ensure_future(self.store.save(self.session_id, update))
+        try:
+            version = await asyncio.shield(saving)
+        except asyncio.CancelledError:
+            version = await saving  # let it land, note it, then let the cancel go on
+            self.version, self.saved = version, count
+            raise
+        self.version, self.saved = version, count
 
 
 _RUNNING = "running"
 
 
-def _marker() -> dict[str, object]:
+def _marker(resuming: Pause | None) -> dict[str, object]:
     import os
     import socket
     import time
 
-    return {_RUNNING: {"owner": f"{socket.gethostname()}:{os.getpid()}", "since": time.time()}}
+    from ._codec import encode_pause
+
+    marker: dict[str, object] = {
+        "owner": f"{socket.gethostname()}:{os.getpid()}",
+        "since": time.time(),
+    }
+    if resuming is not None:
+        marker["resumed"] = encode_pause(resuming)
+    return {_RUNNING: marker}
 
 
 def _json_state(agent: Agent) -> dict[str, object]:

@@ -178,14 +178,19 @@ class SQLiteStore:
             conn = self._conn
             if conn is None:
                 raise SessionError(f"the SQLiteStore of {self.path!r} is closed")
-            conn.execute(begin)
             try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                conn.execute(begin)
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.IntegrityError:
+                raise  # callers turn these into conflicts
+            except sqlite3.Error as exc:  # locked past the timeout, disk full, I/O errors
+                raise SessionError(f"SQLiteStore {str(self.path)!r}: {exc}") from exc
 
     async def load(self, session_id: str) -> StoredSession | None:
         check_session_id(session_id)

@@ -1,0 +1,40 @@
+"""A process that dies while resuming: what it had finished before the pause is kept."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from interlude import ToolResult, ToolUse
+
+from .recovery_agent import build
+
+
+def test_results_finished_before_the_pause_survive_a_crash_during_the_resume(
+    tmp_path: Path,
+) -> None:
+    db, log = str(tmp_path / "s.db"), str(tmp_path / "log")
+    first = build(db, log, [[ToolUse("t1", "record", {"item": "a"}), ToolUse("t2", "boom", {})]])
+    paused = first("go")  # t1 runs (concurrent executor); t2 waits for approval
+    assert paused.stop_reason == "interrupt" and Path(log).read_text() == "a\n"
+    child = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from recovery_agent import build
+        agent = build({db!r}, {log!r}, ["never"])
+        agent.resume({{{paused.interrupts[0].id!r}: True}})  # boom: the process dies here
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+
+    recovered = build(db, log, ["carrying on"], lease=0)  # the dead run's lease is over
+    assert str(recovered("what happened?")) == "carrying on"
+    t1, t2 = recovered.messages[2].content
+    assert isinstance(t1, ToolResult) and isinstance(t2, ToolResult)
+    assert (t1.status, t1.text) == ("success", "recorded a")  # kept, not "not finished"
+    assert t2.status == "error" and "may or may not have run" in t2.text
+    assert Path(log).read_text() == "a\n"  # nothing ran twice
