@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from models.openai_server import OpenAIServer, error_reply, tool_reply  # tests/ is on sys.path
+
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "interlude"]
 PATHS = [f"/var/log/app/app-2026-0{i}.log" for i in range(1, 4)]
@@ -118,6 +120,19 @@ def assert_one_line_error(ran: Ran, *fragments: str) -> None:
     assert "Traceback" not in ran.stderr, str(ran)
     for fragment in fragments:
         assert fragment.lower() in lines[0].lower(), f"{fragment!r} not in the error\n{ran}"
+
+
+def assert_json_error(ran: Ran, session: str | None, *fragments: str) -> dict[str, Any]:
+    """A failed ``--json`` command: the one stderr line, and the same error as JSON on stdout."""
+    assert ran.returncode != 0, str(ran)
+    assert "Traceback" not in ran.stderr, str(ran)
+    [line] = ran.stderr.strip().splitlines()
+    doc = json.loads(ran.stdout)
+    assert doc == {"error": doc["error"], "session": session}, str(ran)
+    assert doc["error"] in line, str(ran)
+    for fragment in fragments:
+        assert fragment.lower() in doc["error"].lower(), f"{fragment!r} not in the error\n{ran}"
+    return doc
 
 
 def printed_commands(stdout: str) -> list[list[str]]:
@@ -504,3 +519,136 @@ def test_next_answer_command_printed_for_a_user_agent_works(tmp_path: Path) -> N
         f"the command the answer output suggested fails:\n{answered}\n{followed}"
     )
     assert "Sent 2 emails" in followed.stdout, followed
+
+
+# --- runs that fail ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def model_server() -> Iterator[OpenAIServer]:
+    """A loopback OpenAI-compatible server for ``demo --model openai:...``."""
+    server = OpenAIServer().start()
+    yield server
+    server.stop()
+
+
+def _model_env(server: OpenAIServer) -> dict[str, str]:
+    return _env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
+
+
+def _list_files() -> Any:
+    return tool_reply(("call_list", "list_files", json.dumps({"directory": "/var/log/app"})))
+
+
+def test_a_failed_demo_run_names_the_session_and_keeps_what_completed(
+    tmp_path: Path, model_server: OpenAIServer
+) -> None:
+    env = _model_env(model_server)
+    model = ["--model", "openai:gpt-4.1-mini"]
+    # The first model turn lists the files; the second is refused by the server.
+    model_server.add(_list_files(), error_reply(400, "the model refused the request"))
+    failed = run(tmp_path, "demo", *model, "--session", "demo-failed", env=env)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed
+    [line] = failed.stderr.strip().splitlines()
+    for fragment in (
+        "session 'demo-failed'",
+        "the run failed",
+        "ModelProviderError",
+        "the model refused the request",
+        "what completed is saved",
+        "`interlude show demo-failed`",
+    ):
+        assert fragment in line, f"{fragment!r} not in the error\n{failed}"
+    assert "session: demo-failed" in failed.stdout, failed
+
+    # The command the error names works, and shows the step that completed.
+    told = shlex.split(re.search(r"`(interlude show [^`]+)`", line).group(1))[1:]
+    shown, shown_json = run_many(tmp_path, told, [*told, "--json"], env=env)
+    assert "list_files" in shown.ok().stdout and "Not paused" in shown.stdout, shown
+    data = shown_json.json()
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user"]
+    assert {b["tool_use_id"]: b["status"] for b in blocks(data, "tool_result")} == {
+        "call_list": "success"
+    }
+    assert data["paused"] is False and data["running"] is None
+    assert data["state"]["demo_model"] == "openai:gpt-4.1-mini"
+
+    # With --json: the same line on stderr, and the error as JSON on stdout.
+    model_server.add(error_reply(400, "refused again"))
+    failed_json = run(tmp_path, "demo", *model, "--json", env=env)
+    doc = assert_json_error(failed_json, ANY_SESSION, "the run failed", "refused again")
+    session = doc["session"]
+    assert session.startswith("demo-") and f"session '{session}'" in doc["error"]
+    assert f"`interlude show {session}`" in doc["error"]
+    again = run(tmp_path, "show", session, "--json", env=env).json()
+    assert [m["role"] for m in again["messages"]] == ["user"]
+
+
+def test_a_failed_answer_names_the_session(tmp_path: Path, model_server: OpenAIServer) -> None:
+    env = _model_env(model_server)
+    store = ["--store", f"file:///{tmp_path / 'sessions'}"]
+    delete = json.dumps({"paths": PATHS})
+    paused = []
+    for _ in range(2):
+        model_server.add(_list_files(), tool_reply(("call_delete", "delete_files", delete)))
+        started = run(
+            tmp_path, "demo", "--model", "openai:gpt-4.1-mini", "--json", *store, env=env
+        ).json()
+        assert started["stop_reason"] == "interrupt", started
+        paused.append((started["session"], started["interrupts"][0]["id"]))
+    (first, first_iid), (second, second_iid) = paused
+
+    model_server.add(error_reply(400, "no more today"))
+    plain = run(tmp_path, "answer", first, first_iid, "true", *store, env=env)
+    assert_one_line_error(plain, f"session '{first}'", "the run failed", "no more today")
+    assert f"`interlude show --store '{store[1]}' {first}`" in plain.stderr, plain
+    model_server.add(error_reply(400, "still no"))
+    as_json = run(tmp_path, "answer", second, second_iid, "true", "--json", *store, env=env)
+    doc = assert_json_error(as_json, second, "the run failed", "still no")
+    assert f"session '{second}'" in doc["error"]
+
+    # The approved tool ran before the model failed: that step is in the session.
+    shown = run(tmp_path, "show", first, "--json", *store, env=env).json()
+    results = {b["tool_use_id"]: b["status"] for b in blocks(shown, "tool_result")}
+    assert results == {"call_list": "success", "call_delete": "success"}
+    assert shown["paused"] is False
+    again = run(tmp_path, "answer", second, second_iid, "true", "--json", *store, env=env)
+    assert_json_error(again, second, "no pending interrupt")
+
+
+def test_a_failing_agent_factory_is_a_one_line_error(tmp_path: Path) -> None:
+    started = demo_json(tmp_path)
+    session, iid = started["session"], started["interrupts"][0]["id"]
+    before = snapshot(tmp_path, session)
+    plain, as_json = run_many(
+        tmp_path,
+        ["answer", session, iid, "true", "--agent", "json:loads"],
+        ["answer", session, iid, "true", "--agent", "json:loads", "--json"],
+    )
+    assert_one_line_error(plain, "the agent factory 'json:loads' failed: TypeError")
+    assert plain.returncode == 1, plain
+    assert_json_error(as_json, session, "the agent factory 'json:loads' failed: TypeError")
+    assert snapshot(tmp_path, session) == before
+
+
+def test_every_error_in_json_mode_is_json_on_stdout(tmp_path: Path) -> None:
+    missing, bad_answer, bad_flag = run_many(
+        tmp_path,
+        ["show", "no-such-session", "--json"],
+        ["answer", "no-such-session", "v1:x", "yes please", "--json"],
+        ["pending", "--json", "--older-than", "soon"],
+    )
+    assert_json_error(missing, None, "no-such-session")
+    assert_json_error(bad_answer, None, "JSON")
+    assert bad_flag.returncode == 2 and "usage:" in bad_flag.stderr, bad_flag
+    assert json.loads(bad_flag.stdout) == {"error": ANY_ERROR, "session": None}
+    assert "duration" in json.loads(bad_flag.stdout)["error"]
+
+
+class _Any:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+
+ANY_SESSION: Any = _Any()
+ANY_ERROR: Any = _Any()

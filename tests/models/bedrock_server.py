@@ -85,10 +85,12 @@ def exception_frame(kind: str, message: str) -> Frame:
 
 @dataclass(frozen=True)
 class StreamReply:
-    """A 200 response streaming ``frames``; ``hang`` keeps it open until the server is stopped."""
+    """A 200 response streaming ``frames``; ``hang`` keeps it open until the server is stopped,
+    ``cut`` sends only the first half of the last frame, then drops the connection."""
 
     frames: list[Frame]
     hang: bool = False
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -257,8 +259,15 @@ class BedrockServer:
                 self.send_header("x-amzn-RequestId", "req-0002")
                 self.end_headers()
                 try:
-                    for frame in reply.frames:
-                        self._chunk(frame.encode())
+                    frames = [frame.encode() for frame in reply.frames]
+                    if reply.cut:
+                        frames[-1] = frames[-1][: len(frames[-1]) // 2]
+                    for data in frames:
+                        self._chunk(data)
+                    if reply.cut:  # no closing chunk: the body ends mid-frame
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     if reply.hang:
                         server.hang_started.set()
                         self._wait_for_hangup()

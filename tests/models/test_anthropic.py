@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
+import threading
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -260,6 +264,55 @@ async def test_conversation_conversion(server, model):
     }
 
 
+async def test_whitespace_only_text_is_not_sent_back(server, model, assert_valid):
+    """The API refuses text blocks of only whitespace (400): in replies and in tool results."""
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look it up."""
+        return "  \n"
+
+    @tool
+    def broken() -> str:
+        """Fails."""
+        raise RuntimeError("no luck")
+
+    server.queue(
+        turn(
+            thinking_block(0, "sig-1", "I should ", "look it up"),
+            text_block(1, "\n\n"),
+            tool_block(2, "toolu_1", "lookup", '{"q": ', '"x"}'),
+            tool_block(3, "toolu_2", "broken", "{}"),
+            stop_reason="tool_use",
+        ),
+        text_turn("done"),
+    )
+    agent = Agent(model, tools=[lookup, broken])
+    result = await agent.invoke_async("go")
+    assert str(result) == "done"
+    sent = server.bodies[1]["messages"]
+    assert [b["type"] for b in sent[1]["content"]] == ["thinking", "tool_use", "tool_use"]
+    assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1"}
+    assert sent[2]["content"][1]["is_error"] is True
+    assert "no luck" in sent[2]["content"][1]["content"][0]["text"]
+    assert_valid(agent)
+
+    server.queue(text_turn("ok"))
+    blank_error = ToolResult("t9", "error", [Text(" "), Text("\t")])
+    await collect(
+        model,
+        [
+            Message("user", [Text("hi"), Text("   ")]),
+            Message("assistant", [Text(" \n "), ToolUse("t9", "broken", {})]),
+            Message("user", [blank_error]),
+        ],
+    )
+    sent = server.bodies[2]["messages"]
+    assert sent[0]["content"] == [{"type": "text", "text": "hi"}]
+    assert sent[1]["content"] == [{"type": "tool_use", "id": "t9", "name": "broken", "input": {}}]
+    assert sent[2]["content"] == [{"type": "tool_result", "tool_use_id": "t9", "is_error": True}]
+
+
 @pytest.mark.parametrize(
     ("wire", "ours"),
     [("max_tokens", "max_tokens"), ("stop_sequence", "end_turn"), ("refusal", "content_filtered")],
@@ -465,14 +518,45 @@ async def test_stream_without_message_stop(server, model):
 # --- construction ---------------------------------------------------------------------------------
 
 
-def test_from_env(monkeypatch):
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+@pytest.fixture
+def no_anthropic_credentials(monkeypatch, tmp_path):
+    """An environment where the SDK finds no key, token or profile."""
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/anthropic profile either
+    monkeypatch.setenv("APPDATA", str(tmp_path))
+
+
+async def test_from_env(monkeypatch, no_anthropic_credentials):
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
         AnthropicModel.from_env("claude-x")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
     model = AnthropicModel.from_env("claude-x")
-    assert model.model_id == "claude-x" and model.client.api_key == "sk-ant-env"
-    assert model.client.max_retries == 0
+    assert model.model_id == "claude-x" and model.client().api_key == "sk-ant-env"
+    assert model.client().max_retries == 0
+
+
+def test_no_key_anywhere_is_a_configuration_error(no_anthropic_credentials):
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY") as info:
+        AnthropicModel("claude-x")
+    assert "claude-x" in str(info.value)
+    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+        AnthropicModel("claude-x", client_args={"base_url": "http://127.0.0.1:1"})
+
+
+async def test_a_key_from_any_source_is_enough(monkeypatch, no_anthropic_credentials, server):
+    server.queue(text_turn("a"), text_turn("b"), text_turn("c"))
+    by_token = AnthropicModel("m", client_args={"auth_token": "tok", "base_url": server.url})
+    by_header = AnthropicModel(
+        "m", client_args={"default_headers": {"X-Api-Key": "hk"}, "base_url": server.url}
+    )
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "env-tok")
+    by_env_token = AnthropicModel("m", client_args={"base_url": server.url})
+    for model in (by_token, by_header, by_env_token):
+        await collect(model)
+    auth = [(r.headers.get("authorization"), r.headers.get("x-api-key")) for r in server.requests]
+    assert auth == [("Bearer tok", None), (None, "hk"), ("Bearer env-tok", None)]
 
 
 def test_agent_resolves_the_provider_string(monkeypatch):
@@ -482,11 +566,76 @@ def test_agent_resolves_the_provider_string(monkeypatch):
     assert agent.model.model_id == "claude-sonnet-4-5"
 
 
-def test_a_given_client_has_its_retries_turned_off(server):
+async def test_a_given_client_has_its_retries_turned_off(server):
     import anthropic
 
     client = anthropic.AsyncAnthropic(api_key="k", base_url=server.url)
-    assert AnthropicModel("m", client=client).client.max_retries == 0
+    model = AnthropicModel("m", client=client, retry=RetryPolicy(max_attempts=1))
+    assert model.client().max_retries == 0
+    server.queue(error(529, "overloaded_error", "Overloaded"), text_turn("never"))
+    with pytest.raises(ModelProviderError):
+        await collect(model)
+    assert len(server.requests) == 1
+
+
+# --- event loops and threads ------------------------------------------------------------------
+
+
+class _RepeatingServer(AnthropicServer):
+    """Answers every request with the same text turn (after a short pause)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import time
+
+        class Endless(deque):  # type: ignore[type-arg]
+            def popleft(self) -> Any:
+                time.sleep(0.02)
+                return text_turn("hello")
+
+            def __bool__(self) -> bool:
+                return True
+
+        self.replies = Endless()
+
+
+def test_one_model_used_from_many_threads_and_loops():
+    """Each asyncio.run() in each thread gets its own client: none is shared across loops."""
+    errors: list[BaseException] = []
+    with _RepeatingServer() as server:
+        model = AnthropicModel("m", client_args={"api_key": "k", "base_url": server.url})
+
+        async def four() -> None:
+            await asyncio.gather(*(collect(model) for _ in range(4)))
+
+        def worker() -> None:
+            for _ in range(5):
+                try:
+                    asyncio.run(four())
+                except BaseException as exc:
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert [f"{e!r} <- {e.__cause__!r}" for e in errors] == []
+        assert len(server.requests) == 60
+    assert len(model._loop_clients) == 0
+
+
+def test_clients_of_finished_event_loops_are_not_kept():
+    with _RepeatingServer() as server:
+        model = AnthropicModel("m", client_args={"api_key": "k", "base_url": server.url})
+        for _ in range(20):
+            asyncio.run(collect(model))
+        for _ in range(5):
+            loop = asyncio.new_event_loop()
+            loop.run_until_complete(collect(model))
+            loop.close()  # without shutting down: forgotten at the next call
+        asyncio.run(collect(model))
+    assert len(model._loop_clients) <= 1
 
 
 def test_importing_interlude_does_not_import_the_sdk():

@@ -552,6 +552,28 @@ async def test_connection_refused_is_a_retryable_provider_error() -> None:
     assert info.value.retryable and "connection" in str(info.value).lower()
 
 
+async def test_connection_dropped_mid_stream_is_a_retryable_provider_error(
+    server: BedrockServer,
+) -> None:
+    frames = events(("text", ["Hel", "lo", " there"]))[:4]  # the third delta is cut in half
+    server.add(StreamReply(frames, cut=True), text_reply("never"))
+    seen: list[Any] = []
+    with pytest.raises(ModelProviderError) as info:
+        async for event in make_model(server).stream(user("hi"), [], None):
+            seen.append(event)
+    assert seen == [TextDelta("Hel"), TextDelta("lo")]
+    assert info.value.retryable and info.value.provider == "bedrock"
+    assert "connection" in str(info.value) and MODEL_ID in str(info.value)
+    assert len(server.requests) == 1  # the reply had started: not retried here
+
+
+def test_connection_dropped_mid_stream_through_the_agent(server: BedrockServer) -> None:
+    server.add(StreamReply(events(("text", ["Hel", "lo"]))[:3], cut=True))
+    with pytest.raises(ModelProviderError) as info:
+        Agent(make_model(server, retry=RetryPolicy(max_attempts=1)))("hi")
+    assert info.value.retryable
+
+
 # --- threads: the loop never blocks, an early stop closes the stream -----------------------------
 
 
@@ -660,6 +682,80 @@ def _usage(i: int, o: int) -> Any:
     from interlude import Usage
 
     return Usage(i, o)
+
+
+def test_unsigned_reasoning_is_not_sent_back(server: BedrockServer) -> None:
+    """Bedrock refuses reasoningText without a signature (e.g. DeepSeek-R1's): it is dropped."""
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look up."""
+        return "42"
+
+    server.add(
+        StreamReply(
+            events(
+                ("reasoning", (["Let me ", "look"], None)),
+                ("tool", ("t1", "lookup", ['{"q":', '"x"}'])),
+                stop="tool_use",
+            )
+        ),
+        text_reply("done"),
+    )
+    model = BedrockModel("us.deepseek.r1-v1:0", region_name="us-east-1", endpoint_url=server.url)
+    agent = Agent(model, tools=[lookup])
+    assert agent("go").message.text == "done"
+    assert agent.messages[1].content[0] == Reasoning("Let me look")
+    sent = server.requests[1].body["messages"][1]
+    assert sent == {
+        "role": "assistant",
+        "content": [{"toolUse": {"toolUseId": "t1", "name": "lookup", "input": {"q": "x"}}}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("model_id", "with_status"),
+    [
+        (MODEL_ID, True),
+        ("anthropic.claude-3-haiku-20240307-v1:0", True),
+        ("arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-v2", True),
+        ("us.amazon.nova-pro-v1:0", False),
+        ("meta.llama3-1-70b-instruct-v1:0", False),
+        ("mistral.mistral-large-2407-v1:0", False),
+    ],
+)
+async def test_tool_result_status_only_for_models_that_take_it(
+    server: BedrockServer, model_id: str, with_status: bool
+) -> None:
+    messages = [
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse(f"t{i}", "f", {}) for i in range(4)]),
+        Message(
+            "user",
+            [
+                ToolResult("t0", "success", [Text("fine")]),
+                ToolResult("t1", "error", [Text("boom")]),
+                ToolResult("t2", "error", []),
+                ToolResult("t3", "error", [Json({"code": 7})]),
+            ],
+        ),
+    ]
+    server.add(text_reply("ok"))
+    model = BedrockModel(model_id, region_name="us-east-1", endpoint_url=server.url)
+    await collect(model, messages)
+    results = [b["toolResult"] for b in server.requests[0].body["messages"][2]["content"]]
+    if with_status:
+        assert [r["status"] for r in results] == ["success", "error", "error", "error"]
+        assert results[1]["content"] == [{"text": "boom"}]
+        assert results[2]["content"] == [{"text": "(no output)"}]
+    else:
+        assert all("status" not in r for r in results)
+        assert [r["content"] for r in results] == [
+            [{"text": "fine"}],
+            [{"text": "Error: boom"}],
+            [{"text": "Error: the tool call failed"}],
+            [{"text": "Error: the tool call failed"}, {"json": {"code": 7}}],
+        ]
 
 
 def test_redacted_reasoning_is_kept_and_sent_back(server: BedrockServer) -> None:

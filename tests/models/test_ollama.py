@@ -445,6 +445,44 @@ async def test_interrupt_and_resume_through_the_adapter(server, assert_valid):
     assert_valid(agent)
 
 
+# --- clients and event loops -------------------------------------------------------------------
+
+
+@pytest.fixture
+def built_clients(monkeypatch) -> list[Any]:
+    """Every ollama.AsyncClient built from here on."""
+    import ollama
+
+    built: list[Any] = []
+
+    class Counting(ollama.AsyncClient):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            built.append(self)
+
+    monkeypatch.setattr(ollama, "AsyncClient", Counting)
+    return built
+
+
+def test_one_client_per_event_loop_kept_only_while_it_lives(server, built_clients):
+    import asyncio
+
+    server.add(*[text_reply(f"reply {i}") for i in range(9)])
+    model = make_model(server)
+
+    async def three() -> list[Any]:
+        return [await collect(model, hi()) for _ in range(3)]
+
+    first = asyncio.run(three())
+    assert [r[0] for r in first] == [TextDelta(f"reply {i}") for i in range(3)]
+    assert len(built_clients) == 1, "each reply built a client of its own"
+    asyncio.run(three())
+    asyncio.run(three())
+    assert len(built_clients) == 3  # one per loop: connections cannot move between loops
+    assert all(c._client.is_closed for c in built_clients), "a finished loop's client is open"
+    assert len(model._loop_clients) == 0
+
+
 # --- configuration -----------------------------------------------------------------------------
 
 

@@ -517,6 +517,76 @@ def test_one_model_used_from_two_event_loops(server):
     assert (first[0], second[0]) == (TextDelta("one"), TextDelta("two"))
 
 
+def _open_fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts fds in /proc")
+def test_clients_of_finished_event_loops_are_not_kept(server):
+    """Every asyncio.run() gets its own client; once that loop is gone, so is the client."""
+    import gc
+
+    server.fallback = text_reply("hello")
+    model = make_model(server)
+    for _ in range(3):
+        asyncio.run(collect(model, user("hi")))
+    gc.collect()
+    fds = _open_fds()
+    for _ in range(30):
+        asyncio.run(collect(model, user("hi")))
+    gc.collect()
+    assert len(model._loop_clients) <= 1
+    assert _open_fds() <= fds + 2, "sockets of finished loops are still open"
+
+
+def test_a_loop_closed_without_shutdown_is_forgotten_at_the_next_call(server):
+    server.fallback = text_reply("hello")
+    model = make_model(server)
+    for _ in range(5):
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(collect(model, user("hi")))
+        loop.close()  # no shutdown_asyncgens(): the client could not be closed on its loop
+    assert len(model._loop_clients) <= 1
+
+
+def test_one_model_used_from_many_threads_and_loops(server):
+    import threading
+
+    server.fallback = text_reply("hello")
+    model = make_model(server)
+    errors: list[BaseException] = []
+
+    async def four() -> None:
+        await asyncio.gather(*(collect(model, user("hi")) for _ in range(4)))
+
+    def worker() -> None:
+        for _ in range(4):
+            try:
+                asyncio.run(four())
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert len(model._loop_clients) == 0
+
+
+async def test_unreachable_server_error_names_the_cause():
+    model = OpenAIModel(
+        "gpt-x", api_key="k", base_url="http://127.0.0.1:1/v1", retry=RetryPolicy(max_attempts=1)
+    )
+    with pytest.raises(ModelProviderError) as info:
+        await collect(model, user("hi"))
+    assert info.value.retryable
+    assert "could not reach the server (Connection error: ConnectError: " in str(info.value)
+
+
 # --- configuration -------------------------------------------------------------------------------
 
 

@@ -1,7 +1,9 @@
 """``interlude``: run the demo, list pending interrupts, answer one, show a session.
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE) and
-``--json`` for scripts. Errors are one line on stderr with exit code 1; nothing is changed.
+``--json`` for scripts. Errors are one line on stderr with exit code 1 (with ``--json``, also a
+``{"error": ..., "session": ...}`` document on stdout). An error found before a run changes
+nothing; when a run itself fails, the line names the session and what became of it.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..errors import InterludeError
-from ._render import Output
+from ..errors import InterludeError, ResumeError, SessionError
+from ._render import Output, show_command
 
 if TYPE_CHECKING:
     from .. import Agent, AgentResult
@@ -30,16 +32,44 @@ FACTORY_KEY = "interlude.factory"
 
 
 class CliError(Exception):
-    """A problem to report in one line (exit code 1)."""
+    """A problem to report in one line (exit code 1), about ``session`` if it names one."""
+
+    def __init__(self, message: str, *, session: str | None = None) -> None:
+        super().__init__(message)
+        self.session = session
+
+
+class _UsageError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises bad command lines as _UsageError, so that ``--json`` can report them as JSON."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def run(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        exc.parser.print_usage(sys.stderr)
+        print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+        if "--json" in argv:
+            Output(json_mode=True).error_json(str(exc))
+        return 2
     out = Output(json_mode=args.json)
     try:
         return int(args.command(args, out))
-    except (CliError, InterludeError) as exc:
+    except CliError as exc:
+        out.error(str(exc), session=exc.session)
+        return 1
+    except InterludeError as exc:
         out.error(str(exc))
         return 1
     except KeyboardInterrupt:
@@ -51,7 +81,7 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="interlude", description="Agents that stop for a person and carry on later."
     )
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -102,9 +132,11 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
     session_id = args.session or f"demo-{uuid.uuid4().hex[:6]}"
     agent = build(store, session_id, args.model)
     if agent.messages:
-        raise CliError(f"session {session_id!r} already exists; pick another --session")
+        raise CliError(
+            f"session {session_id!r} already exists; pick another --session", session=session_id
+        )
     out.intro(args.store, session_id, PROMPT)
-    result = _run(out, lambda: agent(PROMPT))
+    result = _run(out, lambda: agent(PROMPT), session_id, args.store)
     out.outcome(session_id, result, agent.messages, args.store, first=True)
     return 0
 
@@ -143,20 +175,28 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     if not isinstance(factory, str):
         raise CliError(
             f"session {args.session!r} does not say how to build its agent: pass --agent "
-            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)"
+            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)",
+            session=args.session,
         )
-    agent = _load_factory(factory)(store, args.session)
+    build = _load_factory(factory)
+    try:
+        agent = build(store, args.session)
+    except Exception as exc:
+        raise CliError(
+            f"the agent factory {factory!r} failed: {_what(exc)}", session=args.session
+        ) from None
     agent.state[FACTORY_KEY] = factory  # later answers (and printed commands) need no --agent
     if not agent.is_paused:
-        raise CliError(f"session {args.session!r} has no pending interrupt")
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     if args.interrupt_id not in {i.id for i in agent.interrupts}:
         pending = ", ".join(i.id for i in agent.interrupts)
         raise CliError(
             f"session {args.session!r} has no pending interrupt {args.interrupt_id!r}"
-            f" (pending: {pending})"
+            f" (pending: {pending})",
+            session=args.session,
         )
     before = len(agent.messages)
-    result = _run(out, lambda: agent.resume({args.interrupt_id: answer}))
+    result = _run(out, lambda: agent.resume({args.interrupt_id: answer}), args.session, args.store)
     out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
     return 0
 
@@ -208,9 +248,28 @@ def _store(url: str) -> SessionStore:
         raise CliError(f"cannot open store {url}: {exc}") from None
 
 
-def _run(out: Output, call: Callable[[], AgentResult]) -> AgentResult:
-    with out.working("the agent is working"):
-        return call()
+def _run(out: Output, call: Callable[[], AgentResult], session_id: str, store: str) -> AgentResult:
+    """Run the agent; a failure becomes a CliError that says what became of the session."""
+    try:
+        with out.working("the agent is working"):
+            return call()
+    except Exception as exc:
+        where = f"session {session_id!r}"
+        see = f"see `{show_command(session_id, store)}`"
+        if isinstance(exc, ResumeError):
+            message = f"{where}: the answer was refused ({_what(exc)}); the session is unchanged"
+        elif isinstance(exc, SessionError):
+            message = (
+                f"{where}: the store failed during the run ({_what(exc)}); what was saved "
+                f"before that is kept: {see}"
+            )
+        else:
+            message = f"{where}: the run failed ({_what(exc)}); what completed is saved: {see}"
+        raise CliError(message, session=session_id) from None
+
+
+def _what(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _load_factory(spec: str) -> Callable[[SessionStore, str], Agent]:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .._agent._state import Pause
     from ..sessions import PendingInterrupt
 
-__all__ = ["Output"]
+__all__ = ["Output", "show_command"]
 
 
 class Output:
@@ -43,8 +43,15 @@ class Output:
     def _json(self, data: Any) -> None:
         print(json.dumps(data, indent=2, ensure_ascii=False))
 
-    def error(self, message: str) -> None:
-        print(f"interlude: error: {' '.join(message.split())}", file=sys.stderr)
+    def error(self, message: str, *, session: str | None = None) -> None:
+        """One line on stderr; with ``--json``, also ``{"error", "session"}`` on stdout."""
+        line = " ".join(message.split())
+        print(f"interlude: error: {line}", file=sys.stderr)
+        if self.json_mode:
+            self.error_json(line, session)
+
+    def error_json(self, message: str, session: str | None = None) -> None:
+        self._json({"error": message, "session": session})
 
     @contextlib.contextmanager
     def working(self, label: str) -> Iterator[None]:
@@ -93,7 +100,7 @@ class Output:
         self._say(
             "\nThe pause is saved in the store; this process can end now. From any other process:"
         )
-        flag = "" if store == _default_store() else f" --store '{store}'"
+        flag = _store_flag(store)
         self._say(f"  interlude pending{flag}")
         for i in result.interrupts:
             self._say(f"  interlude answer{flag} {session_id} {i.id} true", "cyan")
@@ -168,6 +175,15 @@ class Output:
             for i in interrupts:
                 self._say(f"  {i.name}: {_shown(i)}")
                 self._say(f"    id: {i.id}", "dim")
+
+
+def show_command(session_id: str, store: str) -> str:
+    """The command that shows a session."""
+    return f"interlude show{_store_flag(store)} {session_id}"
+
+
+def _store_flag(store: str) -> str:
+    return "" if store == _default_store() else f" --store '{store}'"
 
 
 def _default_store() -> str:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ModelError
+
+if TYPE_CHECKING:  # asyncio is imported when first needed: `import interlude` stays light
+    pass
 
 __all__ = ["RetryPolicy", "with_retries"]
 
@@ -18,7 +21,9 @@ class RetryPolicy:
     """How often and how patiently to retry a call that failed with a retryable ModelError.
 
     Delays grow from ``initial_delay`` by ``multiplier`` up to ``max_delay``, with up to
-    ``jitter`` (a fraction) added at random; a provider's ``Retry-After`` wins when larger.
+    ``jitter`` (a fraction) added at random. A provider's ``Retry-After`` wins when it is
+    longer, even beyond ``max_delay``, but never beyond ``max_retry_after`` (a server asking
+    for an hour gets ``max_retry_after`` seconds, then the retry).
     Only the opening of a stream is retried: once a reply has started, a failure is raised.
     """
 
@@ -27,6 +32,7 @@ class RetryPolicy:
     max_delay: float = 20.0
     multiplier: float = 2.0
     jitter: float = 0.1
+    max_retry_after: float = 60.0
 
     def delay(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
@@ -34,7 +40,7 @@ class RetryPolicy:
 
         base = min(self.max_delay, self.initial_delay * self.multiplier ** (retry - 1))
         base *= 1 + random.uniform(0, self.jitter)
-        return max(base, min(retry_after or 0.0, self.max_delay))
+        return max(base, min(retry_after or 0.0, self.max_retry_after))
 
 
 async def with_retries(

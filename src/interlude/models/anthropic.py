@@ -41,6 +41,7 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from ._clients import LoopClients
 from ._retry import RetryPolicy, with_retries
 
 __all__ = [
@@ -70,9 +71,11 @@ _OVERFLOW_TEXTS = ("prompt is too long", "exceed context limit", "context window
 class AnthropicModel:
     """A Claude model behind the Anthropic Messages API.
 
-    Give a ready ``client`` (its retries are switched off) or ``client_args`` for a new
-    ``AsyncAnthropic`` (``api_key``, ``base_url``, ``timeout``...). ``params`` go into every
-    request as they are (e.g. ``{"thinking": {"type": "enabled", "budget_tokens": 2048}}``)
+    Give a ready ``client`` (used as it is on one event loop, its retries switched off) or
+    ``client_args`` for the ``AsyncAnthropic`` built per event loop (``api_key``, ``base_url``,
+    ``timeout``...); without a key there, the SDK's ``ANTHROPIC_API_KEY`` (or
+    ``ANTHROPIC_AUTH_TOKEN``, or an Anthropic profile) must provide one. ``params`` go into
+    every request as they are (e.g. ``{"thinking": {"type": "enabled", "budget_tokens": 2048}}``)
     and win over the request this class builds.
     """
 
@@ -89,12 +92,22 @@ class AnthropicModel:
     ) -> None:
         if client is not None and client_args:
             raise ConfigurationError("give AnthropicModel either client or client_args, not both")
-        if client is None:
-            client = anthropic.AsyncAnthropic(**{**(client_args or {}), "max_retries": 0})
-        else:
-            client = client.with_options(max_retries=0)
         self.model_id = model_id
-        self.client = client
+        self._client = None if client is None else client.with_options(max_retries=0)
+        args: dict[str, Any] = {**(client_args or {}), "max_retries": 0}
+        spare: list[anthropic.AsyncAnthropic] = []
+        if client is None:
+            # The first client checks that the SDK finds credentials, then serves the first loop.
+            spare.append(anthropic.AsyncAnthropic(**args))
+            if not _has_credentials(spare[0], args):
+                raise ConfigurationError(
+                    f"Anthropic model {model_id!r} needs an API key: set ANTHROPIC_API_KEY "
+                    "(or pass client_args={'api_key': ...})"
+                )
+        self._loop_clients = LoopClients(
+            lambda: spare.pop() if spare else anthropic.AsyncAnthropic(**args),
+            lambda c: c.close(),
+        )
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.retry = retry if retry is not None else RetryPolicy()
@@ -112,6 +125,13 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model_id!r})"
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The client for the running event loop (one built per loop: pooled connections
+        cannot move between loops; it is closed when its loop shuts down)."""
+        if self._client is not None:
+            return self._client
+        return self._loop_clients.get()
 
     async def stream(
         self,
@@ -133,7 +153,7 @@ class AnthropicModel:
             return translate_error(exc, self.model_id)
 
         async def open_stream() -> Any:
-            return await self.client.messages.create(**request)
+            return await self.client().messages.create(**request)
 
         events = await with_retries(self.retry, open_stream, translate)
         parser = StreamParser()
@@ -149,6 +169,15 @@ class AnthropicModel:
         finally:
             await events.close()
         yield parser.finish(self.model_id)
+
+
+def _has_credentials(client: anthropic.AsyncAnthropic, args: Mapping[str, Any]) -> bool:
+    """Whether requests will carry credentials: a key, a token, an SDK credential provider
+    (profile, workload identity) or an auth header given in ``default_headers``."""
+    if client.api_key or client.auth_token or getattr(client, "credentials", None) is not None:
+        return True
+    headers = args.get("default_headers") or {}
+    return any(str(name).lower() in ("x-api-key", "authorization") for name in headers)
 
 
 # --- request: our conversation -> the Messages API --------------------------------------------
@@ -216,7 +245,8 @@ def convert_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def _convert_block(block: object, role: str) -> dict[str, Any] | None:
     match block:
         case Text(text):
-            return {"type": "text", "text": text} if text else None
+            # The API refuses text blocks with nothing but whitespace.
+            return {"type": "text", "text": text} if text.strip() else None
         case Image():
             return _image(block) if role == "user" else None
         case Reasoning(text, signature, redacted):
@@ -250,14 +280,14 @@ def _tool_result(result: ToolResult) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     for item in result.content:
         if isinstance(item, Text):
-            if item.text:
+            if item.text.strip():
                 content.append({"type": "text", "text": item.text})
         elif isinstance(item, Json):
             content.append({"type": "text", "text": json.dumps(item.value)})
         elif isinstance(item, Image):
             content.append(_image(item))
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.tool_use_id}
-    if content:
+    if content:  # no content (or only blanks): the block goes without, which the API accepts
         block["content"] = content
     if result.status == "error":
         block["is_error"] = True

@@ -3,6 +3,14 @@
 boto3 is synchronous: each call runs in a daemon worker thread that opens the stream and reads
 its events, handing them to the event loop through an ``asyncio.Queue``. The loop is never
 blocked, and when the consumer stops early the stream is closed and the thread ends.
+
+Conversion notes:
+
+- Reasoning goes back only when Bedrock can take it: signed (``reasoningText`` with its
+  signature) or redacted (``redactedContent``). Unsigned reasoning (DeepSeek-R1 and the like)
+  is dropped: Bedrock refuses reasoning without a signature in a request.
+- A tool result's ``status`` field is only accepted by Anthropic's Claude models; for other
+  models an error result is marked in its text instead (``"Error: ..."``).
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import botocore.config
+import urllib3.exceptions
+from botocore import eventstream
 from botocore import exceptions as boto_errors
 
 from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolUse, Usage
@@ -165,8 +175,11 @@ class BedrockModel:
         try:
             async for event in parse_events(pump.events(), self.model_id):
                 yield event
-        except (boto_errors.ClientError, boto_errors.BotoCoreError) as exc:
-            raise (translate(exc) or exc) from exc  # the reply had started: not retried
+        except Exception as exc:  # the reply had started: not retried
+            error = translate(exc)
+            if error is None:
+                raise
+            raise error from exc
         finally:
             pump.close()
 
@@ -274,7 +287,8 @@ def build_request(
     params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ConverseStream request for a conversation; ``params`` win over what is built here."""
-    request: dict[str, Any] = {"modelId": model_id, "messages": _convert_messages(messages)}
+    messages_out = _convert_messages(messages, _takes_tool_status(model_id))
+    request: dict[str, Any] = {"modelId": model_id, "messages": messages_out}
     if system_prompt:
         request["system"] = [{"text": system_prompt}]
     specs = list(tool_specs) or _stand_in_specs(messages)
@@ -291,12 +305,20 @@ def build_request(
     return request
 
 
-def _convert_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _takes_tool_status(model_id: str) -> bool:
+    """Whether the model accepts ``toolResult.status`` (only Anthropic's Claude models do)."""
+    lowered = model_id.lower()
+    return "anthropic." in lowered or "claude" in lowered
+
+
+def _convert_messages(messages: Sequence[Message], tool_status: bool) -> list[dict[str, Any]]:
     """Bedrock refuses blank text and empty messages, and wants alternating roles: blank
     blocks and emptied messages are left out, and consecutive messages of a role joined."""
     converted: list[dict[str, Any]] = []
     for message in messages:
-        content = [block for b in message.content if (block := _convert_block(b)) is not None]
+        content = [
+            block for b in message.content if (block := _convert_block(b, tool_status)) is not None
+        ]
         if not content:
             continue
         if converted and converted[-1]["role"] == message.role:
@@ -306,7 +328,9 @@ def _convert_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return converted
 
 
-def _convert_block(block: Text | Image | Reasoning | ToolUse | ToolResult) -> dict[str, Any] | None:
+def _convert_block(
+    block: Text | Image | Reasoning | ToolUse | ToolResult, tool_status: bool
+) -> dict[str, Any] | None:
     match block:
         case Text(text):
             return {"text": text} if text.strip() else None
@@ -315,15 +339,21 @@ def _convert_block(block: Text | Image | Reasoning | ToolUse | ToolResult) -> di
         case Reasoning(text, signature, redacted):
             if redacted is not None:
                 return {"reasoningContent": {"redactedContent": base64.b64decode(redacted)}}
-            reasoning = (
-                {"text": text} if signature is None else {"text": text, "signature": signature}
-            )
-            return {"reasoningContent": {"reasoningText": reasoning}}
+            if not signature:
+                return None  # Bedrock refuses unsigned reasoning in a request
+            return {"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}
         case ToolUse(id, name, input):
             return {"toolUse": {"toolUseId": id, "name": name, "input": input}}
         case ToolResult(tool_use_id, status, content):
             blocks = [b for item in content if (b := _convert_result_block(item)) is not None]
-            result = {"toolUseId": tool_use_id, "status": status}
+            result: dict[str, Any] = {"toolUseId": tool_use_id}
+            if tool_status:
+                result["status"] = status
+            elif status == "error":  # the model has no other way to know
+                if blocks and "text" in blocks[0]:
+                    blocks[0] = {"text": f"Error: {blocks[0]['text']}"}
+                else:
+                    blocks.insert(0, {"text": "Error: the tool call failed"})
             return {"toolResult": {**result, "content": blocks or [{"text": "(no output)"}]}}
     raise TypeError(f"not a content block: {block!r}")
 
@@ -434,12 +464,20 @@ def _stop_reason(reason: str, had_tools: bool, model_id: str) -> ModelStopReason
 
 
 def translate_error(exc: Exception, model_id: str) -> ModelError | None:
-    """The typed ModelError for a boto3 failure (None: not a boto3 error)."""
+    """The typed ModelError for a boto3 failure, or a transport failure while reading the
+    stream (None: neither)."""
     if isinstance(exc, boto_errors.NoCredentialsError | boto_errors.PartialCredentialsError):
         hint = "set them up the usual AWS way (env variables, AWS_PROFILE, an IAM role, ...)"
         return _error(model_id, f"no usable AWS credentials ({exc}); {hint}", ModelAuthError)
     if isinstance(exc, boto_errors.HTTPClientError | boto_errors.ConnectionError):
         return _error(model_id, f"connection failed: {exc}", retryable=True)
+    # Reading the event stream, botocore lets urllib3's and the socket's errors through raw.
+    if isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError):
+        detail = f"the connection failed mid-reply ({type(exc).__name__}: {exc})"
+        return _error(model_id, detail, retryable=True)
+    if isinstance(exc, eventstream.ParserError):
+        detail = f"the reply stream was garbled ({type(exc).__name__}: {exc})"
+        return _error(model_id, detail, retryable=True)
     if isinstance(exc, boto_errors.BotoCoreError):
         return _error(model_id, str(exc))
     if not isinstance(exc, boto_errors.ClientError):

@@ -42,6 +42,7 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from ._clients import LoopClients
 from ._retry import RetryPolicy, with_retries
 
 __all__ = ["DEFAULT_HOST", "OllamaModel", "build_messages", "build_tools", "translate_error"]
@@ -99,6 +100,10 @@ class OllamaModel:
         # No retries to disable: the ollama client has none. Without a timeout it would wait
         # forever for an unreachable host; reading stays unbounded (loading a model is slow).
         self._client_args = {"timeout": httpx.Timeout(None, connect=10.0), **(client_args or {})}
+        self._loop_clients = LoopClients(
+            lambda: ollama.AsyncClient(host=self.host, **self._client_args),
+            lambda c: c.close(),  # type: ignore[no-untyped-call]
+        )
 
     @classmethod
     def from_env(cls, model_id: str) -> OllamaModel:
@@ -121,11 +126,8 @@ class OllamaModel:
         tools = build_tools(tool_specs)
         options = {"num_predict": self.max_tokens, "temperature": self.temperature, **self.options}
         options = {k: v for k, v in options.items() if v is not None}
-        # A client of our own lives for one reply: its connections belong to this event loop,
-        # and a local server makes reconnecting cheap.
-        client = self._client
-        if client is None:
-            client = ollama.AsyncClient(host=self.host, **self._client_args)
+        # Our own clients are kept one per event loop: connections belong to the loop.
+        client = self._client if self._client is not None else self._loop_clients.get()
 
         async def open_reply() -> _Opened:
             reply = await client.chat(
@@ -140,21 +142,17 @@ class OllamaModel:
             # The request is only sent when the stream is first read.
             return reply, await anext(reply, None)
 
+        reply, chunk = await with_retries(self.retry, open_reply, self._translate)
+        reader = ReplyReader()
         try:
-            reply, chunk = await with_retries(self.retry, open_reply, self._translate)
-            reader = ReplyReader()
-            try:
-                while chunk is not None:
-                    for event in reader.read(chunk):
-                        yield event
-                    chunk = await self._next(reply)
-            finally:
-                aclose = getattr(reply, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            while chunk is not None:
+                for event in reader.read(chunk):
+                    yield event
+                chunk = await self._next(reply)
         finally:
-            if client is not self._client:
-                await client.close()  # type: ignore[no-untyped-call]
+            aclose = getattr(reply, "aclose", None)
+            if aclose is not None:
+                await aclose()
         stop = reader.stop()
         if stop is None:
             raise ModelProviderError(

@@ -15,7 +15,6 @@ Conversion notes:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import email.utils
 import json
@@ -23,7 +22,6 @@ import os
 import re
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -50,6 +48,7 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from ._clients import LoopClients
 from ._retry import RetryPolicy, with_retries
 
 __all__ = ["OpenAIModel"]
@@ -101,8 +100,9 @@ class OpenAIModel:
         self.params = dict(params or {})
         self._client = None if client is None else client.with_options(max_retries=0)
         self._client_args: dict[str, Any] = {}
-        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI]
-        self._loop_clients = weakref.WeakKeyDictionary()
+        self._loop_clients = LoopClients(
+            lambda: AsyncOpenAI(**self._client_args), lambda client: client.close()
+        )
         if client is not None:
             self.base_url = str(client.base_url)
         else:
@@ -138,14 +138,10 @@ class OpenAIModel:
 
     def client(self) -> AsyncOpenAI:
         """The client for the running event loop (one built per loop: pooled connections
-        cannot move between loops)."""
+        cannot move between loops; it is closed when its loop shuts down)."""
         if self._client is not None:
             return self._client
-        loop = asyncio.get_running_loop()
-        client = self._loop_clients.get(loop)
-        if client is None:
-            client = self._loop_clients[loop] = AsyncOpenAI(**self._client_args)
-        return client
+        return self._loop_clients.get()
 
     async def stream(
         self,
@@ -400,7 +396,8 @@ def api_error(exc: openai.APIError, where: str) -> ModelError:
     kind: type[ModelError] = ModelProviderError
     retryable, retry_after = False, None
     if isinstance(exc, openai.APIConnectionError):
-        detail, retryable = f"could not reach the server ({detail})", True
+        reason = str(detail).rstrip(".") + _cause(exc)
+        detail, retryable = f"could not reach the server ({reason})", True
     elif status is None:
         detail = f"the server failed mid-reply: {detail}"
     elif status == 429:
@@ -424,6 +421,15 @@ def api_error(exc: openai.APIError, where: str) -> ModelError:
         retryable=retryable,
         retry_after=retry_after,
     )
+
+
+def _cause(exc: BaseException) -> str:
+    """``": <why>"`` from the transport error under an SDK's connection error ("" if none)."""
+    cause = exc.__cause__ or exc.__context__
+    if cause is None:
+        return ""
+    text = " ".join(str(cause).split())
+    return f": {type(cause).__name__}" + (f": {text}" if text else "")
 
 
 def _is_overflow(exc: openai.APIError, detail: str) -> bool:
