@@ -41,7 +41,6 @@ from ._state import (
     Pause,
     Progress,
     Step,
-    ToolBatch,
     ToolCall,
     outstanding_batch,
 )
@@ -167,30 +166,20 @@ class Agent:
 
         ``kept`` is the pause that run had resumed, if any: calls it had finished keep their
         results (they are never run again)."""
-        from ._loop import close_batch
+        from ._loop import closing_message
 
-        last = len(self._messages) - 1
-        if last < 0 or self._messages[last].role != "assistant":
-            return
-        uses = self._messages[last].tool_uses
-        if not uses:
-            return
-        batch = None if kept is None else outstanding_batch(kept.step)
-        if batch is None or batch.message_index != last:
-            batch = self._new_batch(last, uses)
         reason = (
             "not finished: the run stopped (its process ended) before this tool call "
             "completed; it may or may not have run"
         )
-        self._messages.append(close_batch(batch, reason))
+        message = closing_message(self._messages, None if kept is None else kept.step, reason)
+        if message is not None:
+            self._messages.append(message)
 
     def _tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:
             self._specs = [t.spec for t in self._tools.values()]
         return self._specs
-
-    def _new_batch(self, index: int, tool_uses: list[ToolUse]) -> ToolBatch:
-        return ToolBatch(index, [ToolCall(tu) for tu in tool_uses])
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -248,12 +237,12 @@ class Agent:
         pause = self._pause
         if pause is None:
             raise NotPausedError("the agent is not paused; there is nothing to discard")
-        from ._loop import close_batch
+        from ._loop import closing_message
 
-        batch = outstanding_batch(pause.step)
         before = len(self._messages)
-        if batch is not None and len(self._messages) == batch.message_index + 1:
-            self._messages.append(close_batch(batch, "cancelled: the pause was discarded"))
+        message = closing_message(self._messages, pause.step, "cancelled: the pause was discarded")
+        if message is not None:
+            self._messages.append(message)
         if self._session is not None:
             try:
                 run_sync(self._session.save(self, None, state=True))

@@ -46,13 +46,14 @@ from ._state import (
     Progress,
     Step,
     ToolBatch,
+    ToolCall,
     outstanding_batch,
 )
 
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["Emit", "Run", "close_batch"]
+__all__ = ["Emit", "Run", "close_batch", "closing_message"]
 
 Emit = Callable[[StreamEvent], None]
 
@@ -215,7 +216,7 @@ class Run:
         index = await self._append(message)
         then: Step
         if tool_uses:
-            then = agent._new_batch(index, tool_uses)
+            then = ToolBatch(index, [ToolCall(tu) for tu in tool_uses])
         else:
             stop: StopReason = (
                 "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
@@ -278,14 +279,8 @@ class Run:
         the error that ended the run.
         """
         self.agent._pause = None
-        messages = self.messages
-        batch = None if self.step is None else outstanding_batch(self.step)
-        if batch is None or len(messages) != batch.message_index + 1:
-            batch = None  # no batch open: but a tool-use message may have just been appended
-            if messages and messages[-1].role == "assistant" and messages[-1].tool_uses:
-                batch = self.agent._new_batch(len(messages) - 1, messages[-1].tool_uses)
-        if batch is not None:
-            message = close_batch(batch, reason)
+        message = closing_message(self.messages, self.step, reason)
+        if message is not None:
             self.messages.append(message)
             if self.emit is not None:
                 self.emit(MessageAppended(message))
@@ -371,6 +366,21 @@ def _tool_use(
         # Unparseable arguments: keep them so the tool's validation names the problem.
         return ToolUse(tool_use_id, name, {"__invalid_json__": raw})
     return ToolUse(tool_use_id, name, value)
+
+
+def closing_message(messages: list[Message], step: Step | None, reason: str) -> Message | None:
+    """The tool-result message that answers a conversation ending in tool uses, or None.
+
+    If ``step`` holds the batch of those tool uses, calls it finished give their results;
+    every other call gets ``reason`` (see :func:`close_batch`).
+    """
+    last = len(messages) - 1
+    if last < 0 or messages[last].role != "assistant" or not messages[last].tool_uses:
+        return None
+    batch = None if step is None else outstanding_batch(step)
+    if batch is None or batch.message_index != last:
+        batch = ToolBatch(last, [ToolCall(tu) for tu in messages[last].tool_uses])
+    return close_batch(batch, reason)
 
 
 def close_batch(batch: ToolBatch, reason: str) -> Message:

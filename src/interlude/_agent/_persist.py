@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._state import Pause
 
-__all__ = ["SessionLink"]
+__all__ = ["SessionLink", "split_marker"]
 
 
 class SessionLink:
@@ -47,11 +47,8 @@ class SessionLink:
         stored = run_sync(self.store.load(self.session_id))
         if stored is None:
             return
-        pause = stored.pause
-        interrupted = None
-        if isinstance(pause, dict) and isinstance(pause.get(_RUNNING), dict):
-            self.running, pause = pause[_RUNNING], None
-            interrupted = self.running.get("resumed")
+        pause, self.running = split_marker(stored.pause)
+        interrupted = None if self.running is None else self.running.get("resumed")
         data = {
             "format": FORMAT,
             "version": stored.format_version,
@@ -148,6 +145,17 @@ class SessionLink:
 
 
 _RUNNING = "running"
+
+
+def split_marker(
+    stored_pause: dict[str, object] | None,
+) -> tuple[dict[str, object] | None, dict[str, object] | None]:
+    """(the pause, the run marker) of a stored pause slot: one of them, or neither."""
+    if isinstance(stored_pause, dict):
+        marker = stored_pause.get(_RUNNING)
+        if isinstance(marker, dict):
+            return None, marker
+    return stored_pause, None
 
 
 def _marker(resuming: Pause | None) -> dict[str, object]:

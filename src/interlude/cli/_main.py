@@ -205,12 +205,13 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     import asyncio
 
     from .._agent._codec import FORMAT, decode_state
+    from .._agent._persist import split_marker
 
     store = _store(args.store)
     stored = asyncio.run(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
-    pause = stored.pause if not (stored.pause or {}).get("running") else None
+    pause, running = split_marker(stored.pause)
     state = decode_state(
         {
             "format": FORMAT,
@@ -227,7 +228,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         state.messages,
         state.pause,
         stored.state,
-        running=stored.pause if pause is None and stored.pause else None,
+        running=None if running is None else stored.pause,
     )
     return 0
 
