@@ -21,6 +21,7 @@ InterruptSource = Literal[
     "before_tool_call",
     "tool_call",
     "after_tool_call",
+    "in_doubt",
 ]
 
 SOURCES: frozenset[str] = frozenset(get_args(InterruptSource))
@@ -113,7 +114,7 @@ class Answers:
         if iid not in self.values:
             return False, None
         shown = self.shown.get(iid)
-        if shown is not None and shown != tool_use:
+        if shown is not None and tool_use is not None and shown != tool_use:
             return False, None
         return True, self.values[iid]
 
@@ -134,6 +135,36 @@ class Answers:
             self.values.pop(iid, None)
             self.shown.pop(iid, None)
 
+    def prune(self, index: int) -> None:
+        """Keep only the answers a later step can still ask for, once message ``index`` is
+        appended: those of steps about message ``index`` or later. Answers about tool uses go
+        when their batch's results are appended, so a pause holds only what its step needs."""
+        if not self.values:
+            return
+        for iid in [i for i in self.values if not _still_asked(i, index)]:
+            del self.values[iid]
+            self.shown.pop(iid, None)
+
+
+_MESSAGE_SOURCES = frozenset(
+    (
+        "before_invocation",
+        "after_invocation",
+        "message_added",
+        "before_model_call",
+        "after_model_call",
+    )
+)
+
+
+def _still_asked(iid: str, index: int) -> bool:
+    """Whether a question with id ``iid`` can still be asked once message ``index`` is added."""
+    parts = iid.split(":", 2)  # v1, source, "<scope>:<uuid>"
+    if len(parts) != 3 or parts[1] not in _MESSAGE_SOURCES:
+        return False
+    scope = parts[2][:-37]
+    return scope[:1] == "m" and scope[1:].isdigit() and int(scope[1:]) >= index
+
 
 class Interrupter:
     """The ``interrupt(...)`` mechanics shared by hook events and the tool context.
@@ -149,6 +180,9 @@ class Interrupter:
     _answers: Answers
     _names: dict[str, int] | None
     _callback_index: int
+    _answered: dict[str, tuple[str, JsonValue]] | None
+    """Questions answered through this object: id -> (name, reason). Kept only by events
+    whose answers are bound to the call that finally runs (checked once all callbacks ran)."""
 
     def _interrupt_tool_use(self) -> ToolUse | None:
         return None
@@ -182,9 +216,16 @@ class Interrupter:
             )
         iid = interrupt_id(self._source, self._scope, name)
         tool_use = self._interrupt_tool_use()
-        found, answer = self._answers.lookup(iid, tool_use)
-        if found:
-            return answer
+        answered = getattr(self, "_answered", None)
+        if answered is not None:  # bound later, to the call as all callbacks leave it
+            found, answer = self._answers.lookup(iid, None)
+            if found:
+                answered[iid] = (name, reason)
+                return answer
+        else:
+            found, answer = self._answers.lookup(iid, tool_use)
+            if found:
+                return answer
         import json
 
         try:

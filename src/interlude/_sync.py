@@ -39,6 +39,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             return pool.submit(asyncio.run, coro).result()
     loop = _thread_loop()
     task = loop.create_task(coro)
+    if _owns_sigint():
+        return _run_catching_sigint(loop, task)
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
@@ -47,6 +49,44 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
         raise
+
+
+def _owns_sigint() -> bool:
+    """Whether Ctrl-C is Python's default here (the main thread, no handler of the app's)."""
+    import signal
+
+    return (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+
+
+def _run_catching_sigint(loop: asyncio.AbstractEventLoop, task: asyncio.Task[T]) -> T:
+    """Run ``task``; Ctrl-C cancels it (as often as pressed) instead of raising wherever the
+    code happens to be, so a save is never cut in half and the run always ends tidily (its
+    claim let go, its pause kept or its conversation closed). KeyboardInterrupt follows."""
+    import asyncio
+    import signal
+
+    pressed = False
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal pressed
+        pressed = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        result = loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        if pressed:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
+    return result
 
 
 def _thread_loop() -> asyncio.AbstractEventLoop:

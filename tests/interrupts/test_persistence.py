@@ -80,7 +80,7 @@ def test_export_state_is_plain_versioned_json():
     agent, _ = _paused_agent()
     state = agent.export_state()
     _plain_json(state)
-    assert state["format"] == "interlude.agent-state" and state["version"] == 1
+    assert state["format"] == "interlude.agent-state" and state["version"] == 2
     assert state["pause"] is not None
     assert json.loads(json.dumps(state)) == state
 
@@ -106,13 +106,13 @@ def test_state_round_trips_through_a_fresh_agent():
 @pytest.mark.parametrize(
     "change",
     [
-        lambda s: s.update(version=2),
+        lambda s: s.update(version=3),
         lambda s: s.update(version=0),
         lambda s: s.update(version="1"),
         lambda s: s.pop("version"),
         lambda s: s.update(format="something-else"),
     ],
-    ids=["v2", "v0", "string-version", "no-version", "wrong-format"],
+    ids=["v3", "v0", "string-version", "no-version", "wrong-format"],
 )
 def test_unknown_version_is_refused_and_nothing_changes(change):
     agent, _ = _paused_agent()
@@ -159,7 +159,6 @@ MALFORMED = {
     "answers-not-object": _break("pause.progress.answers", []),
     "cycles-not-int": _break("pause.progress.cycles", "1"),
     "tools-not-list": _break("tools", "lookup"),
-    "no-pending-interrupts": _break("pause.interrupts", []),
     "unknown-interrupt-source": _break("pause.interrupts.0.source", "teleport"),
     "batch-index-out-of-range": _break("pause.step.message_index", 7),
 }
@@ -180,6 +179,16 @@ def test_malformed_state_is_refused_and_nothing_is_half_loaded(case):
         target.import_state(state)
     assert target.export_state() == before
     assert not target.is_paused
+
+
+def test_a_pause_without_questions_imports_as_a_stopped_run():
+    """A state whose pause waits on nothing is a run's journal: it is carried on by recover()."""
+    agent, _ = _paused_agent()
+    state = _json_roundtrip(agent.export_state())
+    state["pause"]["interrupts"] = []
+    target, _, _, _ = build_agent({}, ["x"])
+    target.import_state(state)
+    assert target.needs_recovery and not target.is_paused
 
 
 MISMATCH = {
@@ -428,6 +437,7 @@ def test_golden_pause_loads_and_resumes(name):
         _regenerate(name, spec)
     assert path.exists(), f"missing golden file {path}; run with INTERLUDE_REGEN_GOLDEN=1 once"
     state = json.loads(path.read_text())
+    # Golden files stay at version 1: old pauses keep loading.
     assert state["format"] == "interlude.agent-state" and state["version"] == 1
     assert state["pause"] is not None
 

@@ -34,6 +34,7 @@ def update(
     pause: dict[str, object] | None = None,
     pending: Sequence[Interrupt] = (),
     state: dict[str, object] | None = None,
+    claim: dict[str, object] | None = None,
 ) -> SessionUpdate:
     return SessionUpdate(
         expected_version=expected,
@@ -44,6 +45,7 @@ def update(
         tools=["record"],
         format_version=1,
         state=state,
+        claim=claim,
     )
 
 
@@ -220,6 +222,12 @@ def _bad_state(raw: bytes) -> bytes:
     return json.dumps(head).encode()
 
 
+def _bad_claim(raw: bytes) -> bytes:
+    head = json.loads(raw)
+    head["claim"] = ["host:1"]
+    return json.dumps(head).encode()
+
+
 def _bad_line_2(raw: bytes) -> bytes:
     first, second, rest = raw.split(b"\n", 2)
     return first + b"\n" + b"\xff" * len(second) + b"\n" + rest
@@ -232,6 +240,7 @@ def _bad_line_2(raw: bytes) -> bytes:
         ("head.json", lambda raw: b"[1, 2]", "not an object"),
         ("head.json", lambda raw: b'{"format_version": 1}', "version None"),
         ("head.json", _bad_state, "state"),
+        ("head.json", _bad_claim, "claim"),
         ("messages.jsonl", _bad_line_2, "line 2 is not valid JSON"),
         ("messages.jsonl", lambda raw: b"{}\n", "holds 3 bytes"),
         ("messages.jsonl", lambda raw: raw.replace(b"\n", b" "), "does not hold the 2 lines"),
@@ -248,6 +257,30 @@ async def test_corrupt_files_raise_naming_session_and_file(
     if target == "head.json":
         with pytest.raises(SessionCorruptError, match="'hurt'"):
             await store.pending_interrupts()
+
+
+async def test_claim_is_kept_in_the_head_and_old_heads_have_none(
+    store: FileStore, root: Path
+) -> None:
+    claim = {"owner": "host:1", "token": "t", "since": 1.0, "expires_at": 2.0}
+    await store.save("s", update(0, 0, [msg("a")], pause={"p": 1}, claim=claim))
+    path = root / "s" / "head.json"
+    head = json.loads(path.read_text())
+    assert head["claim"] == claim and head["pause"] == {"p": 1}
+    before = store.bytes_written
+    await store.save("s", update(1, 1, [], claim=claim))
+    unclaimed = store.bytes_written
+    await store.save("s", update(2, 1, []))
+    assert unclaimed - before - (store.bytes_written - unclaimed) == len(json.dumps(claim)) - 4
+    assert json.loads(path.read_text())["claim"] is None
+    head = json.loads(path.read_text())
+    del head["claim"]  # a head written before claims were stored
+    path.write_text(json.dumps(head))
+    old = await store.load("s")
+    assert old is not None and old.claim is None and old.messages == [msg("a")]
+    assert await store.save("s", update(3, 1, [], claim={"owner": "me"})) == 4
+    again = await store.load("s")
+    assert again is not None and again.claim == {"owner": "me"}
 
 
 async def test_corrupt_pending_entry(store: FileStore, root: Path) -> None:

@@ -24,6 +24,7 @@ from interlude.errors import (
     SessionError,
 )
 from interlude.sessions import MemoryStore, PostgresStore, SessionUpdate
+from interlude.sessions._postgres import _MIGRATIONS
 
 from .pg import DSN, drop_schema, make_store, require_postgres, schema_url, unique_schema
 
@@ -50,6 +51,7 @@ def update(
     pending: list[Interrupt] = (),  # type: ignore[assignment]
     pause: dict[str, Any] | None = None,
     state: dict[str, Any] | None = None,
+    claim: dict[str, Any] | None = None,
 ) -> SessionUpdate:
     return SessionUpdate(
         expected_version=expected,
@@ -60,6 +62,7 @@ def update(
         tools=["record"],
         format_version=1,
         state=state,
+        claim=claim,
     )
 
 
@@ -123,12 +126,13 @@ async def test_saves_append_rows_and_leave_earlier_ones_untouched(store: Postgre
     before, written = sql(store, rows), store.bytes_written
     pause = {"p": 1}
     pending = [ask("i1", "approve", 1.0, tool="record")]
-    assert await store.save("s1", update(1, 3, [msg(3), msg(4)], pause=pause, pending=pending)) == 2
+    claim = {"owner": "host:1"}
+    new = update(1, 3, [msg(3), msg(4)], pause=pause, pending=pending, claim=claim)
+    assert await store.save("s1", new) == 2
     after = sql(store, rows)
     assert after[:3] == before and [r[0] for r in after] == [0, 1, 2, 3, 4]
-    expected = (
-        len(json.dumps(msg(3))) * 2 + len(json.dumps(pause)) + len(json.dumps(pending[0].to_dict()))
-    )
+    expected = len(json.dumps(msg(3))) * 2 + len(json.dumps(pause)) + len(json.dumps(claim))
+    expected += len(json.dumps(pending[0].to_dict()))
     assert store.bytes_written - written == expected
     got = await store.load("s1")
     assert got is not None and got.messages == [msg(i) for i in range(5)]
@@ -293,11 +297,67 @@ def test_three_processes_opening_a_new_schema_migrate_once() -> None:
         _say_all(procs, "go\n")
         assert _read_all(procs) == ["opened"] * 3
         with PostgresStore(DSN, schema=schema) as store:
-            assert sql(store, "SELECT version FROM {s}.interlude_migrations") == [(1,)]
+            done = sql(store, "SELECT version FROM {s}.interlude_migrations ORDER BY version")
+            assert done == [(v,) for v in range(1, len(_MIGRATIONS) + 1)]
             assert asyncio.run(store.list_sessions()) == []
     finally:
         for p in procs:
             p.communicate(timeout=30)
+        drop_schema(schema)
+
+
+async def test_claim_is_a_column_beside_the_pause(store: PostgresStore) -> None:
+    claim = {"owner": "host:1", "token": "t", "since": 1.0, "expires_at": 2.0}
+    await store.save("s", update(0, 0, [msg(0)], pause={"p": 1}, claim=claim))
+    [(pause, stored)] = sql(store, "SELECT pause, claim FROM {s}.sessions")
+    assert json.loads(pause) == {"p": 1} and json.loads(stored) == claim
+    before = store.bytes_written
+    await store.save("s", update(1, 1, [], claim=claim))
+    unclaimed = store.bytes_written
+    await store.save("s", update(2, 1, []))
+    assert unclaimed - before - (store.bytes_written - unclaimed) == len(json.dumps(claim)) - 4
+    assert sql(store, "SELECT claim FROM {s}.sessions") == [(None,)]  # None is stored as NULL
+
+
+def test_a_schema_at_migration_1_migrates_and_loads_without_a_claim() -> None:
+    import psycopg
+    from psycopg import sql as psql
+
+    require_postgres()
+    schema = unique_schema()
+    s = psql.Identifier(schema)
+    try:
+        with psycopg.connect(DSN, autocommit=True) as conn:  # as the release before claims
+            conn.execute(psql.SQL("CREATE SCHEMA {s}").format(s=s))
+            conn.execute(
+                psql.SQL(
+                    "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
+                    "applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(s=s)
+            )
+            for statement in _MIGRATIONS[0]:
+                conn.execute(psql.SQL(statement).format(s=s))
+            conn.execute(psql.SQL("INSERT INTO {s}.interlude_migrations VALUES (1)").format(s=s))
+            conn.execute(
+                psql.SQL(
+                    "INSERT INTO {s}.sessions (id, version, format_version, state, pause, tools, "
+                    "message_count) VALUES ('old', 1, 1, '{{}}', '{{\"p\": 1}}', '[]', 1)"
+                ).format(s=s)
+            )
+            conn.execute(
+                psql.SQL("INSERT INTO {s}.messages VALUES ('old', 0, %s)").format(s=s),
+                (json.dumps(msg(0)),),
+            )
+        with PostgresStore(DSN, schema=schema) as store:
+            done = sql(store, "SELECT version FROM {s}.interlude_migrations ORDER BY version")
+            assert done == [(v,) for v in range(1, len(_MIGRATIONS) + 1)]
+            got = asyncio.run(store.load("old"))
+            assert got is not None and got.claim is None and got.pause == {"p": 1}
+            assert got.messages == [msg(0)]
+            asyncio.run(store.save("old", update(1, 1, [], claim={"owner": "me"})))
+            again = asyncio.run(store.load("old"))
+            assert again is not None and again.claim == {"owner": "me"}
+    finally:
         drop_schema(schema)
 
 
@@ -377,6 +437,8 @@ CORRUPTIONS = {  # each damages session 'bad' only
     "tools not a list": S + "tools = '{\"a\": 1}' WHERE id = 'bad'",
     "tools not names": S + "tools = '[1]' WHERE id = 'bad'",
     "pause not an object": S + "pause = '[1]' WHERE id = 'bad'",
+    "claim not an object": S + "claim = '\"host:1\"' WHERE id = 'bad'",
+    "claim not JSON": S + "claim = '{oops' WHERE id = 'bad'",
     "state not an object": S + "state = 'null' WHERE id = 'bad'",
     "version not positive": S + "version = 0 WHERE id = 'bad'",
 }

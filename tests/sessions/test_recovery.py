@@ -31,10 +31,16 @@ def test_results_finished_before_the_pause_survive_a_crash_during_the_resume(
     proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
     assert proc.returncode == -9, proc.stderr
 
-    recovered = build(db, log, ["carrying on"], lease=0)  # the dead run's lease is over
-    assert str(recovered("what happened?")) == "carrying on"
+    recovered = build(db, log, ["carrying on"])  # the dead claimant is known gone at once
+    assert recovered.needs_recovery
+    asked = recovered.recover()  # t1 is kept; t2 started and never returned: in doubt
+    [question] = asked.interrupts
+    assert question.source == "in_doubt" and question.tool_use is not None
+    assert question.tool_use.name == "boom" and isinstance(question.reason, dict)
+    assert "may or may not have had effects" in str(question.reason["message"])
+    assert str(recovered.resume({question.id: "fail"})) == "carrying on"
     t1, t2 = recovered.messages[2].content
     assert isinstance(t1, ToolResult) and isinstance(t2, ToolResult)
     assert (t1.status, t1.text) == ("success", "recorded a")  # kept, not "not finished"
-    assert t2.status == "error" and "may or may not have run" in t2.text
+    assert t2.status == "error" and "may have had effects" in t2.text
     assert Path(log).read_text() == "a\n"  # nothing ran twice

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def update(
     pause: dict[str, object] | None = None,
     pending: Sequence[Interrupt] = (),
     state: dict[str, object] | None = None,
+    claim: dict[str, object] | None = None,
 ) -> SessionUpdate:
     return SessionUpdate(
         expected_version=expected,
@@ -44,6 +46,7 @@ def update(
         tools=["record"],
         format_version=1,
         state=state,
+        claim=claim,
     )
 
 
@@ -199,6 +202,9 @@ async def test_bad_ids_are_refused(store: SQLiteStore, bad: str) -> None:
         ("UPDATE sessions SET state = '[1, 2]'", "state"),
         ("UPDATE sessions SET pause = '\"paused\"'", "pause"),
         ("UPDATE sessions SET tools = 'nope'", "tools"),
+        ("UPDATE sessions SET claim = '[1]'", "claim is a list"),
+        ("UPDATE sessions SET claim = '{\"owner\": '", "claim is not valid JSON"),
+        ("UPDATE sessions SET claim = X'FFFE'", "claim is not valid JSON"),
         ("UPDATE sessions SET version = 'two'", "version"),
         ("DELETE FROM messages WHERE idx = 0", "2 messages expected"),
     ],
@@ -242,6 +248,50 @@ def test_wal_and_migrations_applied_once(db: Path) -> None:
         conn.execute(f"PRAGMA user_version = {len(_MIGRATIONS) + 1}")
     with pytest.raises(SessionError, match="schema version"):
         SQLiteStore(db)
+
+
+async def test_claim_is_a_column_beside_the_pause(store: SQLiteStore, db: Path) -> None:
+    claim = {"owner": "host:1", "token": "t", "since": 1.0, "expires_at": 2.0}
+    await store.save("s", update(0, 0, [msg("a")], pause={"p": 1}, claim=claim))
+    [(pause, stored)] = rows(db, "SELECT pause, claim FROM sessions")
+    assert json.loads(str(pause)) == {"p": 1} and json.loads(str(stored)) == claim
+    before = store.bytes_written
+    await store.save("s", update(1, 1, [], claim=claim))
+    unclaimed = store.bytes_written
+    await store.save("s", update(2, 1, []))
+    assert unclaimed - before - (store.bytes_written - unclaimed) == len(json.dumps(claim)) - 4
+    assert rows(db, "SELECT claim FROM sessions") == [(None,)]  # None is stored as NULL
+
+
+async def test_a_version_1_database_migrates_and_loads_without_a_claim(db: Path) -> None:
+    from interlude.sessions._sqlite import _MIGRATIONS
+
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        for statement in _MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute(
+            "INSERT INTO sessions (id, version, format_version, state, pause, tools, "
+            "message_count, updated_at) VALUES ('old', 1, 1, '{\"k\": 1}', '{\"p\": 1}', "
+            "'[\"record\"]', 1, 0)"
+        )
+        conn.execute("INSERT INTO messages VALUES ('old', 0, ?)", (json.dumps(msg("a")),))
+    conn.close()
+    with SQLiteStore(db) as store:
+        old = await store.load("old")
+        assert old is not None
+        assert (old.version, old.messages, old.state, old.pause) == (
+            1,
+            [msg("a")],
+            {"k": 1},
+            {"p": 1},
+        )
+        assert old.claim is None
+        await store.save("old", update(1, 1, [msg("b")], claim={"owner": "me"}))
+        again = await store.load("old")
+        assert again is not None and again.claim == {"owner": "me"}
+    assert rows(db, "PRAGMA user_version") == [(len(_MIGRATIONS),)]
 
 
 async def test_closed_store_refuses_work(db: Path) -> None:

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..sessions._protocol import SessionStore
-    from ._loop import Emit
+    from ._codec import AgentState
+    from ._loop import Emit, Run
     from ._persist import SessionLink
 
 # The loop, asyncio and the JSON codec load on first use, keeping `import interlude` light.
@@ -81,7 +82,8 @@ class Agent:
         max_retries: int = 3,
         session: SessionStore | None = None,
         session_id: str | None = None,
-        session_lease: float = 600.0,
+        session_lease: float = 30.0,
+        in_doubt: Literal["ask", "rerun"] = "ask",
     ) -> None:
         if isinstance(model, str):
             from ..models import model_from_string
@@ -96,6 +98,15 @@ class Agent:
         for name, value in (("max_cycles", max_cycles), ("max_retries", max_retries)):
             if not isinstance(value, int) or value < 0:
                 raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
+        if in_doubt not in ("ask", "rerun"):
+            raise ConfigurationError(f"in_doubt must be 'ask' or 'rerun', got {in_doubt!r}")
+        if not isinstance(session_lease, int | float) or not 0 < session_lease < float("inf"):
+            raise ConfigurationError(
+                f"session_lease must be a positive number of seconds, got {session_lease!r}"
+            )
+        self.in_doubt = in_doubt
+        """What recovery does with a call whose process stopped while it ran, for tools not
+        marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
         self.model = model
         self.system_prompt = system_prompt
         self.tool_executor = tool_executor
@@ -127,13 +138,16 @@ class Agent:
             from ._persist import SessionLink
 
             link = SessionLink(session, session_id, session_lease)
-            link.load_into(self)
-            if link.version and messages:
-                raise ConfigurationError(
-                    f"session {session_id!r} already holds a conversation; do not pass messages="
-                )
-            if self._pause is None and link.running is None:
-                self._close_interrupted_batch()
+            loaded = link.load()
+            if loaded is not None:
+                if messages:
+                    raise ConfigurationError(
+                        f"session {session_id!r} already holds a conversation; do not pass "
+                        "messages="
+                    )
+                self._adopt(loaded)
+                if self._pause is None:
+                    self._close_interrupted_batch(link.legacy_resumed)
             self._session = link
 
     # --- what the agent holds -------------------------------------------------------------
@@ -149,7 +163,14 @@ class Agent:
 
     @property
     def is_paused(self) -> bool:
-        return self._pause is not None
+        """Whether the agent waits on answers (``resume``)."""
+        return self._pause is not None and bool(self._pause.interrupts)
+
+    @property
+    def needs_recovery(self) -> bool:
+        """Whether the agent holds a run that stopped before it finished (its process died):
+        :meth:`recover` carries it on from its journal."""
+        return self._pause is not None and not self._pause.interrupts
 
     @property
     def interrupts(self) -> list[Interrupt]:
@@ -161,8 +182,8 @@ class Agent:
         return None if self._session is None else self._session.session_id
 
     def _close_interrupted_batch(self, kept: Pause | None = None) -> None:
-        """A stored conversation that ends in unanswered tool uses and no pause comes from a
-        run that stopped mid-batch (a killed process): record those calls as not finished.
+        """A stored conversation that ends in unanswered tool uses and no journal comes from a
+        run killed mid-batch before the journal existed: record those calls as not finished.
 
         ``kept`` is the pause that run had resumed, if any: calls it had finished keep their
         results (they are never run again)."""
@@ -199,6 +220,27 @@ class Agent:
         """Answer pending interrupts and carry on from where the run paused."""
         return await self._start(self._resume_plan(answers), None)
 
+    def recover(self) -> AgentResult:
+        """Carry on a run whose process stopped before it finished, from sync code."""
+        return run_sync(self.recover_async())
+
+    async def recover_async(self) -> AgentResult:
+        """Carry on a run whose process stopped (see :attr:`needs_recovery`) from its journal.
+
+        Completed steps are kept: a model reply is not asked for again, a finished tool keeps
+        its result. A tool call that started but has no result is *in doubt*: it runs again if
+        its tool is ``idempotent`` (or ``Agent(in_doubt="rerun")``), otherwise the run pauses
+        with an ``in_doubt`` question for it, answered ``"rerun"``, ``"fail"`` or
+        ``{"result": ...}``. SessionConflictError if the run's claim is still live.
+        """
+        position = self._pause
+        if position is None or position.interrupts:
+            raise NotPausedError(
+                "the agent holds no stopped run to recover"
+                + (" (it is paused: answer it with resume())" if position is not None else "")
+            )
+        return await self._start((position.step, position.progress, True), None)
+
     async def stream_async(self, prompt: Prompt) -> AsyncIterator[StreamEvent]:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
         import asyncio
@@ -231,16 +273,22 @@ class Agent:
             loop.call_soon_threadsafe(task.cancel)
 
     def discard_pause(self) -> None:
-        """Drop the pause so the agent takes new prompts; pending tool calls become "cancelled"."""
+        """Drop the pause (or a stopped run) so the agent takes new prompts; pending tool calls
+        become "cancelled" (a call that had started is said to have maybe had effects)."""
         if self._running:
             raise AgentBusyError("cannot discard the pause while a run is going")
         pause = self._pause
         if pause is None:
             raise NotPausedError("the agent is not paused; there is nothing to discard")
+        if self._session is not None:
+            self._session.check_not_running()
         from ._loop import closing_message
 
         before = len(self._messages)
-        message = closing_message(self._messages, pause.step, "cancelled: the pause was discarded")
+        what = "pause" if pause.interrupts else "stopped run"
+        message = closing_message(
+            self._messages, pause.step, f"cancelled: the {what} was discarded"
+        )
         if message is not None:
             self._messages.append(message)
         if self._session is not None:
@@ -275,7 +323,11 @@ class Agent:
             )
         from ._codec import decode_state
 
-        loaded = decode_state(data)
+        self._adopt(decode_state(data))
+
+    def _adopt(self, loaded: AgentState) -> None:
+        """Take a decoded state (from import_state or the session) as this agent's own, after
+        checking that its pause fits this agent; nothing changes if it does not."""
         if loaded.pause is not None:
             self._check_fits(loaded.pause.step, loaded.tools)
         self._messages[:] = loaded.messages
@@ -283,19 +335,23 @@ class Agent:
         self._pause = loaded.pause
 
     def _check_fits(self, step: Step, had_tools: list[str]) -> None:
-        needed_names: list[tuple[str, str]] = []  # (tool name, tool use id)
+        needed_names: list[tuple[str, str, bool]] = []  # (tool name, tool use id, selected)
         batch = outstanding_batch(step)
         if batch is not None:
             for call in batch.calls:
                 if call.phase == "done":
                     continue
-                name = call.tool_name if call.phase in ("body", "after") else call.tool_use.name
-                if name is not None:
-                    needed_names.append((name, call.tool_use.id))
+                if call.phase in ("running", "body", "after"):
+                    if call.tool_name is not None:
+                        needed_names.append((call.tool_name, call.tool_use.id, True))
+                else:
+                    needed_names.append((call.tool_use.name, call.tool_use.id, False))
         elif isinstance(step, AfterModelCall) and step.response is not None:
-            needed_names = [(t.name, t.id) for t in step.response.message.tool_uses]
-        for needed, tool_use_id in needed_names:
-            if needed in had_tools and needed not in self._tools:
+            needed_names = [(t.name, t.id, False) for t in step.response.message.tool_uses]
+        for needed, tool_use_id, selected in needed_names:
+            # A tool the run selected must be here; one the model asked for, if the saving
+            # agent had it (else the model asked for a tool that never existed).
+            if (selected or needed in had_tools) and needed not in self._tools:
                 raise StateMismatchError(
                     f"the paused run needs tool {needed!r} (tool use {tool_use_id!r}), "
                     f"which this agent does not have (tools: {', '.join(self._tools) or 'none'})"
@@ -306,6 +362,13 @@ class Agent:
     def _plan(self, prompt: Prompt) -> tuple[Step, Progress, bool]:
         if _is_answer_list(prompt):
             return self._resume_plan(_answers_from_list(prompt))  # type: ignore[arg-type]
+        if self._pause is not None and not self._pause.interrupts:
+            if self._session is not None:
+                self._session.check_not_running()
+            raise AgentPausedError(
+                "the agent holds a run that stopped before it finished (its process ended); "
+                "carry it on with recover(), or call discard_pause() first"
+            )
         if self._pause is not None:
             raise AgentPausedError(
                 f"the agent is paused with {len(self._pause.interrupts)} pending interrupt(s) "
@@ -316,8 +379,11 @@ class Agent:
 
     def _resume_plan(self, answers: Mapping[str, JsonValue]) -> tuple[Step, Progress, bool]:
         pause = self._pause
-        if pause is None:
-            raise NotPausedError("the agent is not paused; there is nothing to resume")
+        if pause is None or not pause.interrupts:
+            raise NotPausedError(
+                "the agent is not paused; there is nothing to resume"
+                + (" (it holds a stopped run: carry it on with recover())" if pause else "")
+            )
         if not isinstance(answers, Mapping):
             raise ResumeInputError(
                 f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
@@ -340,8 +406,15 @@ class Agent:
                 raise ResumeInputError(
                     f"the answer to {key!r} is not JSON-compatible: {exc}"
                 ) from None
-        p = pause.progress
         asked = {i.id: i for i in pause.interrupts}
+        for key, value in answers.items():
+            if asked[key].source == "in_doubt":
+                from ._batch import in_doubt_problem
+
+                problem = in_doubt_problem(value)
+                if problem is not None:
+                    raise ResumeInputError(f"the answer to {key!r}: {problem}")
+        p = pause.progress
         progress = Progress(
             p.cycles, p.model_retries, p.usage, p.answers.with_answers(answers, asked)
         )
@@ -362,10 +435,12 @@ class Agent:
             self._cancel_requested = False
             self._loop = asyncio.get_running_loop()
         pause = self._pause  # kept until the run really starts: Run.drive clears it
-        run = Run(self, progress, emit)
+        link = self._session
+        run = Run(self, progress, emit, link)
+        run.step = step
         try:
-            if self._session is not None:
-                await self._claim(pause)
+            if link is not None:
+                await self._claim(link, run, pause)
             with self._lock:
                 task = asyncio.ensure_future(run.drive(step, replay))
                 self._task = task
@@ -374,7 +449,9 @@ class Agent:
             try:
                 return await task
             except asyncio.CancelledError:
-                if run.step is not None:
+                if link is not None and link.lost is not None:
+                    raise link.lost from None  # another process took the session over
+                if run.started:
                     raise
                 # Cancelled before its first step: nothing ran. Put the pause back.
                 await self._restore(pause)
@@ -383,26 +460,25 @@ class Agent:
                     return AgentResult(stop_reason="cancelled", interrupts=self.interrupts)
                 raise
         finally:
+            if link is not None:
+                await link.stop_renewing()
             with self._lock:
                 self._running = False
                 self._task = self._loop = None
                 self._cancel_requested = False
 
-    async def _claim(self, pause: Pause | None) -> None:
-        """Claim the session for a run: of two processes resuming one pause, one gets past."""
-        link = self._session
-        assert link is not None
-        count, version = len(self._messages), link.version
+    async def _claim(self, link: SessionLink, run: Run, pause: Pause | None) -> None:
+        """Claim the session for a run: of two processes resuming one pause, one gets past.
+
+        The claim saves where the run starts (with the answers just given), so if this
+        process dies right after it, the answers are not lost."""
+        version = link.version
         try:
             link.check_not_running()
-            if link.running is not None:  # a run that died: close what it left open
-                self._close_interrupted_batch(link.interrupted)
-            await link.claim(self, pause)
+            await link.claim_for(run)
         except BaseException:
             if link.version != version:  # the claim landed, then the caller was cancelled
                 await self._restore(pause)
-            else:
-                del self._messages[count:]
             raise
 
     async def _restore(self, pause: Pause | None) -> None:
@@ -455,7 +531,7 @@ class DirectTool:
 
         tool_use = ToolUse(f"direct_{os.urandom(6).hex()}", self._tool.name, dict(kwargs))
         call = ToolCall(tool_use)
-        run = Run(self._agent, Progress(), None)
+        run = Run(self._agent, Progress(), None, None)
         interrupts = await run_call(run, call, False)
         if interrupts:
             names = ", ".join(repr(i.name) for i in interrupts)

@@ -7,9 +7,10 @@ at any call and carry on later exactly there.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
-from .._interrupt import Interrupt
+from .._interrupt import Answers, Interrupt, interrupt_id
 from .._messages import Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
 from .._tools._context import ToolContext
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from .._tools._spec import AgentTool
     from ._loop import Run
 
-__all__ = ["INVALID_JSON_KEY", "run_batch", "run_call"]
+__all__ = ["IN_DOUBT_CHOICES", "INVALID_JSON_KEY", "in_doubt_problem", "run_batch", "run_call"]
 
 INVALID_JSON_KEY = "__invalid_json__"
 """Key under which a tool use keeps arguments the model sent as malformed JSON."""
@@ -63,6 +64,10 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
     emit = run.emit
     replay_before = replay and call.phase == "before"
     replay_after = replay and call.phase == "after"
+    if call.phase == "running":  # its process stopped while the body ran: in doubt
+        question = _settle_in_doubt(run, call)
+        if question is not None:
+            return [question]
     while True:
         if call.phase in ("pending", "before"):
             tool_use = call.tool_use
@@ -77,7 +82,9 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                     is_replay=replay_before,
                     answers=answers,
                 )
-                interrupts = await hooks.invoke(before)
+                interrupts = await run.invoke(hooks, before)
+                if not interrupts and before.cancel_message is None and before.tool is not None:
+                    interrupts = _unbound(before, answers)
                 if interrupts:
                     call.phase = "before"
                     return interrupts
@@ -85,20 +92,27 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                 if tool_use.id != call.tool_use.id:  # the result must answer the model's id
                     tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
             call.active_use, call.tool, call.tool_name = tool_use, tool, tool.name if tool else None
-            call.phase = "body"
             result, exception = await _body(run, call, cancel_message)
             if result is None:  # the body interrupted
                 assert isinstance(exception, InterruptSignal)
+                call.phase = "body"
                 return [exception.interrupt]
             call.result, call.exception, call.cancel_message = result, exception, cancel_message
             call.phase = "after"
-        elif call.phase == "body":  # resumed after the body interrupted: run it again from the top
+            if run.journal is not None:  # the result is kept the moment the body returns
+                await run.checkpoint()
+        elif call.phase in ("body", "running"):
+            # Resumed after the body interrupted (or a person chose to run an in-doubt call
+            # again): run it again from the top.
             result, exception = await _body(run, call, None)
             if result is None:
                 assert isinstance(exception, InterruptSignal)
+                call.phase = "body"
                 return [exception.interrupt]
             call.result, call.exception, call.cancel_message = result, exception, None
             call.phase = "after"
+            if run.journal is not None:
+                await run.checkpoint()
 
         assert call.result is not None and call.active_use is not None
         final = call.result
@@ -114,7 +128,7 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                 is_replay=replay_after,
                 answers=answers,
             )
-            interrupts = await hooks.invoke(after)
+            interrupts = await run.invoke(hooks, after)
             if interrupts:  # an interrupt wins over a retry asked in the same pass
                 return interrupts
             if after.retry:
@@ -181,6 +195,10 @@ async def _body(
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
         return _error(tool_use, problem), None
+    call.phase, call.started_at = "running", time.time()
+    if run.journal is not None:  # started, before the body: after a crash it is in doubt
+        await run.checkpoint()
+    run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
     context = ToolContext(tool_use, run.agent, run.progress.answers)
@@ -194,3 +212,99 @@ async def _body(
 
 def _error(tool_use: ToolUse, text: str) -> ToolResult:
     return ToolResult(tool_use.id, "error", [Text(text)])
+
+
+def _unbound(before: BeforeToolCallEvent, answers: Answers) -> list[Interrupt]:
+    """The questions to ask again because their answer was given for another call than the
+    one the before-hooks finally chose (fail closed: the person approves what runs)."""
+    answered = before._answered
+    if not answered:
+        return []
+    assert before.tool is not None
+    final = ToolUse(before.tool_use.id, before.tool.name, before.tool_use.input)
+    again: list[Interrupt] = []
+    for iid, (name, reason) in answered.items():
+        shown = answers.shown.get(iid)
+        if shown is not None and (shown.name, shown.input) == (final.name, final.input):
+            continue
+        answers.forget([iid])
+        again.append(
+            Interrupt(
+                id=iid,
+                name=name,
+                reason=reason,
+                source="before_tool_call",
+                tool_use=final,
+                raised_at=time.time(),
+            )
+        )
+    return again
+
+
+IN_DOUBT_CHOICES = "'rerun', 'fail' or {'result': <what the tool returned>}"
+
+
+def in_doubt_problem(answer: object) -> str | None:
+    """Why ``answer`` cannot settle an in-doubt call, or None if it can."""
+    if answer in ("rerun", "fail"):
+        return None
+    if isinstance(answer, dict) and set(answer) == {"result"}:
+        return None
+    return f"an in-doubt call is settled with {IN_DOUBT_CHOICES}, got {answer!r:.80}"
+
+
+def _settle_in_doubt(run: Run, call: ToolCall) -> Interrupt | None:
+    """Decide a call whose body started but whose result was never kept (its process stopped).
+
+    Idempotent tools (and every tool under ``Agent(in_doubt="rerun")``) run again; otherwise a
+    person decides: run it again, give the result it had, or tell the model it failed. Leaves
+    the call ready to carry on, or returns the question."""
+    assert call.active_use is not None
+    iid = interrupt_id("in_doubt", call.tool_use.id, "in_doubt")
+    answers = run.progress.answers
+    found, answer = answers.lookup(iid, call.active_use)
+    if found:
+        answers.forget([iid])  # used once: if it stops in doubt again, ask again
+    else:
+        tool = _selected(run, call)
+        if tool is not None and (
+            getattr(tool, "idempotent", False) or run.agent.in_doubt == "rerun"
+        ):
+            answer = "rerun"
+        else:
+            import datetime
+
+            started = call.started_at or 0.0
+            when = datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat(
+                timespec="seconds"
+            )
+            return Interrupt(
+                id=iid,
+                name="in_doubt",
+                reason={
+                    "message": (
+                        f"tool {call.tool_name or call.active_use.name!r} started at {when} and "
+                        "its process stopped before it returned: it may or may not have had "
+                        f"effects. Answer {IN_DOUBT_CHOICES}."
+                    ),
+                    "started_at": started,
+                },
+                source="in_doubt",
+                tool_use=call.active_use,
+                raised_at=time.time(),
+            )
+    if answer == "rerun":
+        return None  # phase "running": the loop runs the body again from the top
+    if answer == "fail":
+        result = _error(
+            call.active_use,
+            "the tool call was interrupted (its process stopped) after it started; it may have "
+            "had effects, and its outcome is unknown",
+        )
+    else:
+        from .._tools._function import to_tool_result
+
+        assert isinstance(answer, dict)
+        result = to_tool_result(call.active_use.id, answer["result"])
+    call.result, call.exception, call.cancel_message, call.phase = result, None, None, "after"
+    return None

@@ -46,8 +46,12 @@ from ._state import (
 __all__ = ["FORMAT", "VERSION", "AgentState", "decode_state", "encode_state"]
 
 FORMAT = "interlude.agent-state"
-VERSION = 1
-_PHASES = ("pending", "before", "body", "after", "done")
+VERSION = 2
+"""2 added the journal: a pause may hold no questions (a run going, or stopped), tool calls in
+phase ``running`` with their start time, and the model's own id of a tool use made unique.
+Version 1 data reads as it is."""
+READS = (1, 2)
+_PHASES = ("pending", "before", "running", "body", "after", "done")
 _MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
 _RESULT_STOPS = ("end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled")
 
@@ -86,10 +90,10 @@ def decode_state(data: Any) -> AgentState:
     if d.get("format") != FORMAT:
         raise StateFormatError(f"not an Interlude agent state (format {d.get('format')!r})")
     version = d.get("version")
-    if version != VERSION:
+    if version not in READS or isinstance(version, bool):
         raise StateFormatError(
             f"agent state format version {version!r} is not supported (this Interlude reads "
-            f"version {VERSION})"
+            f"versions {', '.join(map(str, READS))})"
         )
     agent_state = d.get("state", {})
     if not isinstance(agent_state, dict):
@@ -121,7 +125,7 @@ def _check_step(step: Step, messages: list[Message], where: str) -> None:
                 f"{where}.message_index: {i} is not the conversation's last (assistant) message"
             )
         asked = [t.id for t in messages[i].tool_uses]
-        batch = [c.tool_use.id for c in step.calls]
+        batch = [c.answer_id for c in step.calls]
         if asked != batch:
             raise StateFormatError(
                 f"{where}.calls: tool uses {batch!r} do not match the message's {asked!r}"
@@ -162,8 +166,6 @@ def decode_pause(data: Any, where: str) -> Pause:
     shown = p.get("shown", {})
     if not isinstance(shown, dict):
         raise StateFormatError(f"{pw}.shown: expected an object, got {shown!r}")
-    if not interrupts:
-        raise StateFormatError(f"{where}.interrupts: a pause waits on at least one interrupt")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -274,8 +276,12 @@ def _encode_call(c: ToolCall) -> dict[str, JsonValue]:
         out["retries"] = c.retries
     if c.active_use is not None and c.active_use != c.tool_use:
         out["active_use"] = tool_use_to_dict(c.active_use)
-    if c.phase in ("body", "after"):
+    if c.phase in ("running", "body", "after"):
         out["tool_name"] = c.tool_name
+    if c.started_at is not None:
+        out["started_at"] = c.started_at
+    if c.model_id is not None:
+        out["model_id"] = c.model_id
     if c.result is not None:
         out["result"] = block_to_dict(c.result)
     if c.exception is not None:
@@ -297,6 +303,11 @@ def _decode_call(data: Any, where: str) -> ToolCall:
     retries = d.get("retries", 0)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise StateFormatError(f"{where}.retries: expected a count, got {retries!r}")
+    started_at = d.get("started_at")
+    if started_at is not None and (
+        not isinstance(started_at, int | float) or isinstance(started_at, bool)
+    ):
+        raise StateFormatError(f"{where}.started_at: expected a time, got {started_at!r}")
     call = ToolCall(
         tool_use=tool_use,
         phase=phase,
@@ -308,8 +319,10 @@ def _decode_call(data: Any, where: str) -> ToolCall:
             None if exception is None else exception_from_dict(exception, f"{where}.exception")
         ),
         cancel_message=_opt_str(d, "cancel_message", where),
+        started_at=None if started_at is None else float(started_at),
+        model_id=_opt_str(d, "model_id", where),
     )
-    if phase in ("body", "after") and call.active_use is None:
+    if phase in ("running", "body", "after") and call.active_use is None:
         call.active_use = tool_use
     if phase in ("after", "done") and call.result is None:
         raise StateFormatError(f"{where}.result: a call in phase {phase!r} needs its result")

@@ -3,6 +3,11 @@
 ``Run.drive`` takes the step to start from and works step by step. Each handler returns the
 next step, a final ``AgentResult``, or a ``_Paused`` (the step to carry on from and its
 questions). Hooks with no callbacks cost nothing: their events are not even built.
+
+With a session, the run keeps a journal: before anything outside the loop happens (a hook
+callback, a model call, a tool body) and as soon as a tool body returns, where the run stands
+is saved (``checkpoint``), so a process that dies loses no completed step. Saves with nothing
+new are skipped, so a step with no hooks costs one save.
 """
 
 from __future__ import annotations
@@ -51,7 +56,10 @@ from ._state import (
 )
 
 if TYPE_CHECKING:
+    from ..hooks._events import HookEvent
+    from ..hooks._registry import HookRegistry
     from ._agent import Agent
+    from ._persist import SessionLink
 
 __all__ = ["Emit", "Run", "close_batch", "closing_message"]
 
@@ -70,16 +78,51 @@ _Outcome = Step | AgentResult | _Paused
 
 
 class Run:
-    """One run of an agent: from a prompt or a resume to a result or a pause."""
+    """One run of an agent: from a prompt, a resume or a recovery to a result or a pause."""
 
-    __slots__ = ("agent", "emit", "messages", "progress", "step")
+    __slots__ = (
+        "agent",
+        "emit",
+        "journal",
+        "messages",
+        "progress",
+        "progressed",
+        "started",
+        "step",
+    )
 
-    def __init__(self, agent: Agent, progress: Progress, emit: Emit | None) -> None:
+    def __init__(
+        self, agent: Agent, progress: Progress, emit: Emit | None, journal: SessionLink | None
+    ) -> None:
         self.agent = agent
         self.progress = progress
         self.emit = emit
+        self.journal = journal
         self.messages = agent._messages
         self.step: Step | None = None
+        self.started = False
+        self.progressed = False
+        """Whether the run got anywhere: an event's callbacks all passed, a message was
+        appended, a model asked, a tool body started. Until then a run that ends early (an
+        exception, a cancel, Ctrl-C) leaves the agent, and its session, as it found them."""
+
+    def position(self) -> Pause | None:
+        """Where the run stands, as the journal keeps it (a pause with no questions)."""
+        return None if self.step is None else Pause(self.step, [], self.progress)
+
+    async def checkpoint(self) -> None:
+        """Save where the run stands, if anything changed since the last save."""
+        if self.journal is not None:
+            await self.journal.save(self.agent, self.position(), hold=True, if_changed=True)
+
+    async def invoke(self, hooks: HookRegistry, event: HookEvent) -> list[Interrupt]:
+        """Run an event's callbacks, once the journal holds everything before them."""
+        if self.journal is not None:
+            await self.checkpoint()
+        interrupts = await hooks.invoke(event)
+        if not interrupts:
+            self.progressed = True  # callbacks that passed used their answers: no way back
+        return interrupts
 
     async def drive(self, step: Step, replay: bool) -> AgentResult:
         """Work from ``step`` until the invocation ends or pauses."""
@@ -91,30 +134,39 @@ class Run:
             ToolBatch: self._tool_batch,
             AfterInvocation: self._after_invocation,
         }
+        self.started = True
         outcome: _Outcome = step
+        resumed = self.agent._pause
         self.agent._pause = None  # the run has started: the pause it resumes is used up
         try:
             while True:
                 self.step = step
                 outcome = await handlers[type(step)](step, replay)  # type: ignore[operator]
                 if isinstance(outcome, AgentResult):
-                    await self._save(state=True)
+                    await self._save(None)
                     return outcome
                 if isinstance(outcome, _Paused):
                     result = self._pause(outcome)
-                    await self._save(state=True)
+                    await self._save(self.agent._pause)
                     return result
                 step, replay = outcome, False
         except asyncio.CancelledError:
-            await self._abandon("cancelled")
+            if not await self._give_back(resumed):
+                await self._abandon("cancelled")
             if not self.agent._cancel_requested:
                 raise
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            return AgentResult(stop_reason="cancelled", message=None, usage=self.progress.usage)
+            return AgentResult(
+                stop_reason="cancelled",
+                message=None,
+                usage=self.progress.usage,
+                interrupts=self.agent.interrupts,
+            )
         except BaseException as exc:
-            await self._abandon(f"not run: the run failed with {type(exc).__name__}")
+            if not await self._give_back(resumed):
+                await self._abandon(f"not run: the run failed with {type(exc).__name__}")
             raise
 
     # --- steps ------------------------------------------------------------------------------
@@ -129,11 +181,10 @@ class Run:
                 is_replay=replay,
                 answers=self.progress.answers,
             )
-            interrupts = await hooks.invoke(event)
+            interrupts = await self.invoke(hooks, event)
             if interrupts:
                 return _Paused(step, interrupts)
-        index = await self._append(step.prompt)
-        return MessageAdded(index, BeforeModelCall())
+        return await self._append(step.prompt, BeforeModelCall())
 
     async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
         hooks = self.agent.hooks
@@ -145,7 +196,7 @@ class Run:
                 is_replay=replay,
                 answers=self.progress.answers,
             )
-            interrupts = await hooks.invoke(event)
+            interrupts = await self.invoke(hooks, event)
             if interrupts:
                 return _Paused(step, interrupts)
         return step.then
@@ -165,9 +216,12 @@ class Run:
                 is_replay=replay,
                 answers=self.progress.answers,
             )
-            interrupts = await hooks.invoke(event)
+            interrupts = await self.invoke(hooks, event)
             if interrupts:
                 return _Paused(step, interrupts)
+        if self.journal is not None:
+            await self.checkpoint()
+        self.progressed = True
         try:
             response = await self._call_model()
         except Exception as exc:
@@ -186,7 +240,7 @@ class Run:
                 is_replay=replay,
                 answers=progress.answers,
             )
-            interrupts = await hooks.invoke(event)
+            interrupts = await self.invoke(hooks, event)
             if interrupts:
                 return _Paused(step, interrupts)
             if event.retry:
@@ -213,10 +267,9 @@ class Run:
                 "assistant", [b for b in message.content if not isinstance(b, ToolUse)]
             )
             tool_uses = []
-        index = await self._append(message)
         then: Step
         if tool_uses:
-            then = ToolBatch(index, [ToolCall(tu) for tu in tool_uses])
+            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self.messages))
         else:
             stop: StopReason = (
                 "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
@@ -224,14 +277,13 @@ class Run:
             then = AfterInvocation(
                 AgentResult(stop_reason=stop, message=message, usage=progress.usage)
             )
-        return MessageAdded(index, then)
+        return await self._append(message, then)
 
     async def _tool_batch(self, step: ToolBatch, replay: bool) -> _Outcome:
         interrupts = await run_batch(self, step, replay)
         if interrupts:
             return _Paused(step, interrupts)
-        index = await self._append(close_batch(step, ""))
-        return MessageAdded(index, BeforeModelCall())
+        return await self._append(close_batch(step, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
         hooks = self.agent.hooks
@@ -244,24 +296,42 @@ class Run:
             is_replay=replay,
             answers=self.progress.answers,
         )
-        interrupts = await hooks.invoke(event)
+        interrupts = await self.invoke(hooks, event)
         if interrupts:
             return _Paused(step, interrupts)
         return event.result
 
     # --- helpers ------------------------------------------------------------------------------
 
-    async def _append(self, message: Message) -> int:
+    async def _append(self, message: Message, then: Step) -> MessageAdded:
+        """Append ``message``; the run then stands at its message-added step (one change, so
+        the journal never holds the message without the step that follows it)."""
         self.messages.append(message)
+        index = len(self.messages) - 1
+        self.step = step = MessageAdded(index, then)
+        self.progressed = True
+        self.progress.answers.prune(index)
         if self.emit is not None:
             self.emit(MessageAppended(message))
-        if self.agent._session is not None:
-            await self.agent._session.save(self.agent, None, state=True, running=True)
-        return len(self.messages) - 1
+        if self.journal is not None:
+            await self.checkpoint()
+        return step
 
-    async def _save(self, *, state: bool = False) -> None:
-        if self.agent._session is not None:
-            await self.agent._session.save(self.agent, self.agent._pause, state=state)
+    async def _save(self, pause: Pause | None) -> None:
+        """The run's last save: the pause (or none) and agent.state; the claim is let go."""
+        if self.journal is not None:
+            await self.journal.save(self.agent, pause, state=True, hold=False)
+
+    async def _give_back(self, resumed: Pause | None) -> bool:
+        """A run that ends early before doing anything irreversible leaves the pause it was
+        resuming as it was, also in the store. Returns whether it did."""
+        if resumed is None or self.progressed:
+            return False
+        self.agent._pause = resumed
+        if self.journal is not None:
+            with contextlib.suppress(Exception):
+                await self.journal.save(self.agent, resumed, state=True, hold=False)
+        return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
         self.agent._pause = Pause(paused.step, paused.interrupts, self.progress)
@@ -284,9 +354,9 @@ class Run:
             self.messages.append(message)
             if self.emit is not None:
                 self.emit(MessageAppended(message))
-        if self.agent._session is not None:
+        if self.journal is not None:
             with contextlib.suppress(Exception):
-                await self._save(state=True)
+                await self._save(None)
 
     async def _call_model(self) -> ModelResponse:
         agent = self.agent
@@ -368,6 +438,32 @@ def _tool_use(
     return ToolUse(tool_use_id, name, value)
 
 
+def _unique_calls(tool_uses: list[ToolUse], messages: list[Message]) -> list[ToolCall]:
+    """The batch's calls, each with a tool-use id unique in the conversation.
+
+    A model may repeat an id in one reply or reuse one from an earlier turn; questions and
+    results are keyed by the id, so a repeat is renamed ``<id>#<n>`` here. The conversation
+    keeps the model's own ids, and each result answers its call's model id.
+    """
+    seen: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            seen.update(b.id for b in m.content if isinstance(b, ToolUse))
+    calls: list[ToolCall] = []
+    for tu in tool_uses:
+        if tu.id not in seen:
+            seen.add(tu.id)
+            calls.append(ToolCall(tu))
+            continue
+        n = 2
+        while f"{tu.id}#{n}" in seen:
+            n += 1
+        unique = f"{tu.id}#{n}"
+        seen.add(unique)
+        calls.append(ToolCall(ToolUse(unique, tu.name, tu.input), model_id=tu.id))
+    return calls
+
+
 def closing_message(messages: list[Message], step: Step | None, reason: str) -> Message | None:
     """The tool-result message that answers a conversation ending in tool uses, or None.
 
@@ -392,15 +488,18 @@ def close_batch(batch: ToolBatch, reason: str) -> Message:
     results: list[ToolResult] = []
     for call in batch.calls:
         if call.phase == "done" and call.result is not None:
-            results.append(call.result)
+            result = call.result
+            if result.tool_use_id != call.answer_id:
+                result = ToolResult(call.answer_id, result.status, result.content)
+            results.append(result)
             continue
         text = reason
-        if call.phase == "body":
+        if call.phase in ("body", "running"):
             text += "; the tool had started and may have had effects"
         elif call.phase == "after" and call.result is not None:
             text += (
                 f"; the tool ran (status {call.result.status!r}), but its result was withheld "
                 "because the after-tool hooks did not finish"
             )
-        results.append(ToolResult(call.tool_use.id, "error", [Text(text)]))
+        results.append(ToolResult(call.answer_id, "error", [Text(text)]))
     return Message("user", list(results))

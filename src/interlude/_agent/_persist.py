@@ -1,33 +1,52 @@
 """An agent's link to its session in a store: load once, then save as the run goes.
 
-Every save is a compare-and-swap on the session's version. A run claims the session with a
-save before it does anything, so when two processes resume the same pause exactly one
-proceeds; the other gets SessionConflictError with nothing run and nothing written.
+Every save is a compare-and-swap on the session's version. A run's first save is its *claim*
+(its own field in the stored session: who runs it, until when), so when two processes resume
+the same pause exactly one proceeds; the other gets SessionConflictError with nothing run.
 
-While a run goes, the stored pause slot holds a *run marker* (who runs it, since when) instead
-of a pause, so a process that loads the session mid-run does not start a second run on it. A
-marker older than the lease is taken to be left by a process that died.
+While a run goes, the stored pause slot holds its journal (where it stands: a pause with no
+questions), and the claim is renewed every third of the lease, also during a long tool or model
+call, so a live run is never taken over. A claim whose lease ran out, or whose process is gone
+(known at once on the same machine), belongs to a run that stopped: ``recover`` carries it on.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from typing import TYPE_CHECKING, Any
 
 from .._sync import run_sync
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from .._messages import JsonValue
     from ..sessions._protocol import SessionStore
     from ._agent import Agent
+    from ._codec import AgentState
+    from ._loop import Run
     from ._state import Pause
 
-__all__ = ["SessionLink", "split_marker"]
+__all__ = ["SessionLink", "claim_is_live", "describe_claim", "split_marker"]
 
 
 class SessionLink:
-    """Where an agent's state lives, and how much of it is already stored."""
+    """Where an agent's state lives, how much of it is stored, and the claim of a run."""
 
-    __slots__ = ("interrupted", "lease", "running", "saved", "session_id", "store", "version")
+    __slots__ = (
+        "_last",
+        "_lock",
+        "_renewer",
+        "claim",
+        "lease",
+        "legacy_resumed",
+        "lost",
+        "saved",
+        "session_id",
+        "store",
+        "version",
+    )
 
     def __init__(self, store: SessionStore, session_id: str, lease: float) -> None:
         from ..sessions._protocol import check_session_id
@@ -37,18 +56,28 @@ class SessionLink:
         self.lease = lease
         self.version = 0
         self.saved = 0  # messages already stored
-        self.running: dict[str, object] | None = None  # another process's run marker, if any
-        self.interrupted: Pause | None = None  # the pause that marked run had resumed, if any
+        self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
+        self.legacy_resumed: Pause | None = None  # a pre-journal run marker's pause
+        self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
+        self._last: object = None  # the pause slot as last saved
+        self._lock: asyncio.Lock | None = None
+        self._renewer: asyncio.Task[None] | None = None
 
-    def load_into(self, agent: Agent) -> None:
-        """Load the stored session into a freshly built agent (nothing is changed on error)."""
-        from ._codec import FORMAT, decode_state
+    def load(self) -> AgentState | None:
+        """The stored session, decoded (nothing is kept on error), or None if there is none."""
+        from ._codec import FORMAT, decode_pause, decode_state
 
         stored = run_sync(self.store.load(self.session_id))
         if stored is None:
-            return
-        pause, self.running = split_marker(stored.pause)
-        interrupted = None if self.running is None else self.running.get("resumed")
+            return None
+        pause, marker = split_marker(stored.pause)
+        claim = getattr(stored, "claim", None)
+        legacy = None
+        if marker is not None:  # written before the journal: a run marker in the pause slot
+            since = marker.get("since")
+            since = since if isinstance(since, int | float) else 0.0
+            claim = {"owner": marker.get("owner"), "since": since, "expires_at": since + 600.0}
+            legacy = marker.get("resumed")
         data = {
             "format": FORMAT,
             "version": stored.format_version,
@@ -59,43 +88,63 @@ class SessionLink:
         }
         try:
             loaded = decode_state(data)
-            if isinstance(interrupted, dict):
-                from ._codec import decode_pause
-
-                self.interrupted = decode_pause(interrupted, "pause.running.resumed")
+            if isinstance(legacy, dict):
+                self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")
         except StateFormatError as exc:
             raise SessionCorruptError(f"session {self.session_id!r}: {exc}") from None
-        if loaded.pause is not None:
-            agent._check_fits(loaded.pause.step, loaded.tools)
-        agent._messages[:] = loaded.messages
-        agent.state = loaded.state
-        agent._pause = loaded.pause
+        if claim is not None and not isinstance(claim, dict):
+            raise SessionCorruptError(f"session {self.session_id!r}: claim is {claim!r}")
+        self.claim = claim
         self.version = stored.version
         self.saved = len(loaded.messages)
+        self._last = pause
+        return loaded
 
     def check_not_running(self) -> None:
-        """SessionConflictError if another process's run holds the session (within the lease)."""
-        import time
+        """SessionConflictError if another process's run holds the session (a live claim)."""
+        claim = self.claim
+        if claim is not None and claim_is_live(claim):
+            import time
 
-        marker = self.running
-        if marker is None:
-            return
-        since = marker.get("since")
-        age = time.time() - since if isinstance(since, int | float) else float("inf")
-        if age < self.lease:
+            expires = claim.get("expires_at")
+            left = expires - time.time() if isinstance(expires, int | float) else self.lease
             raise SessionConflictError(
-                f"session {self.session_id!r} is being run by {marker.get('owner')!r} (for "
-                f"{age:.0f} s); wait for it to finish, or if that process died, for the "
-                f"{self.lease:g} s session lease to pass"
+                f"session {self.session_id!r} is being run by {describe_claim(claim)}; wait for "
+                f"it to finish, or if that process died, for its claim to run out (in "
+                f"{max(left, 0):.0f} s)"
             )
 
-    async def claim(self, agent: Agent, resuming: Pause | None) -> None:
-        """Mark the session as running in this process; of two claimants one wins.
+    async def claim_for(self, run: Run) -> None:
+        """Claim the session for ``run`` (of two claimants one wins) and keep the claim live."""
+        import asyncio
 
-        The marker keeps the pause being resumed, so that if this process dies mid-run the
-        calls it had already finished are not reported as not run."""
-        await self.save(agent, resuming, running=True)
-        self.running = self.interrupted = None
+        self._lock = asyncio.Lock()
+        self.lost = None
+        await self.save(run.agent, run.position(), hold=True)
+        task = asyncio.current_task()
+        self._renewer = asyncio.ensure_future(self._renew(run, task))
+
+    async def _renew(self, run: Run, owner: asyncio.Task[Any] | None) -> None:
+        import asyncio
+
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            try:
+                await self.save(run.agent, run.position(), hold=True)
+            except SessionConflictError as exc:  # someone took the session over: stop the run
+                self.lost = exc
+                if owner is not None:
+                    owner.cancel()
+                return
+            except SessionError:
+                continue  # the store is unwell; the run's own saves will say so
+
+    async def stop_renewing(self) -> None:
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None and renewer is not _current_task():
+            renewer.cancel()
+            with contextlib.suppress(BaseException):
+                await renewer
 
     async def save(
         self,
@@ -103,46 +152,161 @@ class SessionLink:
         pause: Pause | None,
         *,
         state: bool = False,
-        running: bool = False,
+        hold: bool = False,
+        if_changed: bool = False,
     ) -> None:
-        """Store the messages appended since the last save, ``pause`` (or, when ``running``,
-        this run's marker, keeping ``pause`` as the one resumed) and, if asked, the state.
+        """Store the messages appended since the last save, ``pause`` (a pause, a run's journal
+        or none), the state if asked, and the claim: kept and renewed when ``hold``, let go
+        otherwise. With ``if_changed``, a save that would store nothing new is skipped.
 
         The store's save is shielded: if the run is cancelled meanwhile, the save still
         completes and is recorded here before the cancellation goes on, so the agent never
         loses track of what the store holds."""
+        if not hold:
+            await self.stop_renewing()
+        lock = self._lock
+        async with lock if lock is not None else contextlib.nullcontext():
+            await self._save(agent, pause, state, hold, if_changed)
 
+    async def _save(
+        self, agent: Agent, pause: Pause | None, state: bool, hold: bool, if_changed: bool
+    ) -> None:
         import asyncio
 
         from ..sessions._protocol import SessionUpdate
         from ._codec import VERSION, encode_pause
 
         messages = agent._messages
-        if len(messages) < self.saved:
+        count = len(messages)
+        if count < self.saved:
             raise SessionError(
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        count = len(messages)
+        encoded = None if pause is None else encode_pause(pause)
+        if if_changed and count == self.saved and encoded == self._last:
+            return
+        claim = _claim(self.claim, self.lease) if hold else None
         update = SessionUpdate(
             expected_version=self.version,
             first_index=self.saved,
             new_messages=[m.to_dict() for m in messages[self.saved : count]],
-            pause=_marker(pause) if running else None if pause is None else encode_pause(pause),
-            pending=[] if pause is None or running else [i.to_dict() for i in pause.interrupts],
+            pause=encoded,
+            pending=[] if pause is None else [i.to_dict() for i in pause.interrupts],
             tools=list(agent._tools),
             format_version=VERSION,
             state=_json_state(agent) if state else None,
+            claim=claim,
         )
         saving = asyncio.ensure_future(self.store.save(self.session_id, update))
         try:
             version = await asyncio.shield(saving)
         except asyncio.CancelledError:
             version = await saving  # let it land, note it, then let the cancel go on
-            self.version, self.saved = version, count
+            self._saved(version, count, encoded, claim)
             raise
-        self.version, self.saved = version, count
+        self._saved(version, count, encoded, claim)
 
+    def _saved(
+        self, version: int, count: int, encoded: object, claim: dict[str, Any] | None
+    ) -> None:
+        self.version, self.saved, self._last, self.claim = version, count, encoded, claim
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    import asyncio
+
+    return asyncio.current_task()
+
+
+# --- claims -----------------------------------------------------------------------------------
+
+
+def _claim(held: dict[str, Any] | None, lease: float) -> dict[str, JsonValue]:
+    """This process's claim, valid for ``lease`` seconds from now (``since`` is kept while
+    this process holds it)."""
+    import os
+    import time
+
+    now = time.time()
+    machine, owner = _identity()
+    since = now
+    if held is not None and held.get("pid") == os.getpid() and held.get("machine") == machine:
+        held_since = held.get("since")
+        since = held_since if isinstance(held_since, float) else now
+    return {
+        "owner": owner,
+        "machine": machine,
+        "pid": os.getpid(),
+        "since": since,
+        "expires_at": now + lease,
+    }
+
+
+_IDENTITY: tuple[str, str] | None = None
+
+
+def _identity() -> tuple[str, str]:
+    """(this machine's identity, "host:pid"). The machine is the host name, the kernel's boot
+    id and the process-id namespace: where two claims share it, a process id means the same
+    process, so a dead owner is known at once."""
+    global _IDENTITY
+    import os
+
+    if _IDENTITY is None or not _IDENTITY[1].endswith(f":{os.getpid()}"):
+        import socket
+
+        parts = [socket.gethostname()]
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                parts.append(f.read().strip())
+            parts.append(os.readlink("/proc/self/ns/pid"))
+        except OSError:
+            pass
+        _IDENTITY = ("/".join(parts), f"{parts[0]}:{os.getpid()}")
+    return _IDENTITY
+
+
+def claim_is_live(claim: dict[str, Any], now: float | None = None) -> bool:
+    """Whether a stored claim still holds: its lease has not run out and, when it was made on
+    this machine, its process still exists."""
+    import time
+
+    expires = claim.get("expires_at")
+    if not isinstance(expires, int | float) or expires <= (time.time() if now is None else now):
+        return False
+    pid = claim.get("pid")
+    if claim.get("machine") == _identity()[0] and isinstance(pid, int):
+        return _process_exists(pid)
+    return True
+
+
+def _process_exists(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed process its parent has not reaped yet is a zombie: gone all the same
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def describe_claim(claim: dict[str, Any]) -> str:
+    """Who holds a claim, and since when, for messages."""
+    import time
+
+    since = claim.get("since")
+    age = f" for {time.time() - since:.0f} s" if isinstance(since, int | float) else ""
+    return f"{claim.get('owner')!r}{age}"
+
+
+# --- the pre-journal run marker -----------------------------------------------------------------
 
 _RUNNING = "running"
 
@@ -150,28 +314,13 @@ _RUNNING = "running"
 def split_marker(
     stored_pause: dict[str, object] | None,
 ) -> tuple[dict[str, object] | None, dict[str, object] | None]:
-    """(the pause, the run marker) of a stored pause slot: one of them, or neither."""
+    """(the pause, the run marker) of a stored pause slot: one of them, or neither. Sessions
+    written before the journal kept a run's marker in the pause slot."""
     if isinstance(stored_pause, dict):
         marker = stored_pause.get(_RUNNING)
         if isinstance(marker, dict):
             return None, marker
     return stored_pause, None
-
-
-def _marker(resuming: Pause | None) -> dict[str, object]:
-    import os
-    import socket
-    import time
-
-    from ._codec import encode_pause
-
-    marker: dict[str, object] = {
-        "owner": f"{socket.gethostname()}:{os.getpid()}",
-        "since": time.time(),
-    }
-    if resuming is not None:
-        marker["resumed"] = encode_pause(resuming)
-    return {_RUNNING: marker}
 
 
 def _json_state(agent: Agent) -> dict[str, object]:

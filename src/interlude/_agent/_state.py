@@ -63,16 +63,18 @@ class AfterModelCall:
     exception: BaseException | None
 
 
-CallPhase = Literal["pending", "before", "body", "after", "done"]
+CallPhase = Literal["pending", "before", "running", "body", "after", "done"]
 
 
 @dataclass(slots=True, eq=False)
 class ToolCall:
     """One tool use of a batch and how far it got.
 
-    ``phase`` names where it stands: not started, paused in the before-hooks, paused inside
+    ``phase`` names where it stands: not started, paused in the before-hooks, running (the
+    body started and has not returned: after a crash the call is *in doubt*), paused inside
     the tool's body, paused in the after-hooks (with the kept result, exception and cancel
-    message), or done (``result`` is final).
+    message), or done (``result`` is final). ``tool_use.id`` is unique in the conversation;
+    ``model_id`` is the id the model gave, when it had to be made unique.
     """
 
     tool_use: ToolUse
@@ -85,8 +87,17 @@ class ToolCall:
     result: ToolResult | None = None
     exception: BaseException | None = None
     cancel_message: str | None = None
+    started_at: float | None = None
+    """When the body last started (phases running, body, after)."""
+    model_id: str | None = None
+    """The model's own id for this tool use, when it was not unique (results answer it)."""
     tool: AgentTool | None = field(default=None, repr=False)
     """The selected tool object, when this process selected it (not persisted)."""
+
+    @property
+    def answer_id(self) -> str:
+        """The id the tool result answers: the model's own."""
+        return self.model_id or self.tool_use.id
 
 
 @dataclass(slots=True)
@@ -124,7 +135,9 @@ class Progress:
 
 @dataclass(slots=True)
 class Pause:
-    """A paused run: the step to carry on from and the questions it waits on."""
+    """Where a run stands: the step to carry on from, its progress and the questions it waits
+    on. With questions it is a pause; without, it is the journal of a run that is going (or
+    whose process stopped before it finished: a *stopped run*, carried on by ``recover``)."""
 
     step: Step
     interrupts: list[Interrupt]

@@ -57,11 +57,18 @@ class FunctionTool:
     """
 
     def __init__(
-        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        idempotent: bool = False,
     ) -> None:
         import inspect
 
         self.fn = fn
+        self.idempotent = idempotent
+        """Safe to run again: a call in doubt after a crash re-runs without asking a person."""
         self._name = name or fn.__name__
         self._description = description
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -188,7 +195,7 @@ def to_tool_result(tool_use_id: str, value: Any) -> ToolResult:
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, idempotent: bool = False
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -196,17 +203,20 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., description=...)``.
 
     The description is the docstring's summary; argument descriptions come from its ``Args:``
     section; the input schema comes from the type hints. A parameter annotated ``ToolContext``
-    receives the context and is hidden from the model.
+    receives the context and is hidden from the model. ``idempotent=True`` says the tool is
+    safe to run twice: if a process stops while it runs, recovery runs it again instead of
+    asking a person.
     """
     if fn is not None:
-        return FunctionTool(fn, name=name, description=description)
+        return FunctionTool(fn, name=name, description=description, idempotent=idempotent)
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description)
+        return FunctionTool(f, name=name, description=description, idempotent=idempotent)
 
     return wrap

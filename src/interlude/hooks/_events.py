@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._interrupt import Answers, Interrupter, InterruptSource
-from .._messages import Message, ToolResult, ToolUse
+from .._messages import JsonValue, Message, ToolResult, ToolUse
 from .._result import AgentResult
 from .._stream import ModelResponse
 from ..errors import HookEventWriteError
@@ -162,12 +162,16 @@ class BeforeToolCallEvent(HookEvent):
 
     Replace ``tool_use`` to change the arguments, ``tool`` to run another tool (or None), or
     call ``cancel(message)`` to skip the tool: the model then sees ``message`` as an error.
+    An answer given to a question asked here covers exactly the call that runs once every
+    callback has run: if a later callback changes ``tool_use`` or ``tool``, the question is
+    asked again, showing that final call.
     """
 
-    __slots__ = ("_cancel_message", "tool", "tool_use")
+    __slots__ = ("_answered", "_cancel_message", "tool", "tool_use")
     tool_use: ToolUse
     tool: AgentTool | None
     _cancel_message: str | None
+    _answered: dict[str, tuple[str, JsonValue]] | None
     _source: InterruptSource = "before_tool_call"
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {
         "tool_use": ToolUse,
@@ -179,6 +183,7 @@ class BeforeToolCallEvent(HookEvent):
         object.__setattr__(self, "tool_use", tool_use)
         object.__setattr__(self, "tool", tool)
         object.__setattr__(self, "_cancel_message", None)
+        object.__setattr__(self, "_answered", {})
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "tool":

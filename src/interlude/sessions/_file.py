@@ -41,6 +41,7 @@ class _Head:
     pause: dict[str, JsonValue] | None
     tools: list[str]
     pending: list[dict[str, JsonValue]]
+    claim: dict[str, JsonValue] | None
 
 
 def _corrupt(session_id: str, path: Path, detail: str) -> SessionCorruptError:
@@ -66,6 +67,9 @@ def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
         raise _corrupt(session_id, path, f"has state {state!r}, not an object")
     if pause is not None and not isinstance(pause, dict):
         raise _corrupt(session_id, path, f"has pause {pause!r}, not an object or null")
+    claim = d.get("claim")  # absent in heads written before claims were stored
+    if claim is not None and not isinstance(claim, dict):
+        raise _corrupt(session_id, path, f"has claim {claim!r}, not an object or null")
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise _corrupt(session_id, path, f"has tools {tools!r}, not a list of names")
     if not isinstance(pending, list) or not all(isinstance(p, dict) for p in pending):
@@ -79,6 +83,7 @@ def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
         pause,
         tools,
         pending,
+        claim,
     )
 
 
@@ -101,17 +106,19 @@ class FileStore:
     """Sessions as plain files: ``<directory>/<session_id>/messages.jsonl`` and ``head.json``.
 
     ``messages.jsonl`` holds one JSON message per line and is only appended to. ``head.json``
-    holds the rest (version, state, pause, tools, pending interrupts, and how many messages, in
-    how many bytes, belong to the session) and is replaced atomically (temporary file and
-    ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock`` file, a load
-    a shared one, so the compare-and-swap holds across processes on one machine (not on NFS).
+    holds the rest (version, state, pause, run claim, tools, pending interrupts, and how many
+    messages, in how many bytes, belong to the session) and is replaced atomically (temporary
+    file and ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock``
+    file, a load a shared one, so the compare-and-swap holds across processes on one machine
+    (not on NFS).
 
     A crash between appending messages and replacing the head leaves extra lines past the
     head's count: loads ignore them and the next save truncates them. With ``fsync=True`` every
     save is flushed to disk before it returns. Like SQLiteStore, the async methods do their
     (short) file work inline on the event loop's thread. POSIX only (``fcntl``).
 
-    ``bytes_written`` counts the JSON bytes saved (messages, pause, pending, state when given).
+    ``bytes_written`` counts the JSON bytes saved (messages, pause, claim, pending, state when
+    given).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
@@ -207,6 +214,7 @@ class FileStore:
             head.state,
             head.pause,
             head.tools,
+            head.claim,
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
@@ -216,6 +224,7 @@ class FileStore:
         messages = [json.dumps(m) for m in update.new_messages]
         blob = "".join(m + "\n" for m in messages).encode()
         pause = json.dumps(update.pause)
+        claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
         pending = [json.dumps(p) for p in update.pending]
         with self._locked(folder, exclusive=True, create=True):
@@ -253,12 +262,13 @@ class FileStore:
                 f'"format_version": {json.dumps(update.format_version)}, '
                 f'"message_count": {count + len(messages)}, '
                 f'"message_bytes": {offset + len(blob)}, '
-                f'"state": {state}, "pause": {pause}, "tools": {json.dumps(list(update.tools))}, '
+                f'"state": {state}, "pause": {pause}, "claim": {claim}, '
+                f'"tools": {json.dumps(list(update.tools))}, '
                 f'"pending": [{", ".join(pending)}]}}'
             )
             self._replace_head(folder, text.encode())
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
-        self.bytes_written += 0 if update.state is None else len(state)
+        self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         return current + 1
 
     def _replace_head(self, folder: Path, data: bytes) -> None:

@@ -21,6 +21,7 @@ class _Record:
     messages: list[str] = field(default_factory=list)  # JSON text: what a disk store would hold
     state: str = "{}"
     pause: str = "null"
+    claim: str = "null"
     tools: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
 
@@ -66,12 +67,14 @@ class MemoryStore:
                 json.loads(r.state),
                 json.loads(r.pause),
                 list(r.tools),
+                json.loads(r.claim),
             )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         check_session_id(session_id)
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
+        claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
         pending = [json.dumps(p) for p in update.pending]
         with self._lock:
@@ -91,13 +94,13 @@ class MemoryStore:
             if r is None:
                 r = self._sessions[session_id] = _Record(0, update.format_version)
             r.messages.extend(messages)
-            r.pause, r.pending, r.tools = pause, pending, list(update.tools)
+            r.pause, r.claim, r.pending, r.tools = pause, claim, pending, list(update.tools)
             r.format_version = update.format_version
             if state is not None:
                 r.state = state
             r.version += 1
             self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
-            self.bytes_written += 0 if state is None else len(state)
+            self.bytes_written += len(claim) + (0 if state is None else len(state))
             return r.version
 
     async def pending_interrupts(

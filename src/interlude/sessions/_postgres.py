@@ -69,19 +69,21 @@ _MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "CREATE INDEX pending_tool ON {s}.pending (tool_name, raised_at, session_id, interrupt_id)",
         "CREATE INDEX pending_raised ON {s}.pending (raised_at, session_id, interrupt_id)",
     ),
+    ("ALTER TABLE {s}.sessions ADD COLUMN claim text",),  # the run claim, beside the pause
 )
 
 _LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
-    m.data, m.n, m.lo, m.hi
+    s.claim, m.data, m.n, m.lo, m.hi
 FROM {s}.sessions s LEFT JOIN LATERAL (
     SELECT array_agg(data ORDER BY idx) AS data, count(*) AS n, min(idx) AS lo, max(idx) AS hi
     FROM {s}.messages WHERE session_id = s.id) m ON true
 WHERE s.id = %(id)s"""
-_CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, tools,
-    message_count) VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(tools)s, %(added)s)
+_CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, claim, tools,
+    message_count)
+VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(claim)s, %(tools)s, %(added)s)
 ON CONFLICT (id) DO NOTHING RETURNING version"""
 _UPDATE = """UPDATE {s}.sessions SET version = version + 1, format_version = %(fv)s,
-    state = coalesce(%(state)s, state), pause = %(pause)s, tools = %(tools)s,
+    state = coalesce(%(state)s, state), pause = %(pause)s, claim = %(claim)s, tools = %(tools)s,
     message_count = message_count + %(added)s, updated_at = now()
 WHERE id = %(id)s AND version = %(expected)s AND message_count = %(first)s
 RETURNING version"""
@@ -323,8 +325,8 @@ class PostgresStore:
             row = conn.execute(self._sql["load"], {"id": session_id}).fetchone()
         if row is None:
             return None
-        version, format_version, state_text, pause_text, tools_text, count = row[:6]
-        texts, n, lo, hi = row[6:]
+        version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
+        texts, n, lo, hi = row[7:]
         texts = texts or []
         if version < 1:
             raise _corrupt(session_id, f"version {version!r} is not positive")
@@ -344,10 +346,15 @@ class PostgresStore:
         pause = _load_json(pause_text, "pause", session_id)
         if pause is not None and not isinstance(pause, dict):
             raise _corrupt(session_id, f"pause is a {type(pause).__name__}, not an object")
+        claim = _load_json(claim_text, "claim", session_id)
+        if claim is not None and not isinstance(claim, dict):
+            raise _corrupt(session_id, f"claim is a {type(claim).__name__}, not an object")
         tools = _load_json(tools_text, "tools", session_id)
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is not a list of names: {tools!r:.200}")
-        return StoredSession(session_id, version, format_version, messages, state, pause, tools)
+        return StoredSession(
+            session_id, version, format_version, messages, state, pause, tools, claim
+        )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         check_session_id(session_id)
@@ -375,6 +382,7 @@ class PostgresStore:
             "fv": update.format_version,
             "state": state,
             "pause": None if update.pause is None else json.dumps(update.pause),
+            "claim": None if update.claim is None else json.dumps(update.claim),
             "tools": json.dumps(list(update.tools)),
             "messages": messages,
             "ids": ids,
@@ -385,7 +393,7 @@ class PostgresStore:
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
-        size += 0 if state is None else len(state)
+        size += len(json.dumps(update.claim)) + (0 if state is None else len(state))
         with self._lock:
             self.bytes_written += size
         return version

@@ -1,7 +1,8 @@
 """The session store protocol: what an agent saves, and the small interface every store meets.
 
 A store keeps, per session id: the conversation (append-only), the agent state, the pause (or
-none), the names of the agent's tools, an index of pending interrupts, and a version number.
+none), the run claim (or none), the names of the agent's tools, an index of pending interrupts,
+and a version number.
 Every save is a compare-and-swap on that version. The JSON pieces are those of
 ``Agent.export_state()``; stores never interpret them beyond the pending-interrupt index.
 """
@@ -52,7 +53,8 @@ def epoch(when: datetime | float | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class StoredSession:
-    """A session as loaded from a store: the parts of ``export_state()`` plus the version."""
+    """A session as loaded from a store: the parts of ``export_state()``, the version and the
+    run claim (None when there is none)."""
 
     session_id: str
     version: int
@@ -61,6 +63,7 @@ class StoredSession:
     state: dict[str, JsonValue]
     pause: dict[str, JsonValue] | None
     tools: list[str]
+    claim: dict[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,8 @@ class SessionUpdate:
 
     ``first_index`` is the position of the first new message (the number already stored);
     ``pending`` is the pause's interrupts (``Interrupt.to_dict()``) for the pending index.
-    ``state`` is left unchanged when None.
+    ``state`` is left unchanged when None. ``claim`` is the run claim to store beside the pause
+    (an object the store does not interpret), replacing the stored one; None clears it.
     """
 
     expected_version: int
@@ -80,6 +84,7 @@ class SessionUpdate:
     tools: list[str]
     format_version: int
     state: dict[str, JsonValue] | None = None
+    claim: dict[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX pending_by_tool ON pending (tool_name, raised_at)",
         "CREATE INDEX pending_by_time ON pending (raised_at)",
     ),
+    ("ALTER TABLE sessions ADD COLUMN claim TEXT",),  # the run claim, beside the pause
 )
 
 
@@ -108,8 +109,8 @@ class SQLiteStore:
     that a save waiting for another process's write lock blocks the loop for up to ``timeout``
     seconds; use PostgresStore when many workers write at once.
 
-    ``bytes_written`` counts the JSON bytes saved (messages, pause, pending, state when given).
-    Close the store with :meth:`close`, or use it as a context manager.
+    ``bytes_written`` counts the JSON bytes saved (messages, pause, claim, pending, state when
+    given). Close the store with :meth:`close`, or use it as a context manager.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
@@ -198,12 +199,13 @@ class SQLiteStore:
         with self._transaction("BEGIN") as conn:
             row = conn.execute(
                 "SELECT version, format_version, message_count, CAST(state AS BLOB), "
-                "CAST(pause AS BLOB), CAST(tools AS BLOB) FROM sessions WHERE id = ?",
+                "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB) "
+                "FROM sessions WHERE id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
                 return None
-            version, format_version, count, state_raw, pause_raw, tools_raw = row
+            version, format_version, count, state_raw, pause_raw, tools_raw, claim_raw = row
             for what, value in (
                 ("version", version),
                 ("format_version", format_version),
@@ -225,15 +227,21 @@ class SQLiteStore:
         pause = None if pause_raw is None else _json(session_id, "pause", pause_raw)
         if pause is not None and not isinstance(pause, dict):
             raise _corrupt(session_id, f"pause is a {type(pause).__name__}, not an object")
+        claim = None if claim_raw is None else _json(session_id, "claim", claim_raw)
+        if claim is not None and not isinstance(claim, dict):
+            raise _corrupt(session_id, f"claim is a {type(claim).__name__}, not an object")
         tools = _json(session_id, "tools", tools_raw)
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is {tools!r}, not a list of names")
-        return StoredSession(session_id, version, format_version, messages, state, pause, tools)
+        return StoredSession(
+            session_id, version, format_version, messages, state, pause, tools, claim
+        )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         check_session_id(session_id)
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
+        claim = None if update.claim is None else json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
         tools = json.dumps(list(update.tools))
         pending = pending_rows(session_id, update.pending)
@@ -241,14 +249,15 @@ class SQLiteStore:
         with self._transaction("BEGIN IMMEDIATE") as conn:
             if expected == 0 and first == 0:
                 inserted = conn.execute(
-                    "INSERT INTO sessions (id, version, format_version, state, pause, tools, "
-                    "message_count, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?) "
+                    "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
+                    "tools, message_count, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO NOTHING",
                     (
                         session_id,
                         update.format_version,
                         "{}" if state is None else state,
                         pause,
+                        claim,
                         tools,
                         len(messages),
                         time.time(),
@@ -261,13 +270,14 @@ class SQLiteStore:
                 ok = (
                     conn.execute(
                         "UPDATE sessions SET version = version + 1, format_version = ?, "
-                        "state = coalesce(?, state), pause = ?, tools = ?, "
+                        "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
                         "message_count = message_count + ?, updated_at = ? "
                         "WHERE id = ? AND version = ? AND message_count = ?",
                         (
                             update.format_version,
                             state,
                             pause,
+                            claim,
                             tools,
                             len(messages),
                             time.time(),
@@ -293,7 +303,7 @@ class SQLiteStore:
                 "data) VALUES (?, ?, ?, ?, ?, ?)",
                 pending,
             )
-        self.bytes_written += sum(map(len, messages)) + len(pause)
+        self.bytes_written += sum(map(len, messages)) + len(pause) + len(json.dumps(update.claim))
         self.bytes_written += sum(len(p[-1]) for p in pending)
         self.bytes_written += 0 if state is None else len(state)
         return expected + 1
