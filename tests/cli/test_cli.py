@@ -652,3 +652,46 @@ class _Any:
 
 ANY_SESSION: Any = _Any()
 ANY_ERROR: Any = _Any()
+
+
+def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    [started] = run_many(tmp_path, start_user_session("crash"), env=env, cli=False)
+    first = json.loads(started.ok().stdout)["interrupts"][0]
+    dying = {**env, "USER_AGENT_DIE_AFTER_SENDING": "1"}
+    killed = run(
+        tmp_path, "answer", "crash", first["id"], "true", "--agent", "user_agent:build", env=dying
+    )
+    assert killed.returncode == -9, str(killed)
+
+    shown = run(tmp_path, "show", "crash", "--json", env=env).json()
+    assert shown["stopped"] and not shown["paused"] and shown["running"] is None
+    assert "interlude recover crash" in run(tmp_path, "show", "crash", env=env).ok().stdout
+    refused = run(
+        tmp_path, "answer", "crash", first["id"], "true", "--agent", "user_agent:build", env=env
+    )
+    assert_one_line_error(refused, "stopped", "interlude recover crash")
+
+    recovered = run(
+        tmp_path, "recover", "crash", "--agent", "user_agent:build", "--json", env=env
+    ).json()
+    [doubt] = recovered["interrupts"]
+    assert doubt["name"] == "in_doubt" and doubt["input"]["to"] == "ana@example.com"
+    given = json.dumps({"result": "sent to ana@example.com"})
+    next_q = run(
+        tmp_path,
+        "answer",
+        "crash",
+        doubt["id"],
+        given,
+        "--agent",
+        "user_agent:build",
+        "--json",
+        env=env,
+    ).json()
+    assert [i["name"] for i in next_q["interrupts"]] == ["confirm_send"]  # Bob's email
+    assert next_q["interrupts"][0]["input"]["to"] == "bob@example.com"
+    outbox = (tmp_path / "outbox.jsonl").read_text().splitlines()
+    assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once
+    again = run(tmp_path, "recover", "crash", "--agent", "user_agent:build", env=env)
+    assert_one_line_error(again, "no stopped run", "paused")

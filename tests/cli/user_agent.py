@@ -6,7 +6,8 @@ session it creates does not record its factory, so the CLI needs ``--agent`` to 
 ``python -m user_agent STORE_URL SESSION_ID [--ago SECONDS]`` starts such a session (which
 pauses on the first email) and prints the result as JSON; ``--ago`` runs it with the clock
 set back, so the pause looks that old. With $USER_AGENT_OUTBOX set, each sent email is
-appended to that file as a line of JSON (proof of which process ran the tool).
+appended to that file as a line of JSON (proof of which process ran the tool); with
+$USER_AGENT_DIE_AFTER_SENDING set, the process kills itself right after sending.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def send_email(to: str, subject: str) -> str:
     if outbox:
         with open(outbox, "a", encoding="utf-8") as f:
             f.write(json.dumps({"to": to, "subject": subject, "pid": os.getpid()}) + "\n")
+    if os.environ.get("USER_AGENT_DIE_AFTER_SENDING"):  # the process dies mid-call
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     return f"sent to {to}"
 
 

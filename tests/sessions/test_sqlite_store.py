@@ -380,3 +380,23 @@ def test_a_locked_database_is_a_session_error_not_a_driver_error(tmp_path: Path)
         blocker.rollback()
         blocker.close()
     assert asyncio.run(store.save("s", update)) == 1
+
+
+def test_synchronous_is_chosen_by_argument_or_url(tmp_path: Path) -> None:
+    from interlude.errors import ConfigurationError
+    from interlude.sessions import open_store
+
+    for store, mode in (
+        (SQLiteStore(tmp_path / "a.db"), 1),
+        (SQLiteStore(tmp_path / "b.db", synchronous="full"), 2),
+        (open_store(f"sqlite:///{tmp_path}/c.db?synchronous=full"), 2),
+        (open_store(f"sqlite:///{tmp_path}/d.db"), 1),
+    ):
+        assert isinstance(store, SQLiteStore)
+        assert store._conn is not None
+        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == mode  # 1 NORMAL, 2 FULL
+        store.close()
+    with pytest.raises(ConfigurationError, match="synchronous"):
+        SQLiteStore(tmp_path / "e.db", synchronous="off")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="unknown option"):
+        open_store(f"sqlite:///{tmp_path}/f.db?journal=off")

@@ -365,8 +365,10 @@ class Run:
         text: list[str] = []
         reasoning: list[str] = []
         signature: str | None = None
-        tools: dict[str, tuple[str, dict[str, object] | None, list[str]]] = {}
-        order: list[str] = []
+        # Tool uses in stream order; a delta goes to the latest one with its id (a model may
+        # repeat an id within one reply: those stay separate calls).
+        tools: list[tuple[str, str, dict[str, object] | None, list[str]]] = []
+        latest: dict[str, int] = {}
         stop: ModelStop | None = None
 
         def flush() -> None:
@@ -390,13 +392,14 @@ class Run:
                 text.append(event.text)
             elif isinstance(event, ToolUseStart):
                 flush()
-                tools[event.tool_use_id] = (event.name, event.input, [])
-                order.append(event.tool_use_id)
+                latest[event.tool_use_id] = len(tools)
+                tools.append((event.tool_use_id, event.name, event.input, []))
                 blocks.append(ToolUse(event.tool_use_id, event.name, {}))  # placeholder
             elif isinstance(event, ToolUseDelta):
-                if event.tool_use_id not in tools:
+                slot = latest.get(event.tool_use_id)
+                if slot is None:
                     raise ModelError(f"tool input for unknown tool use {event.tool_use_id!r}")
-                tools[event.tool_use_id][2].append(event.input_json)
+                tools[slot][3].append(event.input_json)
             elif isinstance(event, ReasoningDelta):
                 if text or signature is not None:  # a signature closes a reasoning block
                     flush()
@@ -414,9 +417,9 @@ class Run:
                 f"the model stream of {type(agent.model).__name__} ended without a stop event"
             )
         flush()
-        if order:
-            built = {tid: _tool_use(tid, *tools[tid]) for tid in order}
-            blocks = [built[b.id] if isinstance(b, ToolUse) else b for b in blocks]
+        if tools:
+            built = iter([_tool_use(*t) for t in tools])
+            blocks = [next(built) if isinstance(b, ToolUse) else b for b in blocks]
         return ModelResponse(Message("assistant", list(blocks)), stop.stop_reason, stop.usage)
 
 

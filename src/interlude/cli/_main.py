@@ -1,4 +1,5 @@
-"""``interlude``: run the demo, list pending interrupts, answer one, show a session.
+"""``interlude``: run the demo, list pending interrupts, answer one, recover a stopped run,
+show a session.
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE) and
 ``--json`` for scripts. Errors are one line on stderr with exit code 1 (with ``--json``, also a
@@ -117,6 +118,15 @@ def _parser() -> argparse.ArgumentParser:
         help="module:function building the session's agent (default: the one the session recorded)",
     )
 
+    recover = command(
+        "recover", _recover, "carry on a run whose process stopped before it finished"
+    )
+    recover.add_argument("session")
+    recover.add_argument(
+        "--agent",
+        help="module:function building the session's agent (default: the one the session recorded)",
+    )
+
     show = command("show", _show, "show a session's conversation and pause")
     show.add_argument("session")
     return parser
@@ -167,25 +177,13 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
         raise CliError(
             f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
         ) from None
-    store = _store(args.store)
-    stored = asyncio.run(store.load(args.session))
-    if stored is None:
-        raise CliError(f"no session {args.session!r} in {args.store}")
-    factory = args.agent or stored.state.get(FACTORY_KEY)
-    if not isinstance(factory, str):
+    agent = _session_agent(args)
+    if agent.needs_recovery:
         raise CliError(
-            f"session {args.session!r} does not say how to build its agent: pass --agent "
-            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)",
+            f"session {args.session!r} holds a run that stopped before it finished; carry it "
+            f"on first: interlude recover {args.session}",
             session=args.session,
         )
-    build = _load_factory(factory)
-    try:
-        agent = build(store, args.session)
-    except Exception as exc:
-        raise CliError(
-            f"the agent factory {factory!r} failed: {_what(exc)}", session=args.session
-        ) from None
-    agent.state[FACTORY_KEY] = factory  # later answers (and printed commands) need no --agent
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     if args.interrupt_id not in {i.id for i in agent.interrupts}:
@@ -201,17 +199,58 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
+def _recover(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.needs_recovery:
+        state = "paused: answer it with `interlude answer`" if agent.is_paused else "not running"
+        raise CliError(
+            f"session {args.session!r} holds no stopped run ({state})", session=args.session
+        )
+    before = len(agent.messages)
+    result = _run(out, agent.recover, args.session, args.store)
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
 
-    from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import split_marker
+
+def _session_agent(args: argparse.Namespace) -> Agent:
+    """The session's agent, rebuilt by its factory in this process."""
+    import asyncio
 
     store = _store(args.store)
     stored = asyncio.run(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
-    pause, running = split_marker(stored.pause)
+    factory = args.agent or stored.state.get(FACTORY_KEY)
+    if not isinstance(factory, str):
+        raise CliError(
+            f"session {args.session!r} does not say how to build its agent: pass --agent "
+            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)",
+            session=args.session,
+        )
+    build = _load_factory(factory)
+    try:
+        agent = build(store, args.session)
+    except InterludeError as exc:
+        raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
+    except Exception as exc:
+        raise CliError(
+            f"the agent factory {factory!r} failed: {_what(exc)}", session=args.session
+        ) from None
+    agent.state[FACTORY_KEY] = factory  # later answers (and printed commands) need no --agent
+    return agent
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+
+    from .._agent._codec import FORMAT, decode_state
+    from .._agent._persist import claim_is_live, split_marker
+
+    store = _store(args.store)
+    stored = asyncio.run(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    pause, marker = split_marker(stored.pause)
     state = decode_state(
         {
             "format": FORMAT,
@@ -222,13 +261,14 @@ def _show(args: argparse.Namespace, out: Output) -> int:
             "tools": stored.tools,
         }
     )
+    claim = stored.claim if marker is None else marker
     out.show(
         args.session,
         stored.version,
         state.messages,
         state.pause,
         stored.state,
-        running=None if running is None else stored.pause,
+        claim=claim if claim is not None and claim_is_live(claim) else None,
     )
     return 0
 

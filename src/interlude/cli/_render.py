@@ -147,17 +147,19 @@ class Output:
         pause: Pause | None,
         state: dict[str, Any],
         *,
-        running: Any = None,
+        claim: dict[str, Any] | None = None,
     ) -> None:
         interrupts = [] if pause is None else pause.interrupts
+        stopped = pause is not None and not interrupts and claim is None
         if self.json_mode:
             self._json(
                 {
                     "session": session_id,
                     "version": version,
                     "messages": [m.to_dict() for m in messages],
-                    "paused": pause is not None,
-                    "running": running,
+                    "paused": bool(interrupts),
+                    "running": claim,
+                    "stopped": stopped,
                     "interrupts": [_interrupt_json(i) for i in interrupts],
                     "state": state,
                 }
@@ -166,8 +168,14 @@ class Output:
         self._say(f"session {session_id} (version {version}, {len(messages)} messages)", "bold")
         for line in _transcript(messages):
             self._say(line)
-        if running:
-            self._say(f"\nA run is in progress: {running}", "yellow")
+        if claim is not None:
+            self._say(f"\nA run is in progress: {claim.get('owner')}", "yellow")
+        elif stopped:
+            self._say(
+                "\nA run stopped before it finished (its process ended); carry it on with "
+                f"`interlude recover {session_id}`.",
+                "yellow",
+            )
         elif pause is None:
             self._say("\nNot paused.")
         else:

@@ -11,11 +11,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
+from ..errors import (
+    ConfigurationError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+    StateFormatError,
+)
 from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
 
 __all__ = ["SQLiteStore"]
@@ -109,11 +115,27 @@ class SQLiteStore:
     that a save waiting for another process's write lock blocks the loop for up to ``timeout``
     seconds; use PostgresStore when many workers write at once.
 
+    Durability: a committed save survives the process being killed at any moment. With
+    ``synchronous="normal"`` (the default, SQLite's usual setting for WAL) the last commits
+    before a power loss or an OS crash may be lost, never half-written; ``"full"`` syncs every
+    commit to the disk, so they survive that too, at the cost of an fsync per save.
+
     ``bytes_written`` counts the JSON bytes saved (messages, pause, claim, pending, state when
     given). Close the store with :meth:`close`, or use it as a context manager.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 5.0,
+        synchronous: Literal["normal", "full"] = "normal",
+    ) -> None:
+        if synchronous not in ("normal", "full"):
+            raise ConfigurationError(
+                f"synchronous must be 'normal' or 'full', got {synchronous!r}"
+            )
+        self.synchronous = synchronous
         self.path = os.fspath(path)
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
@@ -126,7 +148,7 @@ class SQLiteStore:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._migrate(conn)
         except BaseException:
             conn.close()

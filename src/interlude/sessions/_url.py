@@ -18,7 +18,8 @@ def open_store(url: str) -> SessionStore:
     After ``sqlite://`` or ``file://`` comes ``/`` and the path, so three slashes start a relative
     path and four an absolute one (``sqlite:///data/s.db``, ``sqlite:////var/lib/s.db``), as in
     SQLAlchemy. A bare path ending in ``.db``/``.sqlite`` is a SQLite file. Also
-    ``postgresql://user@host/db`` (or ``postgres://``) and ``memory:``.
+    ``postgresql://user@host/db`` (or ``postgres://``) and ``memory:``. A SQLite URL may end in
+    ``?synchronous=full`` to sync every commit to disk (see :class:`SQLiteStore`).
     """
     if not isinstance(url, str) or not url:
         raise ConfigurationError(f"a store URL is a non-empty string, got {url!r}")
@@ -37,7 +38,14 @@ def open_store(url: str) -> SessionStore:
     if scheme == "sqlite":
         from ._sqlite import SQLiteStore
 
-        return SQLiteStore(_path(url, rest))
+        rest, _, query = rest.partition("?")
+        if query not in ("", "synchronous=normal", "synchronous=full"):
+            raise ConfigurationError(
+                f"unknown option {query!r} in store URL {url!r}: sqlite URLs take "
+                "?synchronous=normal or ?synchronous=full"
+            )
+        mode = "full" if query == "synchronous=full" else "normal"
+        return SQLiteStore(_path(url, rest), synchronous=mode)
     if scheme == "file":
         from ._file import FileStore
 

@@ -1,0 +1,450 @@
+"""Ctrl-C (SIGINT) at random moments, 40 tries each for ``interlude demo`` and ``interlude
+answer``: never a stale claim, never a lost approval, never a hang.
+
+Each try runs the real command in a subprocess and sends it SIGINT after a random delay, spread
+over the command's whole life (start-up, imports, the run, the output) and denser around the
+run itself. The delays come from a seeded ``random.Random`` (``INTERLUDE_CTRL_C_SEED`` picks
+another seed, ``INTERLUDE_CTRL_C_TRIES`` another number of tries), and a failure names the seed,
+the try and its delay. The commands run two at a time (the CI machines have two cores); the
+checks afterwards run in this process, the follow-up commands through the CLI's own ``main``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import random
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlude import Agent, Message, ToolResult, ToolUse
+from interlude.cli import main as cli_main
+from interlude.cli._demo import PROMPT
+from interlude.cli._demo import build as build_demo
+from interlude.sessions import SQLiteStore, StoredSession
+
+from . import ctrl_c_agent
+
+HERE = Path(__file__).resolve().parent
+CLI = [sys.executable, "-m", "interlude"]
+SEED = int(os.environ.get("INTERLUDE_CTRL_C_SEED", "20260214"))
+TRIES = int(os.environ.get("INTERLUDE_CTRL_C_TRIES", "40"))
+WORKERS = 2
+HANG = 30.0  # seconds a command may take after its SIGINT before it counts as hung
+QUESTION = {"question": "May the agent run delete_files?"}
+DELETE_ID = "call_delete"
+INTRO = b"Interlude demo:"  # the demo's first line, printed just before its run
+READY = b"READY"  # printed on stderr by ctrl_c_agent.build, just before the resume
+COUNTING_AGENT = "ctrl_c_agent:build"  # importable in the children (this folder on PYTHONPATH)
+InProcessAgent = Callable[[SQLiteStore, str], Agent]
+
+
+# --- firing a command ---------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """When to send SIGINT: ``delay`` seconds after the start, or after ``marker`` appears."""
+
+    delay: float | None  # None: no SIGINT (a calibration run)
+    marker: bytes | None = None
+    on_stderr: bool = False
+
+    def __str__(self) -> str:
+        if self.delay is None:
+            return "no SIGINT"
+        where = "the start" if self.marker is None else f"{self.marker.decode()!r}"
+        return f"SIGINT {self.delay * 1000:.1f} ms after {where}"
+
+
+@dataclass
+class Shot:
+    """One command run, and how it ended."""
+
+    argv: list[str]
+    plan: Plan
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    hung: bool = False
+    signalled: bool = False
+    marker_at: float | None = None  # seconds from the start
+    elapsed: float = 0.0
+    label: str = ""
+
+    def __str__(self) -> str:
+        marker = "" if self.marker_at is None else f", marker at {self.marker_at:.3f} s"
+        return (
+            f"{self.label}: {self.plan} (seed {SEED}){marker}; sent={self.signalled}, "
+            f"hung={self.hung}, exit {self.returncode} after {self.elapsed:.3f} s\n"
+            f"$ {shlex.join(self.argv)}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("INTERLUDE_STORE", "FORCE_COLOR", ctrl_c_agent.OUTBOX):
+        env.pop(name, None)
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", PYTHONPATH=path)
+    return env
+
+
+def fire(argv: list[str], plan: Plan, cwd: Path, env: dict[str, str], label: str = "") -> Shot:
+    """Run ``argv``; send SIGINT as planned; wait (a command still going HANG seconds later is
+    killed and reported as hung)."""
+    shot = Shot(argv, plan, label=label)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    early = {1: b"", 2: b""}  # what was read while waiting for the marker
+    if plan.marker is not None:
+        stream, key = (proc.stderr, 2) if plan.on_stderr else (proc.stdout, 1)
+        fd = stream.fileno()
+        deadline = start + HANG
+        while plan.marker not in early[key] and time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break  # the command ended before printing the marker
+            early[key] += chunk
+        if plan.marker in early[key]:
+            shot.marker_at = time.monotonic() - start
+    if plan.delay is not None:
+        origin = start if plan.marker is None else start + (shot.marker_at or 0.0)
+        time.sleep(max(0.0, origin + plan.delay - time.monotonic()))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            shot.signalled = True
+    try:
+        out, err = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        shot.hung = True
+        proc.kill()
+        out, err = proc.communicate()
+    shot.elapsed = time.monotonic() - start
+    shot.returncode = proc.returncode
+    shot.stdout = (early[1] + out).decode(errors="replace")
+    shot.stderr = (early[2] + err).decode(errors="replace")
+    return shot
+
+
+def fire_all(jobs: list[tuple[list[str], Plan, str]], cwd: Path) -> list[Shot]:
+    env = _env()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = [pool.submit(fire, argv, plan, cwd, env, label) for argv, plan, label in jobs]
+        return [f.result() for f in futures]
+
+
+def calibrate(
+    argvs: list[list[str]], marker: bytes, on_stderr: bool, cwd: Path
+) -> tuple[float, float]:
+    """Run the commands to their end (no SIGINT), two at a time as the tries will: (seconds to
+    the marker, seconds from the marker to the end), the slowest of them. They also warm the
+    caches (bytecode, the file system) for the tries."""
+    plan = Plan(None, marker, on_stderr)
+    shots = fire_all([(argv, plan, "calibration") for argv in argvs], cwd)
+    for shot in shots:
+        assert shot.returncode == 0 and not shot.hung and shot.marker_at is not None, str(shot)
+    to_marker = max(s.marker_at or 0.0 for s in shots)
+    after = max(s.elapsed - (s.marker_at or 0.0) for s in shots)
+    return to_marker, after
+
+
+def random_plan(rng: random.Random, to_marker: float, after: float, marker: bytes | None,
+                on_stderr: bool = False) -> Plan:  # fmt: skip
+    """A quarter of the tries: anywhere in the command's life, from its start. The others: after
+    the marker (printed just before the run), half of them within its first 30 ms (the run
+    itself), half anywhere until the command would end."""
+    total = (to_marker + after) * 1.1
+    if marker is None or rng.random() < 0.25:
+        return Plan(rng.uniform(0.0, total))
+    window = rng.choice([0.03, after * 1.1])
+    return Plan(rng.uniform(0.0, window), marker, on_stderr)
+
+
+# --- looking at a session -----------------------------------------------------------------
+
+
+def load(db: Path, session_id: str) -> StoredSession | None:
+    with SQLiteStore(db) as store:
+        return asyncio.run(store.load(session_id))
+
+
+@contextlib.contextmanager
+def fresh_agent(db: Path, session_id: str, build: InProcessAgent) -> Iterator[Agent]:
+    with SQLiteStore(db) as store:
+        yield build(store, session_id)
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    """An ``interlude`` command run in this process (the same code as the console script)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def delete_results(messages: list[Message]) -> list[ToolResult]:
+    return [
+        b
+        for m in messages
+        for b in m.content
+        if isinstance(b, ToolResult) and b.tool_use_id == DELETE_ID
+    ]
+
+
+def asked_to_delete(messages: list[Message]) -> bool:
+    return any(isinstance(b, ToolUse) and b.id == DELETE_ID for m in messages for b in m.content)
+
+
+def outbox_runs(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def check_stderr(shot: Shot) -> str | None:
+    """Output a tidy Ctrl-C may leave: nothing, the CLI's one line, or (interrupted while
+    Python was still starting up) the traceback of a KeyboardInterrupt."""
+    err = shot.stderr
+    for bad in ("Task was destroyed", "Exception ignored", "was never awaited", "RuntimeError"):
+        if bad in err:
+            return f"stderr shows {bad!r}"
+    if "Traceback" in err:
+        last = err.strip().splitlines()[-1]
+        if not last.startswith("KeyboardInterrupt"):
+            return f"a traceback that is not a KeyboardInterrupt: {last!r}"
+    return None
+
+
+def _pending_ids(db: Path, session_id: str) -> list[str] | str:
+    code, out, err = cli("pending", "--store", f"sqlite:///{db}", "--json")
+    if code != 0:
+        return f"`interlude pending` failed ({code}): {err.strip()}"
+    return [e["id"] for e in json.loads(out) if e["session"] == session_id]
+
+
+# --- demo ---------------------------------------------------------------------------------
+
+
+def check_demo(
+    db: Path, session_id: str, shot: Shot, seen: Counter[str], assert_valid: Any
+) -> None:
+    """What a demo run stopped by Ctrl-C may leave: nothing; an idle session (the run was
+    cancelled: conversation closed, the delete never run); or the pause with its question.
+    Never a claim, never a run to recover; `pending` (and `answer`, when paused) work at once."""
+    problem = check_stderr(shot)
+    assert problem is None, problem
+    stored = load(db, session_id)
+    pending = _pending_ids(db, session_id)
+    assert isinstance(pending, list), pending
+    if stored is None:
+        seen["nothing stored"] += 1
+        assert pending == []
+        return
+    assert stored.claim is None, f"a stale claim: {stored.claim}"
+    with fresh_agent(db, session_id, build_demo) as agent:
+        assert not agent.needs_recovery, "Ctrl-C left a stopped run (a journal) behind"
+        assert_valid(agent)
+        assert not [r for r in delete_results(agent.messages) if r.status == "success"], (
+            "the delete ran without an approval"
+        )
+        if not agent.is_paused:
+            assert pending == []
+            seen["idle, conversation closed" if agent.messages else "idle, empty"] += 1
+            result = agent(PROMPT)  # the session takes a new run at once
+            assert result.stop_reason == "interrupt"
+            return
+    seen["paused"] += 1
+    [question] = agent.interrupts
+    assert question.name == "approve" and question.reason == QUESTION
+    assert question.tool_use is not None and question.tool_use.name == "delete_files"
+    assert pending == [question.id], f"pending lists {pending}"
+    code, out, err = cli(
+        "answer", "--store", f"sqlite:///{db}", session_id, question.id, "true", "--json"
+    )
+    assert code == 0, f"`interlude answer` failed ({code}): {err}"
+    assert json.loads(out)["stop_reason"] == "end_turn", out
+    after = load(db, session_id)
+    assert after is not None and after.claim is None and after.pause is None
+    results = delete_results([Message.from_dict(m) for m in after.messages])  # type: ignore[arg-type]
+    assert [r.status for r in results] == ["success"], results
+
+
+def test_ctrl_c_during_demo(tmp_path: Path, assert_valid: Any) -> None:
+    started = time.monotonic()
+    store = f"sqlite:///{tmp_path}/calibration.db"
+    to_marker, after = calibrate(
+        [[*CLI, "demo", "--store", store, "--session", f"calib-{k}"] for k in range(2)],
+        INTRO,
+        False,
+        tmp_path,
+    )
+    jobs: list[tuple[list[str], Plan, str]] = []
+    for i in range(TRIES):
+        rng = random.Random(f"{SEED}:demo:{i}")
+        db = tmp_path / f"d{i}.db"
+        argv = [*CLI, "demo", "--store", f"sqlite:///{db}", "--session", f"ctrlc-{i}"]
+        jobs.append((argv, random_plan(rng, to_marker, after, INTRO), f"demo try {i}"))
+    shots = fire_all(jobs, tmp_path)
+    seen: Counter[str] = Counter()
+    failures: list[str] = []
+    for i, shot in enumerate(shots):
+        try:
+            assert not shot.hung, "the command hung after SIGINT"
+            check_demo(tmp_path / f"d{i}.db", f"ctrlc-{i}", shot, seen, assert_valid)
+        except AssertionError as exc:
+            failures.append(f"{exc}\n{shot}")
+    print(
+        f"\ndemo: {TRIES} tries in {time.monotonic() - started:.1f} s (seed {SEED}; "
+        f"{to_marker:.3f} s to the intro, {after:.3f} s after it): {dict(seen)}"
+    )
+    assert not failures, f"{len(failures)} of {TRIES} tries failed:\n\n" + "\n\n".join(failures)
+
+
+# --- resume -------------------------------------------------------------------------------
+
+
+@dataclass
+class Paused:
+    db: Path
+    session_id: str
+    interrupt_id: str
+    counting: bool  # answered by ctrl_c_agent:build (counts the delete tool's runs)
+    outbox: Path
+    history: list[str] = field(default_factory=list)
+
+
+def make_paused(tmp_path: Path, i: int, counting: bool) -> Paused:
+    db = tmp_path / f"r{i}.db"
+    session_id = f"resume-{i}"
+    with SQLiteStore(db) as store:
+        result = build_demo(store, session_id)(PROMPT)
+    [question] = result.interrupts
+    return Paused(db, session_id, question.id, counting, tmp_path / f"outbox{i}.jsonl")
+
+
+def answer_argv(p: Paused) -> list[str]:
+    argv = [*CLI, "answer", "--store", f"sqlite:///{p.db}", p.session_id, p.interrupt_id, "true"]
+    return [*argv, "--agent", COUNTING_AGENT] if p.counting else argv
+
+
+def check_resume(
+    p: Paused, shot: Shot, seen: Counter[str], assert_valid: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After Ctrl-C during `answer`: no claim, no run to recover, and the approval either still
+    waits (the same question; answering it again runs the delete once) or was acted on (the
+    conversation records the delete call's result). The delete never runs twice."""
+    problem = check_stderr(shot)
+    assert problem is None, problem
+    stored = load(p.db, p.session_id)
+    assert stored is not None
+    assert stored.claim is None, f"a stale claim: {stored.claim}"
+    build: InProcessAgent = ctrl_c_agent.build if p.counting else build_demo
+    with fresh_agent(p.db, p.session_id, build) as agent:
+        assert not agent.needs_recovery, "Ctrl-C left a stopped run (a journal) behind"
+        assert_valid(agent)
+        results = delete_results(agent.messages)
+        paused, interrupts, count = agent.is_paused, agent.interrupts, len(agent.messages)
+    runs = outbox_runs(p.outbox)
+    pending = _pending_ids(p.db, p.session_id)
+    assert isinstance(pending, list), pending
+    if paused:
+        assert [i.id for i in interrupts] == [p.interrupt_id], "a different question"
+        assert interrupts[0].reason == QUESTION
+        assert pending == [p.interrupt_id], f"pending lists {pending}"
+        assert results == [], f"paused, yet the delete has a result: {results}"
+        assert runs == 0, "paused, yet the delete ran"
+        seen["still paused"] += 1
+        monkeypatch.setenv(ctrl_c_agent.OUTBOX, str(p.outbox))
+        agent_flag = ["--agent", "durability.ctrl_c_agent:build"] if p.counting else []
+        code, out, err = cli(
+            "answer", "--store", f"sqlite:///{p.db}", p.session_id, p.interrupt_id, "true",
+            "--json", *agent_flag,
+        )  # fmt: skip
+        assert code == 0, f"answering again failed ({code}): {err}"
+        assert json.loads(out)["stop_reason"] == "end_turn", out
+        after = load(p.db, p.session_id)
+        assert after is not None and after.claim is None and after.pause is None
+        again = delete_results([Message.from_dict(m) for m in after.messages])  # type: ignore[arg-type]
+        assert [r.status for r in again] == ["success"], again
+        if p.counting:
+            assert outbox_runs(p.outbox) == 1, "the delete did not run exactly once"
+        return
+    assert pending == [], f"not paused, yet pending lists {pending}"
+    assert len(results) == 1, f"the approval was lost: no result for the delete ({results})"
+    [result] = results
+    if result.status == "success":
+        assert result.text.startswith("deleted 3 file(s)"), result.text
+        assert not p.counting or runs == 1, f"recorded as run, but it ran {runs} time(s)"
+        seen["delete ran" + (", reply given" if count > 5 else "")] += 1
+        return
+    # Stopped while the delete ran (its thread cannot be stopped): said to have maybe run.
+    assert "may have had effects" in result.text, f"the approval was lost: {result.text!r}"
+    assert runs <= 1
+    seen[
+        f"stopped in the delete (it ran {runs} time(s))" if p.counting else "stopped in the delete"
+    ] += 1
+
+
+def test_ctrl_c_during_answer(
+    tmp_path: Path, assert_valid: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = time.monotonic()
+    calibration = [make_paused(tmp_path, TRIES + k, counting=True) for k in range(2)]
+    to_marker, after = calibrate([answer_argv(p) for p in calibration], READY, True, tmp_path)
+    # Odd tries answer with the counting agent (and aim at its READY line); even ones with the
+    # factory the session recorded (the demo's own), aimed from the start.
+    paused = [make_paused(tmp_path, i, counting=i % 2 == 1) for i in range(TRIES)]
+    jobs: list[tuple[list[str], Plan, str]] = []
+    for i, p in enumerate(paused):
+        rng = random.Random(f"{SEED}:answer:{i}")
+        marker = READY if p.counting else None
+        plan = random_plan(rng, to_marker, after, marker, on_stderr=True)
+        jobs.append((answer_argv(p), plan, f"answer try {i}"))
+    shots = _fire_with_outboxes(jobs, paused, tmp_path)
+    seen: Counter[str] = Counter()
+    failures: list[str] = []
+    for p, shot in zip(paused, shots, strict=True):
+        try:
+            assert not shot.hung, "the command hung after SIGINT"
+            check_resume(p, shot, seen, assert_valid, monkeypatch)
+        except AssertionError as exc:
+            failures.append(f"{exc}\n{shot}")
+    print(
+        f"\nanswer: {TRIES} tries in {time.monotonic() - started:.1f} s (seed {SEED}; "
+        f"{to_marker:.3f} s to READY, {after:.3f} s after it): {dict(seen)}"
+    )
+    assert not failures, f"{len(failures)} of {TRIES} tries failed:\n\n" + "\n\n".join(failures)
+
+
+def _fire_with_outboxes(
+    jobs: list[tuple[list[str], Plan, str]], paused: list[Paused], cwd: Path
+) -> list[Shot]:
+    """fire_all, each counting command with its own outbox file."""
+    base = _env()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = []
+        for (argv, plan, label), p in zip(jobs, paused, strict=True):
+            env = dict(base, **{ctrl_c_agent.OUTBOX: str(p.outbox)}) if p.counting else base
+            futures.append(pool.submit(fire, argv, plan, cwd, env, label))
+        return [f.result() for f in futures]
