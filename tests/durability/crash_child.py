@@ -431,13 +431,14 @@ def matrix(store: str, root: Path, jobs: int) -> dict[str, Any]:
         pid = os.fork()
         if pid == 0:
             code = 1
+            directory = root / f"p{i:03d}"
             try:
-                directory = root / f"p{i:03d}"
                 cell = crash_point(store, directory, phase, point)
-                (directory / "cell.json").write_text(json.dumps(cell))
                 code = 0
             except BaseException:
-                traceback.print_exc()
+                cell = {"phase": phase, "point": point, "error": traceback.format_exc()}
+            try:
+                (directory / "cell.json").write_text(json.dumps(cell))
             finally:
                 os._exit(code)
         running[pid] = i
@@ -474,13 +475,21 @@ def main(argv: list[str]) -> int:
     if args.command == "recover":
         print(json.dumps(recover(args.store, args.dir), indent=2))
         return 0
-    if args.store != "sqlite":  # load the driver before forking (no connection yet)
+    # Load once, before forking, what every child would load (no connection, loop or thread).
+    if args.store == "sqlite":
+        import interlude.sessions._sqlite  # noqa: F401
+    else:
+        import interlude.sessions._postgres  # noqa: F401
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
+    import interlude._agent._persist  # noqa: F401
     import interlude._agent._codec  # noqa: F401  (loaded lazily by a run: load it once here)
     import interlude._agent._loop  # noqa: F401
 
     deploy.spec, notify.spec  # noqa: B018  (builds the tools' validators once, for every fork)
+    import gc
+
+    gc.freeze()  # the children share these pages: keep the collector from touching them
 
     result = matrix(args.store, args.dir, args.jobs)
     out = args.out or args.dir / "matrix.json"

