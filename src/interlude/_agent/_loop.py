@@ -84,10 +84,10 @@ class Run:
     __slots__ = (
         "agent",
         "emit",
+        "in_flight",
         "journal",
         "messages",
         "progress",
-        "in_flight",
         "progressed",
         "started",
         "step",

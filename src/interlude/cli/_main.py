@@ -169,7 +169,6 @@ def _pending(args: argparse.Namespace, out: Output) -> int:
 
 
 def _answer(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
 
     try:
         answer = json.loads(args.answer)

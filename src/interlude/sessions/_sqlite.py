@@ -132,9 +132,7 @@ class SQLiteStore:
         synchronous: Literal["normal", "full"] = "normal",
     ) -> None:
         if synchronous not in ("normal", "full"):
-            raise ConfigurationError(
-                f"synchronous must be 'normal' or 'full', got {synchronous!r}"
-            )
+            raise ConfigurationError(f"synchronous must be 'normal' or 'full', got {synchronous!r}")
         self.synchronous = synchronous
         self.path = os.fspath(path)
         if self.path != ":memory:":

@@ -44,8 +44,8 @@ def open_store(url: str) -> SessionStore:
                 f"unknown option {query!r} in store URL {url!r}: sqlite URLs take "
                 "?synchronous=normal or ?synchronous=full"
             )
-        mode = "full" if query == "synchronous=full" else "normal"
-        return SQLiteStore(_path(url, rest), synchronous=mode)
+        full = query == "synchronous=full"
+        return SQLiteStore(_path(url, rest), synchronous="full" if full else "normal")
     if scheme == "file":
         from ._file import FileStore
 
