@@ -29,27 +29,23 @@ from ..errors import (
     DirectToolInterruptError,
     NotPausedError,
     ResumeInputError,
-    StateMismatchError,
     UnknownInterruptError,
     UnknownToolError,
 )
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._state import (
-    AfterModelCall,
     BeforeInvocation,
     Pause,
     Progress,
     Step,
     ToolCall,
-    outstanding_batch,
 )
 
 if TYPE_CHECKING:
     import asyncio
 
     from ..sessions._protocol import SessionStore
-    from ._codec import AgentState
     from ._loop import Emit, Run
     from ._persist import SessionLink
 
@@ -145,9 +141,11 @@ class Agent:
                         f"session {session_id!r} already holds a conversation; do not pass "
                         "messages="
                     )
-                self._adopt(loaded)
+                from ._transitions import adopt, close_pre_journal_crash
+
+                adopt(self, loaded)
                 if self._pause is None:
-                    self._close_interrupted_batch(link.legacy_resumed)
+                    close_pre_journal_crash(self, link.legacy_resumed)
             self._session = link
 
     # --- what the agent holds -------------------------------------------------------------
@@ -180,22 +178,6 @@ class Agent:
     @property
     def session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
-
-    def _close_interrupted_batch(self, kept: Pause | None = None) -> None:
-        """A stored conversation that ends in unanswered tool uses and no journal comes from a
-        run killed mid-batch before the journal existed: record those calls as not finished.
-
-        ``kept`` is the pause that run had resumed, if any: calls it had finished keep their
-        results (they are never run again)."""
-        from ._loop import closing_message
-
-        reason = (
-            "not finished: the run stopped (its process ended) before this tool call "
-            "completed; it may or may not have run"
-        )
-        message = closing_message(self._messages, None if kept is None else kept.step, reason)
-        if message is not None:
-            self._messages.append(message)
 
     def _tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:
@@ -277,27 +259,11 @@ class Agent:
         become "cancelled" (a call that had started is said to have maybe had effects)."""
         if self._running:
             raise AgentBusyError("cannot discard the pause while a run is going")
-        pause = self._pause
-        if pause is None:
+        if self._pause is None:
             raise NotPausedError("the agent is not paused; there is nothing to discard")
-        if self._session is not None:
-            self._session.check_not_running()
-        from ._loop import closing_message
+        from ._transitions import discard
 
-        before = len(self._messages)
-        what = "pause" if pause.interrupts else "stopped run"
-        message = closing_message(
-            self._messages, pause.step, f"cancelled: the {what} was discarded"
-        )
-        if message is not None:
-            self._messages.append(message)
-        if self._session is not None:
-            try:
-                run_sync(self._session.save(self, None, state=True))
-            except BaseException:
-                del self._messages[before:]
-                raise
-        self._pause = None
+        discard(self)
 
     # --- state ------------------------------------------------------------------------------
 
@@ -322,40 +288,9 @@ class Agent:
                 "this agent's state comes from its session; import into an agent without one"
             )
         from ._codec import decode_state
+        from ._transitions import adopt
 
-        self._adopt(decode_state(data))
-
-    def _adopt(self, loaded: AgentState) -> None:
-        """Take a decoded state (from import_state or the session) as this agent's own, after
-        checking that its pause fits this agent; nothing changes if it does not."""
-        if loaded.pause is not None:
-            self._check_fits(loaded.pause.step, loaded.tools)
-        self._messages[:] = loaded.messages
-        self.state = loaded.state
-        self._pause = loaded.pause
-
-    def _check_fits(self, step: Step, had_tools: list[str]) -> None:
-        needed_names: list[tuple[str, str, bool]] = []  # (tool name, tool use id, selected)
-        batch = outstanding_batch(step)
-        if batch is not None:
-            for call in batch.calls:
-                if call.phase == "done":
-                    continue
-                if call.phase in ("running", "body", "after"):
-                    if call.tool_name is not None:
-                        needed_names.append((call.tool_name, call.tool_use.id, True))
-                else:
-                    needed_names.append((call.tool_use.name, call.tool_use.id, False))
-        elif isinstance(step, AfterModelCall) and step.response is not None:
-            needed_names = [(t.name, t.id, False) for t in step.response.message.tool_uses]
-        for needed, tool_use_id, selected in needed_names:
-            # A tool the run selected must be here; one the model asked for, if the saving
-            # agent had it (else the model asked for a tool that never existed).
-            if (selected or needed in had_tools) and needed not in self._tools:
-                raise StateMismatchError(
-                    f"the paused run needs tool {needed!r} (tool use {tool_use_id!r}), "
-                    f"which this agent does not have (tools: {', '.join(self._tools) or 'none'})"
-                )
+        adopt(self, decode_state(data))
 
     # --- internals --------------------------------------------------------------------------
 
@@ -454,7 +389,9 @@ class Agent:
                 if run.started:
                     raise
                 # Cancelled before its first step: nothing ran. Put the pause back.
-                await self._restore(pause)
+                from ._transitions import put_back
+
+                await put_back(self, pause)
                 current = asyncio.current_task()
                 if self._cancel_requested and (current is None or not current.cancelling()):
                     return AgentResult(stop_reason="cancelled", interrupts=self.interrupts)
@@ -478,17 +415,10 @@ class Agent:
             await link.claim_for(run)
         except BaseException:
             if link.version != version:  # the claim landed, then the caller was cancelled
-                await self._restore(pause)
+                from ._transitions import put_back
+
+                await put_back(self, pause)
             raise
-
-    async def _restore(self, pause: Pause | None) -> None:
-        """Undo a claim whose run never started: the pause (and the stored one) as before."""
-        import contextlib
-
-        self._pause = pause
-        if self._session is not None:
-            with contextlib.suppress(Exception):
-                await self._session.save(self, pause)
 
 
 class ToolCaller:

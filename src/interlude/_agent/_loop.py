@@ -330,10 +330,9 @@ class Run:
         resuming as it was, also in the store. Returns whether it did."""
         if resumed is None or self.progressed:
             return False
-        self.agent._pause = resumed
-        if self.journal is not None:
-            with contextlib.suppress(Exception):
-                await self.journal.save(self.agent, resumed, state=True, hold=False)
+        from ._transitions import put_back
+
+        await put_back(self.agent, resumed)
         return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
