@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from interlude import Agent, ToolContext, ToolUse, tool
+from interlude import Agent, ToolContext, ToolResult, ToolUse, tool
 from interlude.errors import SessionConflictError
 from interlude.hooks import (
     AfterInvocationEvent,
@@ -260,7 +260,9 @@ def build(store: SessionStore, session_id: str, points: Points) -> Agent:
             ]
         if n == 3:
             results = request.messages[2].content
-            summary = ", ".join(f"{r.tool_use_id}={r.status}" for r in results)  # type: ignore[union-attr]
+            summary = ", ".join(
+                f"{r.tool_use_id}={r.status}" for r in results if isinstance(r, ToolResult)
+            )
             return f"finished: {summary}"
         raise AssertionError(f"the scenario has no reply for {n} messages")
 
@@ -268,7 +270,7 @@ def build(store: SessionStore, session_id: str, points: Points) -> Agent:
         FunctionModel(reply),
         tools=[deploy, notify],
         hooks=[Tracer(points)],
-        session=CrashStore(store, points),  # type: ignore[arg-type]
+        session=CrashStore(store, points),
         session_id=session_id,
         session_lease=LEASE,
     )
@@ -476,16 +478,13 @@ def main(argv: list[str]) -> int:
         print(json.dumps(recover(args.store, args.dir), indent=2))
         return 0
     # Load once, before forking, what every child would load (no connection, loop or thread).
-    if args.store == "sqlite":
-        import interlude.sessions._sqlite  # noqa: F401
-    else:
-        import interlude.sessions._postgres  # noqa: F401
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
-    import interlude._agent._persist  # noqa: F401
-    import interlude._agent._codec  # noqa: F401  (loaded lazily by a run: load it once here)
-    import interlude._agent._loop  # noqa: F401
+    import importlib
 
+    driver = ["interlude.sessions._sqlite"]
+    if args.store != "sqlite":
+        driver = ["interlude.sessions._postgres", "psycopg", "psycopg_pool"]
+    for module in [*driver, "interlude._agent._persist", "interlude._agent._loop"]:
+        importlib.import_module(module)
     deploy.spec, notify.spec  # noqa: B018  (builds the tools' validators once, for every fork)
     import gc
 

@@ -131,7 +131,7 @@ def check_matrix(matrix: dict[str, Any], name: str) -> None:
             failures.append(
                 f"[{name}] phase {cell['phase']} point {cell['point']}: {invariant}: {detail}\n"
                 f"    snapshot: {describe_snapshot(cell.get('snapshot'))}\n"
-                f"    rounds: {cell.get('rounds')}  dir: {cell.get('dir')}"
+                f"    rounds: {cell.get('rounds')}\n    {reproduce(cell)}"
             )
     summary = {
         "store": name,
@@ -154,6 +154,8 @@ def judge(cell: dict[str, Any]) -> list[tuple[str, str]]:
     events: list[dict[str, Any]] = cell["events"]
     point = str(cell["point"])
     killed = [e["point"] for e in events if e["ev"] == "kill"]
+    if cell.get("setup", 0) != 0:
+        broken.append(("not_recovered", f"the setup process exited {cell['setup']}"))
     if cell.get("crash") != KILLED or killed != [point]:
         broken.append(("not_recovered", f"the child exited {cell.get('crash')}, killed {killed}"))
     if cell.get("error"):
@@ -261,7 +263,7 @@ def model_repeats(
     broken: list[tuple[str, str]] = []
     before = Counter(e["length"] for e in events if e["ev"] == "ask" and e["role"] != "recover")
     after = Counter(e["length"] for e in events if e["ev"] == "ask" and e["role"] == "recover")
-    for length, n in (before + after).items():
+    for length in sorted(before | after):
         if before[length] > 1 or after[length] > 1:
             broken.append(("model_asked_twice", f"L{length}: {before[length]} + {after[length]}"))
         elif after[length] and reply_stored(snapshot, length):
@@ -323,6 +325,16 @@ def stored_results(snapshot: dict[str, Any] | None) -> dict[str, str]:
 
 def surfaced_in_doubt(cell: dict[str, Any]) -> list[str]:
     return [e["id"] for e in cell.get("events", []) if e["ev"] == "in_doubt"]
+
+
+def reproduce(cell: dict[str, Any]) -> str:
+    """Shell commands that replay one cell on SQLite (in tests/durability)."""
+    run = "python crash_child.py run --store sqlite --dir /tmp/cell"
+    setup = f"{run} --role setup --phase 1 && " if cell["phase"] == 2 else ""
+    return (
+        f"reproduce: {setup}CRASH_AT='{cell['point']}' {run} --phase {cell['phase']}; "
+        "python crash_child.py recover --store sqlite --dir /tmp/cell"
+    )
 
 
 def describe_snapshot(stored: dict[str, Any] | None) -> str:

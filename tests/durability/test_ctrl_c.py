@@ -464,3 +464,68 @@ def _fire_with_outboxes(
             env = dict(base, **{ctrl_c_agent.OUTBOX: str(p.outbox)}) if p.counting else base
             futures.append(pool.submit(fire, argv, plan, cwd, env, label))
         return [f.result() for f in futures]
+
+
+# --- the moment a sync call starts --------------------------------------------------------
+
+WINDOW_CHILD = """
+import os, signal, sys
+import interlude._sync as sync
+from interlude.cli._demo import PROMPT, build
+from interlude.sessions import SQLiteStore
+
+owns_sigint = sync._owns_sigint
+
+
+def ctrl_c_now() -> bool:
+    # A real SIGINT, delivered where run_sync has created the run's task but not yet put in
+    # its own SIGINT handler: Python's default handler raises KeyboardInterrupt right here.
+    os.kill(os.getpid(), signal.SIGINT)
+    return owns_sigint()
+
+
+db, session_id, what = sys.argv[1:4]
+agent = build(SQLiteStore(db), session_id)
+sync._owns_sigint = ctrl_c_now
+try:
+    if what == "resume":
+        agent.resume({agent.interrupts[0].id: True})
+    else:
+        agent(PROMPT)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+@pytest.mark.parametrize("what", ["prompt", "resume"])
+def test_ctrl_c_as_a_sync_call_starts_leaves_nothing_running(tmp_path: Path, what: str) -> None:
+    """Ctrl-C a few bytecodes into ``agent(...)`` / ``agent.resume(...)``, before the call's
+    SIGINT handler is in place (a window random tries rarely hit): KeyboardInterrupt, and the
+    run never starts, not even later, while the process exits. The session is as it was: no
+    claim, no stopped run; a resume's pause (and its question) is still there."""
+    db, session_id = tmp_path / "w.db", "window"
+    question_id = None
+    if what == "resume":
+        with SQLiteStore(db) as store:
+            [question] = build_demo(store, session_id)(PROMPT).interrupts
+        question_id = question.id
+    before = load(db, session_id)
+    proc = subprocess.run(
+        [sys.executable, "-c", WINDOW_CHILD, str(db), session_id, what],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+    )
+    shown = f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.stdout.strip() == "KeyboardInterrupt", shown
+    stored = load(db, session_id)
+    if before is None:
+        assert stored is None or (stored.claim is None and stored.pause is None), shown
+    else:
+        assert stored is not None and stored.claim is None, f"a stale claim\n{shown}"
+        with fresh_agent(db, session_id, build_demo) as agent:
+            assert not agent.needs_recovery, f"a stopped run was left behind\n{shown}"
+            assert [i.id for i in agent.interrupts] == [question_id], shown
+        assert stored.version == before.version, "the session changed"
+    assert "Task was destroyed" not in proc.stderr, shown
