@@ -89,6 +89,7 @@ class Run:
         "messages",
         "progress",
         "progressed",
+        "seen_ids",
         "started",
         "step",
     )
@@ -103,6 +104,7 @@ class Run:
         self.messages = agent._messages
         self.step: Step | None = None
         self.started = False
+        self.seen_ids: dict[str, int] | None = None
         self.in_flight = 0
         """Tool bodies running now (a result is saved at once while siblings still run)."""
         self.progressed = False
@@ -273,7 +275,7 @@ class Run:
             tool_uses = []
         then: Step
         if tool_uses:
-            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self.messages))
+            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self._tool_use_ids()))
         else:
             stop: StopReason = (
                 "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
@@ -282,6 +284,18 @@ class Run:
                 AgentResult(stop_reason=stop, message=message, usage=progress.usage)
             )
         return await self._append(message, then)
+
+    def _tool_use_ids(self) -> dict[str, int]:
+        """How often each tool-use id occurs in the conversation (counted once per run)."""
+        if self.seen_ids is None:
+            seen: dict[str, int] = {}
+            for m in self.messages:
+                if m.role == "assistant":
+                    for b in m.content:
+                        if isinstance(b, ToolUse):
+                            seen[b.id] = seen.get(b.id, 0) + 1
+            self.seen_ids = seen
+        return self.seen_ids
 
     async def _tool_batch(self, step: ToolBatch, replay: bool) -> _Outcome:
         interrupts = await run_batch(self, step, replay)
@@ -443,29 +457,21 @@ def _tool_use(
     return ToolUse(tool_use_id, name, value)
 
 
-def _unique_calls(tool_uses: list[ToolUse], messages: list[Message]) -> list[ToolCall]:
+def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:
     """The batch's calls, each with a tool-use id unique in the conversation.
 
     A model may repeat an id in one reply or reuse one from an earlier turn; questions and
-    results are keyed by the id, so a repeat is renamed ``<id>#<n>`` here. The conversation
-    keeps the model's own ids, and each result answers its call's model id.
+    results are keyed by the id, so the n-th use of an id (n > 1) runs as ``<id>#<n>``.
+    ``seen`` counts the uses of each id so far and is updated. The conversation keeps the
+    model's own ids, and each result answers its call's model id.
     """
-    seen: set[str] = set()
-    for m in messages:
-        if m.role == "assistant":
-            seen.update(b.id for b in m.content if isinstance(b, ToolUse))
     calls: list[ToolCall] = []
     for tu in tool_uses:
-        if tu.id not in seen:
-            seen.add(tu.id)
+        n = seen[tu.id] = seen.get(tu.id, 0) + 1
+        if n == 1:
             calls.append(ToolCall(tu))
-            continue
-        n = 2
-        while f"{tu.id}#{n}" in seen:
-            n += 1
-        unique = f"{tu.id}#{n}"
-        seen.add(unique)
-        calls.append(ToolCall(ToolUse(unique, tu.name, tu.input), model_id=tu.id))
+        else:
+            calls.append(ToolCall(ToolUse(f"{tu.id}#{n}", tu.name, tu.input), model_id=tu.id))
     return calls
 
 
