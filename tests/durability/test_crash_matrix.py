@@ -69,7 +69,7 @@ INVARIANTS = (
     "wrong_outcome",
     "not_recovered",
 )
-JOBS = max(2, min(4, os.cpu_count() or 2))
+JOBS = 4  # cells at a time: a cell mostly waits (on fork, the disk, the database)
 
 
 @pytest.fixture
@@ -143,7 +143,12 @@ def check_matrix(matrix: dict[str, Any], name: str) -> None:
         "violations": {k: counts[k] for k in INVARIANTS},
     }
     print(json.dumps(summary))
-    assert not failures, f"{len(failures)} broken invariant(s):\n" + "\n".join(failures)
+    errors = matrix["stderr"].strip()  # tracebacks of children that failed unexpectedly
+    assert not failures, (
+        f"{len(failures)} broken invariant(s):\n"
+        + "\n".join(failures)
+        + (f"\nthe children's stderr ends with:\n{errors[-4000:]}" if errors else "")
+    )
 
 
 def judge(cell: dict[str, Any]) -> list[tuple[str, str]]:
