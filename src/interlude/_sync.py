@@ -37,10 +37,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
         with ThreadPoolExecutor(1, thread_name_prefix="interlude-sync") as pool:
             return pool.submit(asyncio.run, coro).result()
-    loop = _thread_loop()
-    task = loop.create_task(coro)
-    if _owns_sigint():
-        return _run_catching_sigint(loop, task)
+    try:
+        loop = _thread_loop()
+        if _owns_sigint():
+            return _run_catching_sigint(loop, coro)
+        task = loop.create_task(coro)
+    except BaseException:  # Ctrl-C before the run existed: it never starts
+        coro.close()
+        raise
     try:
         return loop.run_until_complete(task)
     except KeyboardInterrupt:
@@ -61,22 +65,33 @@ def _owns_sigint() -> bool:
     )
 
 
-def _run_catching_sigint(loop: asyncio.AbstractEventLoop, task: asyncio.Task[T]) -> T:
-    """Run ``task``; Ctrl-C cancels it (as often as pressed) instead of raising wherever the
+def _run_catching_sigint(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro``; Ctrl-C cancels it (as often as pressed) instead of raising wherever the
     code happens to be, so a save is never cut in half and the run always ends tidily (its
-    claim let go, its pause kept or its conversation closed). KeyboardInterrupt follows."""
+    claim let go, its pause kept or its conversation closed). KeyboardInterrupt follows.
+
+    The handler is in place before the run's task exists, so no Ctrl-C can leave a task
+    behind that would start later (at exit, or in the next sync call)."""
     import asyncio
     import signal
 
     pressed = False
+    task: asyncio.Task[T] | None = None
 
     def on_sigint(signum: int, frame: object) -> None:
         nonlocal pressed
         pressed = True
-        loop.call_soon_threadsafe(task.cancel)
+        if task is not None:
+            loop.call_soon_threadsafe(task.cancel)
 
     signal.signal(signal.SIGINT, on_sigint)
     try:
+        if pressed:
+            coro.close()
+            raise KeyboardInterrupt
+        task = loop.create_task(coro)
+        if pressed:
+            task.cancel()
         result = loop.run_until_complete(task)
     except asyncio.CancelledError:
         if pressed:
@@ -106,6 +121,13 @@ def _close(loop: asyncio.AbstractEventLoop) -> None:
     if loop.is_closed() or loop.is_running():
         return
     try:
+        import asyncio
+
+        left = asyncio.all_tasks(loop)  # none, unless a caller was interrupted oddly
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.run_until_complete(loop.shutdown_default_executor())
     finally:
