@@ -1,0 +1,116 @@
+"""Where a benchmark's time goes: cProfile over one workload, per unit of work.
+
+    .venv/bin/python bench/hotspots.py cycles          # g) journaled cycles, no hooks
+    .venv/bin/python bench/hotspots.py cycles-hook     # g) with the no-op before-tool hook
+    .venv/bin/python bench/hotspots.py sqlite-trip     # d) SQLite pause + fresh agent + resume
+    .venv/bin/python bench/hotspots.py pg-trip         # e) the same through PostgreSQL
+    .venv/bin/python bench/hotspots.py memory-trip     # c) in-memory sync pause + resume
+
+Prints the top functions by own time (``--sort cumulative`` for inclusive time) in
+microseconds per cycle or per round trip. cProfile adds about a microsecond per call, so
+call-heavy code looks slower than it is: read the figures as shares, and time the suspects
+directly before concluding. A coroutine counts one call per resumption (a save that awaits a
+thread counts two), and only the main thread is profiled: PostgresStore's work in its worker
+thread shows as the event loop waiting in epoll.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import bench
+import journal
+from common import Metered
+
+import sessions
+from interlude import ToolUse
+from interlude.sessions import SQLiteStore
+
+WARM_UP = 20
+
+
+def _trip(store: Any, sid: str) -> None:
+    paused = sessions.agent_for(store, sid, [[ToolUse("t1", "act", {"item": "x"})]])("go")
+    fresh = sessions.agent_for(store, sid, ["done"])
+    result = fresh.resume({paused.interrupts[0].id: True})
+    assert result.stop_reason == "end_turn"
+
+
+def workload(name: str, units: int, tmp: Path) -> tuple[Callable[[int], None], str, Any]:
+    """(run unit i, the unit's name, a store to close or None)."""
+    if name in ("cycles", "cycles-hook"):
+        metered = Metered(SQLiteStore(tmp / "cycles.db"))
+        variant = journal.Variant(name, metered, hook=name == "cycles-hook")
+
+        def cycles(i: int) -> None:
+            journal.cycle_agent(variant, f"c{i}", journal.CYCLES)("go")
+
+        return cycles, f"cycle ({journal.CYCLES} per invocation)", metered
+    if name == "sqlite-trip":
+        store = SQLiteStore(tmp / "trips.db")
+        return (lambda i: _trip(store, f"s{i}")), "round trip", store
+    if name == "pg-trip":
+        from interlude.sessions import PostgresStore
+
+        pg = PostgresStore(sessions.PG_DSN, schema=f"bench_hot_{os.getpid()}")
+        return (lambda i: _trip(pg, f"p{i}")), "round trip", pg
+    if name == "memory-trip":  # as in c), the agents are built beforehand
+        agents = [bench.paused_agent() for _ in range(units + WARM_UP)]
+
+        def memory(i: int) -> None:
+            agent = agents[i]
+            result = agent("go")
+            agent.resume({x.id: True for x in result.interrupts})
+
+        return memory, "round trip", None
+    raise SystemExit(f"unknown workload {name!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "workload", choices=["cycles", "cycles-hook", "sqlite-trip", "pg-trip", "memory-trip"]
+    )
+    parser.add_argument("--units", type=int, default=0, help="invocations / round trips")
+    parser.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    cyc = args.workload.startswith("cycles")
+    units = args.units or (10 if cyc else 300)
+    with tempfile.TemporaryDirectory() as tmp:
+        run, unit, store = workload(args.workload, units, Path(tmp))
+        try:
+            for i in range(WARM_UP if not cyc else 2):
+                run(-1 - i)
+            profile = cProfile.Profile()
+            profile.enable()
+            for i in range(units):
+                run(i)
+            profile.disable()
+        finally:
+            if store is not None:
+                store.close()
+            if args.workload == "pg-trip":
+                sessions._drop_schema(f"bench_hot_{os.getpid()}")
+    per = units * (journal.CYCLES if cyc else 1)
+    stats = pstats.Stats(profile)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    key = 2 if args.sort == "tottime" else 3  # (cc, nc, tt, ct, callers)
+    total = sum(v[2] for v in raw.values())
+    print(f"{args.workload}: {total * 1e6 / per:,.0f} us per {unit} under cProfile")
+    print(f"{'us/unit':>9} {'calls/unit':>10} {'us/call':>8}  function ({args.sort})")
+    for func, v in sorted(raw.items(), key=lambda kv: -kv[1][key])[: args.top]:
+        filename, line, fname = func
+        where = f"{Path(filename).name}:{line}({fname})" if line else fname
+        print(f"{v[key] * 1e6 / per:9.1f} {v[1] / per:10.2f} {v[key] * 1e6 / v[1]:8.1f}  {where}")
+
+
+if __name__ == "__main__":
+    main()
