@@ -92,6 +92,7 @@ class Metered:
 
     def __init__(self, store: Any, *, record_pause: bool = False) -> None:
         self.store = store
+        self._saves_inline = bool(getattr(store, "_saves_inline", False))  # as the store says
         self.record_pause = record_pause
         self.saves = 0
         self.save_seconds = 0.0

@@ -12,15 +12,18 @@ call, so a live run is never taken over. A claim whose lease ran out, or whose p
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from .._sync import run_sync
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
+from ..sessions._protocol import SessionUpdate
+from ._codec import VERSION, encode_pause
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .._messages import JsonValue
     from ..sessions._protocol import SessionStore
     from ._agent import Agent
@@ -35,8 +38,11 @@ class SessionLink:
     """Where an agent's state lives, how much of it is stored, and the claim of a run."""
 
     __slots__ = (
+        "_held",
+        "_inline",
         "_last",
         "_lock",
+        "_no_pending",
         "_renewer",
         "claim",
         "lease",
@@ -60,6 +66,9 @@ class SessionLink:
         self.legacy_resumed: Pause | None = None  # a pre-journal run marker's pause
         self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
         self._last: object = None  # the pause slot as last saved
+        self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
+        self._inline = bool(getattr(store, "_saves_inline", False))
+        self._no_pending = False  # whether this link's last save left the pending index empty
         self._lock: asyncio.Lock | None = None
         self._renewer: asyncio.Task[None] | None = None
 
@@ -104,8 +113,6 @@ class SessionLink:
         """SessionConflictError if another process's run holds the session (a live claim)."""
         claim = self.claim
         if claim is not None and claim_is_live(claim):
-            import time
-
             expires = claim.get("expires_at")
             left = expires - time.time() if isinstance(expires, int | float) else self.lease
             raise SessionConflictError(
@@ -116,19 +123,17 @@ class SessionLink:
 
     async def claim_for(self, run: Run) -> None:
         """Claim the session for ``run`` (of two claimants one wins) and keep the claim live."""
-        import asyncio
-
         self._lock = asyncio.Lock()
         self.lost = None
+        self._held = None
         await self.save(run.agent, run.position(), hold=True)
         task = asyncio.current_task()
         self._renewer = asyncio.ensure_future(self._renew(run, task))
 
     async def _renew(self, run: Run, owner: asyncio.Task[Any] | None) -> None:
-        import asyncio
-
         while True:
             await asyncio.sleep(self.lease / 3)
+            self._held = None  # a fresh claim: its lease counts from now
             try:
                 await self.save(run.agent, run.position(), hold=True)
             except SessionConflictError as exc:  # someone took the session over: stop the run
@@ -171,11 +176,6 @@ class SessionLink:
     async def _save(
         self, agent: Agent, pause: Pause | None, state: bool, hold: bool, if_changed: bool
     ) -> None:
-        import asyncio
-
-        from ..sessions._protocol import SessionUpdate
-        from ._codec import VERSION, encode_pause
-
         messages = agent._messages
         count = len(messages)
         if count < self.saved:
@@ -186,18 +186,31 @@ class SessionLink:
         encoded = None if pause is None else encode_pause(pause)
         if if_changed and count == self.saved and encoded == self._last:
             return
-        claim = _claim(self.claim, self.lease) if hold else None
+        claim = None
+        if hold:  # the run's claim, made anew when the run starts and at each renewal
+            if self._held is None:
+                self._held = _claim(self.claim, self.lease)
+            claim = self._held
+        else:
+            self._held = None
+        questions = [] if pause is None else pause.interrupts
+        # No question then and none now: leave the index alone (a running agent's journal).
+        pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
         update = SessionUpdate(
             expected_version=self.version,
             first_index=self.saved,
             new_messages=[m.to_dict() for m in messages[self.saved : count]],
             pause=encoded,
-            pending=[] if pause is None else [i.to_dict() for i in pause.interrupts],
+            pending=pending,
             tools=list(agent._tools),
             format_version=VERSION,
             state=_json_state(agent) if state else None,
             claim=claim,
         )
+        if self._inline:  # runs to its end without suspending: nothing can cut it
+            version = await self.store.save(self.session_id, update)
+            self._saved(version, count, encoded, claim)
+            return
         saving = asyncio.ensure_future(self.store.save(self.session_id, update))
         try:
             version = await asyncio.shield(saving)
@@ -211,11 +224,10 @@ class SessionLink:
         self, version: int, count: int, encoded: object, claim: dict[str, Any] | None
     ) -> None:
         self.version, self.saved, self._last, self.claim = version, count, encoded, claim
+        self._no_pending = encoded is None or not encoded.get("interrupts")  # type: ignore[attr-defined]
 
 
 def _current_task() -> asyncio.Task[Any] | None:
-    import asyncio
-
     return asyncio.current_task()
 
 
@@ -225,9 +237,6 @@ def _current_task() -> asyncio.Task[Any] | None:
 def _claim(held: dict[str, Any] | None, lease: float) -> dict[str, JsonValue]:
     """This process's claim, valid for ``lease`` seconds from now (``since`` is kept while
     this process holds it)."""
-    import os
-    import time
-
     now = time.time()
     machine, owner = _identity()
     since = now
@@ -251,8 +260,6 @@ def _identity() -> tuple[str, str]:
     id and the process-id namespace: where two claims share it, a process id means the same
     process, so a dead owner is known at once."""
     global _IDENTITY
-    import os
-
     if _IDENTITY is None or not _IDENTITY[1].endswith(f":{os.getpid()}"):
         import socket
 
@@ -270,8 +277,6 @@ def _identity() -> tuple[str, str]:
 def claim_is_live(claim: dict[str, Any], now: float | None = None) -> bool:
     """Whether a stored claim still holds: its lease has not run out and, when it was made on
     this machine, its process still exists."""
-    import time
-
     expires = claim.get("expires_at")
     if not isinstance(expires, int | float) or expires <= (time.time() if now is None else now):
         return False
@@ -282,8 +287,6 @@ def claim_is_live(claim: dict[str, Any], now: float | None = None) -> bool:
 
 
 def _process_exists(pid: int) -> bool:
-    import os
-
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -299,8 +302,6 @@ def _process_exists(pid: int) -> bool:
 
 def describe_claim(claim: dict[str, Any]) -> str:
     """Who holds a claim, and since when, for messages."""
-    import time
-
     since = claim.get("since")
     age = f" for {time.time() - since:.0f} s" if isinstance(since, int | float) else ""
     return f"{claim.get('owner')!r}{age}"

@@ -217,18 +217,23 @@ class FileStore:
             head.claim,
         )
 
+    _saves_inline = True
+    """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
+
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         folder = self._folder(session_id)
-        for i, p in enumerate(update.pending):  # the same check SQLiteStore needs for its index
+        for i, p in enumerate(update.pending or ()):  # the check SQLiteStore needs for its index
             Interrupt.from_dict(p, f"pending[{i}]")
         messages = [json.dumps(m) for m in update.new_messages]
         blob = "".join(m + "\n" for m in messages).encode()
         pause = json.dumps(update.pause)
         claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
-        pending = [json.dumps(p) for p in update.pending]
+        pending = [json.dumps(p) for p in update.pending or ()]
         with self._locked(folder, exclusive=True, create=True):
             head = self._head(session_id, folder)
+            if update.pending is None and head is not None:  # the index as it is
+                pending = [json.dumps(p) for p in head.pending]
             current = 0 if head is None else head.version
             count = 0 if head is None else head.message_count
             if current != update.expected_version:

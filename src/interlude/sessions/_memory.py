@@ -70,13 +70,17 @@ class MemoryStore:
                 json.loads(r.claim),
             )
 
+    _saves_inline = True
+    """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
+
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         check_session_id(session_id)
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
         claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
-        pending = [json.dumps(p) for p in update.pending]
+        keep = update.pending is None
+        pending = [json.dumps(p) for p in update.pending or ()]
         with self._lock:
             r = self._sessions.get(session_id)
             current = 0 if r is None else r.version
@@ -94,7 +98,9 @@ class MemoryStore:
             if r is None:
                 r = self._sessions[session_id] = _Record(0, update.format_version)
             r.messages.extend(messages)
-            r.pause, r.claim, r.pending, r.tools = pause, claim, pending, list(update.tools)
+            r.pause, r.claim, r.tools = pause, claim, list(update.tools)
+            if not keep:
+                r.pending = pending
             r.format_version = update.format_version
             if state is not None:
                 r.state = state

@@ -365,10 +365,11 @@ class PostgresStore:
                     "not an object"
                 )
         messages = [json.dumps(m) for m in update.new_messages]
-        pending = [json.dumps(p) for p in update.pending]
+        keep = update.pending is None
+        pending = [json.dumps(p) for p in update.pending or ()]
         interrupts = [
             Interrupt.from_dict(p, f"session {session_id!r} pending[{i}]")
-            for i, p in enumerate(update.pending)
+            for i, p in enumerate(update.pending or ())
         ]
         ids = [it.id for it in interrupts]
         if len(set(ids)) != len(ids):
@@ -390,6 +391,7 @@ class PostgresStore:
             "tool_names": [None if it.tool_use is None else it.tool_use.name for it in interrupts],
             "raised": [it.raised_at for it in interrupts],
             "data": pending,
+            "keep_pending": keep,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
@@ -411,7 +413,7 @@ class PostgresStore:
                     raise self._conflict(sid, p, current if row is None else (0, 0))
                 if p["messages"]:
                     conn.execute(q["append"], p)
-                if p["expected"] != 0:
+                if p["expected"] != 0 and not p["keep_pending"]:
                     conn.execute(q["clear_pending"], p)
                 if p["ids"]:
                     conn.execute(q["add_pending"], p)

@@ -71,7 +71,8 @@ class SessionUpdate:
     """One save: append ``new_messages`` and set the rest, if the stored version is ``expected``.
 
     ``first_index`` is the position of the first new message (the number already stored);
-    ``pending`` is the pause's interrupts (``Interrupt.to_dict()``) for the pending index.
+    ``pending`` is the pause's interrupts (``Interrupt.to_dict()``) for the pending index, or
+    None to leave the index as it is (a running agent's journal saves, which change no question).
     ``state`` is left unchanged when None. ``claim`` is the run claim to store beside the pause
     (an object the store does not interpret), replacing the stored one; None clears it.
     """
@@ -80,7 +81,7 @@ class SessionUpdate:
     first_index: int
     new_messages: list[JsonValue]
     pause: dict[str, JsonValue] | None
-    pending: list[dict[str, JsonValue]]
+    pending: list[dict[str, JsonValue]] | None
     tools: list[str]
     format_version: int
     state: dict[str, JsonValue] | None = None

@@ -140,6 +140,7 @@ class SQLiteStore:
             os.makedirs(parent, exist_ok=True)
         self._lock = threading.Lock()
         self.bytes_written = 0
+        self._tools_cache: tuple[tuple[str, ...] | None, str] = (None, "[]")
         conn = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
@@ -257,14 +258,17 @@ class SQLiteStore:
             session_id, version, format_version, messages, state, pause, tools, claim
         )
 
+    _saves_inline = True
+    """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
+
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         check_session_id(session_id)
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
         claim = None if update.claim is None else json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
-        tools = json.dumps(list(update.tools))
-        pending = pending_rows(session_id, update.pending)
+        tools = self._tools_json(update.tools)
+        pending = None if update.pending is None else pending_rows(session_id, update.pending)
         first, expected = update.first_index, update.expected_version
         with self._transaction("BEGIN IMMEDIATE") as conn:
             if expected == 0 and first == 0:
@@ -310,23 +314,33 @@ class SQLiteStore:
                 )
             if not ok:
                 raise self._conflict(conn, session_id, update)
-            try:
+            if messages:
+                try:
+                    conn.executemany(
+                        "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
+                        [(session_id, first + i, m) for i, m in enumerate(messages)],
+                    )
+                except sqlite3.IntegrityError:
+                    raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
+            if pending is not None:
+                conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+            if pending:
                 conn.executemany(
-                    "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
-                    [(session_id, first + i, m) for i, m in enumerate(messages)],
+                    "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
+                    "raised_at, data) VALUES (?, ?, ?, ?, ?, ?)",
+                    pending,
                 )
-            except sqlite3.IntegrityError:
-                raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
-            conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
-            conn.executemany(
-                "INSERT INTO pending (session_id, interrupt_id, name, tool_name, raised_at, "
-                "data) VALUES (?, ?, ?, ?, ?, ?)",
-                pending,
-            )
-        self.bytes_written += sum(map(len, messages)) + len(pause) + len(json.dumps(update.claim))
-        self.bytes_written += sum(len(p[-1]) for p in pending)
+        self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
+        self.bytes_written += sum(len(p[-1]) for p in pending or ())
         self.bytes_written += 0 if state is None else len(state)
         return expected + 1
+
+    def _tools_json(self, tools: list[str]) -> str:
+        """The tools' JSON (the same list at almost every save: encoded once)."""
+        key = tuple(tools)
+        if self._tools_cache[0] != key:
+            self._tools_cache = (key, json.dumps(list(tools)))
+        return self._tools_cache[1]
 
     @staticmethod
     def _conflict(

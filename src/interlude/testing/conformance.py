@@ -184,6 +184,26 @@ class SessionStoreConformance:
         assert got.state == {"k": {"n": 1}}
         assert got.tools == ["record"]
 
+    def test_pending_none_leaves_the_index_as_it_is(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        question = Interrupt(
+            id=interrupt_id("before_tool_call", "t1", "approve"),
+            name="approve",
+            source="before_tool_call",
+            raised_at=5.0,
+        ).to_dict()
+
+        async def go() -> tuple[int, int, int]:
+            v = await store.save("kept", _update(0, 0, [_text(0)], pending=[question]))
+            v = await store.save("kept", _update(v, 1, [_text(1)], pending=None))
+            kept = len(await store.pending_interrupts())
+            v = await store.save("kept", _update(v, 2, [], pending=[]))
+            cleared = len(await store.pending_interrupts())
+            await store.save("kept", _update(v, 2, [], pending=None))
+            return kept, cleared, len(await store.pending_interrupts())
+
+        assert asyncio.run(go()) == (1, 0, 0)
+
     def test_claim_round_trip(self, tmp_path: Path) -> None:
         store = self.make_store(tmp_path)
         claim = {"owner": "host:1", "token": "t1", "since": 1.5, "expires_at": 2.5}
