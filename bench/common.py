@@ -92,7 +92,6 @@ class Metered:
 
     def __init__(self, store: Any, *, record_pause: bool = False) -> None:
         self.store = store
-        self._saves_inline = bool(getattr(store, "_saves_inline", False))  # as the store says
         self.record_pause = record_pause
         self.saves = 0
         self.save_seconds = 0.0
@@ -113,6 +112,10 @@ class Metered:
         finally:
             self.load_seconds += time.perf_counter() - t0
             self.loads += 1
+
+    @property
+    def _saves_inline(self) -> bool:  # the wrapped store's word: timing adds no await
+        return bool(getattr(self.store, "_saves_inline", False))
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         t0 = time.perf_counter()

@@ -247,8 +247,8 @@ class Agent:
         "cancelled" error result, so the conversation stays valid. No run: nothing happens.
         """
         with self._lock:
-            if not self._running:
-                return
+            if not self._running or self._cancel_requested:
+                return  # no run, or its cancel is already on its way
             self._cancel_requested = True  # seen by _start if the run task does not exist yet
             task, loop = self._task, self._loop
         if task is not None and loop is not None and not task.done():
@@ -388,10 +388,7 @@ class Agent:
                     raise link.lost from None  # another process took the session over
                 if run.started:
                     raise
-                # Cancelled before its first step: nothing ran. Put the pause back.
-                from ._transitions import put_back
-
-                await put_back(self, pause)
+                # Cancelled before its first step: nothing ran, nothing was saved.
                 current = asyncio.current_task()
                 if self._cancel_requested and (current is None or not current.cancelling()):
                     return AgentResult(stop_reason="cancelled", interrupts=self.interrupts)
@@ -407,18 +404,11 @@ class Agent:
     async def _claim(self, link: SessionLink, run: Run, pause: Pause | None) -> None:
         """Claim the session for a run: of two processes resuming one pause, one gets past.
 
-        The claim saves where the run starts (with the answers just given), so if this
-        process dies right after it, the answers are not lost."""
-        version = link.version
-        try:
-            link.check_not_running()
-            await link.claim_for(run)
-        except BaseException:
-            if link.version != version:  # the claim landed, then the caller was cancelled
-                from ._transitions import put_back
-
-                await put_back(self, pause)
-            raise
+        The claim lands with the run's first checkpoint, which saves where the run starts
+        (with the answers just given), so if this process dies right after it, the answers
+        are not lost."""
+        link.check_not_running()
+        link.claim_for(run)
 
 
 class ToolCaller:

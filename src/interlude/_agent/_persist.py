@@ -1,8 +1,9 @@
 """An agent's link to its session in a store: load once, then save as the run goes.
 
 Every save is a compare-and-swap on the session's version. A run's first save is its *claim*
-(its own field in the stored session: who runs it, until when), so when two processes resume
-the same pause exactly one proceeds; the other gets SessionConflictError with nothing run.
+(its own field in the stored session: who runs it, until when), made before anything outside
+the loop happens, so when two processes resume the same pause exactly one proceeds; the other
+gets SessionConflictError with nothing run.
 
 While a run goes, the stored pause slot holds its journal (where it stands: a pause with no
 questions), and the claim is renewed every third of the lease, also during a long tool or model
@@ -39,6 +40,7 @@ class SessionLink:
 
     __slots__ = (
         "_held",
+        "_holding",
         "_inline",
         "_last",
         "_lock",
@@ -67,7 +69,8 @@ class SessionLink:
         self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
         self._last: object = None  # the pause slot as last saved
         self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
-        self._inline = bool(getattr(store, "_saves_inline", False))
+        self._holding = False  # whether the stored claim is this run's
+        self._inline = _saves_inline(store)
         self._no_pending = False  # whether this link's last save left the pending index empty
         self._lock: asyncio.Lock | None = None
         self._renewer: asyncio.Task[None] | None = None
@@ -121,12 +124,17 @@ class SessionLink:
                 f"{max(left, 0):.0f} s)"
             )
 
-    async def claim_for(self, run: Run) -> None:
-        """Claim the session for ``run`` (of two claimants one wins) and keep the claim live."""
+    def claim_for(self, run: Run) -> None:
+        """Ready the session's claim for ``run`` and keep it live while the run goes.
+
+        The claim is stored by the run's first save, its first checkpoint: the loop saves one
+        before anything outside it happens (a hook, a model call, a tool), so of two processes
+        starting runs on one session, one's claim lands first and the other gets
+        SessionConflictError before it has done anything."""
         self._lock = asyncio.Lock()
         self.lost = None
         self._held = None
-        await self.save(run.agent, run.position(), hold=True)
+        self._holding = False
         task = asyncio.current_task()
         self._renewer = asyncio.ensure_future(self._renew(run, task))
 
@@ -184,7 +192,7 @@ class SessionLink:
                 "session's conversation is append-only"
             )
         encoded = None if pause is None else encode_pause(pause)
-        if if_changed and count == self.saved and encoded == self._last:
+        if if_changed and self._holding and count == self.saved and encoded == self._last:
             return
         claim = None
         if hold:  # the run's claim, made anew when the run starts and at each renewal
@@ -224,7 +232,17 @@ class SessionLink:
         self, version: int, count: int, encoded: object, claim: dict[str, Any] | None
     ) -> None:
         self.version, self.saved, self._last, self.claim = version, count, encoded, claim
+        self._holding = claim is not None
         self._no_pending = encoded is None or not encoded.get("interrupts")  # type: ignore[attr-defined]
+
+
+def _saves_inline(store: object) -> bool:
+    """Whether the store's ``save`` never suspends (so no cancel can cut it): said by the class
+    that defines ``save`` (a subclass that overrides ``save`` must say so again)."""
+    for klass in type(store).__mro__:
+        if "save" in klass.__dict__:
+            return "_saves_inline" in klass.__dict__ and bool(store._saves_inline)
+    return False
 
 
 def _current_task() -> asyncio.Task[Any] | None:
