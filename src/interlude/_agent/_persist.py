@@ -241,7 +241,9 @@ def _saves_inline(store: object) -> bool:
     that defines ``save`` (a subclass that overrides ``save`` must say so again)."""
     for klass in type(store).__mro__:
         if "save" in klass.__dict__:
-            return "_saves_inline" in klass.__dict__ and bool(store._saves_inline)
+            return "_saves_inline" in klass.__dict__ and bool(
+                object.__getattribute__(store, "_saves_inline")
+            )
     return False
 
 
