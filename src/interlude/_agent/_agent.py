@@ -110,7 +110,8 @@ class Agent:
         self.max_retries = max_retries
         self._tools: dict[str, AgentTool] = {}
         for item in tools:
-            t = item if isinstance(item, AgentTool) else _as_tool(item)
+            # FunctionTool first: a runtime-protocol isinstance costs tens of microseconds.
+            t = item if isinstance(item, FunctionTool | AgentTool) else _as_tool(item)
             if t.name in self._tools:
                 raise ConfigurationError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
