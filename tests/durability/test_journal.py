@@ -185,3 +185,50 @@ def test_a_session_written_before_the_journal_still_loads():
     assert (a.status, a.text) == ("success", "did 1")
     assert b.status == "error" and "may or may not have run" in b.text
     assert str(fresh("and now?")) == "ok"
+
+
+def test_a_run_whose_session_is_taken_over_stops_with_a_conflict():
+    """If another process takes the session over (this one's loop was blocked past the lease,
+    say), the next renewal finds it and the run stops instead of writing over the new owner."""
+    from interlude.errors import SessionConflictError
+
+    store = MemoryStore()
+
+    @tool
+    async def slow() -> str:
+        """Take a while; meanwhile another process takes the session over."""
+        stored = await store.load("taken")
+        foreign = {
+            "owner": "elsewhere:1",
+            "machine": "elsewhere",
+            "pid": 1,
+            "since": 0.0,
+            "expires_at": 9e9,
+        }
+        await store.save(
+            "taken",
+            SessionUpdate(
+                stored.version,
+                len(stored.messages),
+                [],
+                stored.pause,
+                None,
+                stored.tools,
+                stored.format_version,
+                None,
+                foreign,
+            ),
+        )
+        await asyncio.sleep(1.0)
+        return "done"
+
+    agent = Agent(
+        ScriptedModel([[ToolUse("t1", "slow", {})], "never"]),
+        tools=[slow],
+        session=store,
+        session_id="taken",
+        session_lease=0.3,
+    )
+    with pytest.raises(SessionConflictError):
+        agent("go")
+    assert _stored(store, "taken").claim["owner"] == "elsewhere:1"  # not overwritten
