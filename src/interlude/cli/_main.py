@@ -55,9 +55,12 @@ class _Parser(argparse.ArgumentParser):
 
 def run(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = _parser()
     try:
+        parser = _parser()
         args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command started: nothing was touched
+        print("interlude: error: interrupted", file=sys.stderr)
+        return 130
     except _UsageError as exc:
         exc.parser.print_usage(sys.stderr)
         print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
