@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..sessions._protocol import SessionStore
-    from ._loop import Emit, Run
+    from ._loop import Emit
     from ._persist import SessionLink
 
 # The loop, asyncio and the JSON codec load on first use, keeping `import interlude` light.
@@ -370,13 +370,13 @@ class Agent:
             self._running = True
             self._cancel_requested = False
             self._loop = asyncio.get_running_loop()
-        pause = self._pause  # kept until the run really starts: Run.drive clears it
         link = self._session
         run = Run(self, progress, emit, link)
         run.step = step
         try:
-            if link is not None:
-                await self._claim(link, run, pause)
+            if link is not None:  # the claim lands with the run's first checkpoint
+                link.check_not_running()
+                link.claim_for(run)
             with self._lock:
                 task = asyncio.ensure_future(run.drive(step, replay))
                 self._task = task
@@ -401,15 +401,6 @@ class Agent:
                 self._running = False
                 self._task = self._loop = None
                 self._cancel_requested = False
-
-    async def _claim(self, link: SessionLink, run: Run, pause: Pause | None) -> None:
-        """Claim the session for a run: of two processes resuming one pause, one gets past.
-
-        The claim lands with the run's first checkpoint, which saves where the run starts
-        (with the answers just given), so if this process dies right after it, the answers
-        are not lost."""
-        link.check_not_running()
-        link.claim_for(run)
 
 
 class ToolCaller:

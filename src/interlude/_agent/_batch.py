@@ -69,29 +69,34 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
         if question is not None:
             return [question]
     while True:
-        if call.phase in ("pending", "before"):
-            tool_use = call.tool_use
-            tool: AgentTool | None = agent._tools.get(tool_use.name)
+        if call.phase != "after":  # pending, before, or run again: body (interrupted), running
             cancel_message: str | None = None
-            if hooks.has_callbacks(BeforeToolCallEvent):
-                before = BeforeToolCallEvent(
-                    agent,
-                    tool_use,
-                    tool,
-                    scope=tool_use.id,
-                    is_replay=replay_before,
-                    answers=answers,
-                )
-                interrupts = await run.invoke(hooks, before)
-                if not interrupts and before.cancel_message is None and before.tool is not None:
-                    interrupts = _unbound(before, answers)
-                if interrupts:
-                    call.phase = "before"
-                    return interrupts
-                tool_use, tool, cancel_message = before.tool_use, before.tool, before.cancel_message
-                if tool_use.id != call.tool_use.id:  # the result must answer the model's id
-                    tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
-            call.active_use, call.tool, call.tool_name = tool_use, tool, tool.name if tool else None
+            if call.phase in ("pending", "before"):
+                tool_use = call.tool_use
+                tool: AgentTool | None = agent._tools.get(tool_use.name)
+                if hooks.has_callbacks(BeforeToolCallEvent):
+                    before = BeforeToolCallEvent(
+                        agent,
+                        tool_use,
+                        tool,
+                        scope=tool_use.id,
+                        is_replay=replay_before,
+                        answers=answers,
+                    )
+                    interrupts = await run.invoke(hooks, before)
+                    if not interrupts and before.cancel_message is None and before.tool:
+                        interrupts = _unbound(before, answers)
+                    if interrupts:
+                        call.phase = "before"
+                        return interrupts
+                    tool_use, tool = before.tool_use, before.tool
+                    cancel_message = before.cancel_message
+                    if tool_use.id != call.tool_use.id:  # the result must answer the model's id
+                        tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
+                call.active_use, call.tool = tool_use, tool
+                call.tool_name = tool.name if tool else None
+            # Else resumed after the body interrupted, or a person chose to run an in-doubt
+            # call again: the body runs again from the top.
             result, exception = await _body(run, call, cancel_message)
             if result is None:  # the body interrupted
                 assert isinstance(exception, InterruptSignal)
@@ -100,18 +105,6 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
             call.result, call.exception, call.cancel_message = result, exception, cancel_message
             call.phase = "after"
             if run.journal is not None and run.in_flight:  # siblings run: keep it now
-                await run.checkpoint()
-        elif call.phase in ("body", "running"):
-            # Resumed after the body interrupted (or a person chose to run an in-doubt call
-            # again): run it again from the top.
-            result, exception = await _body(run, call, None)
-            if result is None:
-                assert isinstance(exception, InterruptSignal)
-                call.phase = "body"
-                return [exception.interrupt]
-            call.result, call.exception, call.cancel_message = result, exception, None
-            call.phase = "after"
-            if run.journal is not None and run.in_flight:
                 await run.checkpoint()
 
         assert call.result is not None and call.active_use is not None
