@@ -261,10 +261,11 @@ def check_stderr(shot: Shot, seen: Counter[str]) -> None:
         seen["noise: a KeyboardInterrupt ignored while Python exited"] += 1
     if "was never awaited" in err:
         seen["noise: a coroutine never awaited"] += 1
-    if "<frozen importlib._bootstrap" in err:
-        # It landed while a module was being imported, before any run (a run's sync call
-        # holds Ctrl-C itself): the import machinery may wrap it (a chained KeyError, a
-        # RuntimeError from a class body). The session checks still apply.
+    if "<frozen importlib._bootstrap" in err or err.count(", in <module>") > 1:
+        # It landed while a module was being imported (a module body below __main__'s in
+        # the traceback), before any run: a run's sync call holds Ctrl-C itself. Python's
+        # import machinery may turn it into another error (a chained KeyError, a TypeError,
+        # a RuntimeError from a class body). The session checks still apply.
         seen["noise: a KeyboardInterrupt during start-up imports"] += 1
         return
     raised: list[str] = []
