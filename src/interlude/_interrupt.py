@@ -88,8 +88,23 @@ class Interrupt:
             response=d.get("response"),
             source=source,  # type: ignore[arg-type]
             tool_use=None if tu is None else tool_use_from_dict(tu, f"{where}.tool_use"),
-            raised_at=float(raised_at) if isinstance(raised_at, int | float) else 0.0,
+            raised_at=_time(raised_at, f"{where}.raised_at"),
         )
+
+
+def _time(value: object, where: str) -> float:
+    """A stored time as a float (0.0 when absent); StateFormatError if it is not a time."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateFormatError(f"{where}: expected a time in seconds, got {type(value).__name__}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise StateFormatError(f"{where}: {str(value)[:20]}... is not a time") from None
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise StateFormatError(f"{where}: {seconds} is not a time")
+    return seconds
 
 
 class Answers:
@@ -229,7 +244,11 @@ class Interrupter:
         import json
 
         try:
-            json.dumps(reason)
+            json.dumps(reason, allow_nan=False)
+        except RecursionError:
+            raise InterruptError(
+                f"the reason of interrupt {name!r} is nested too deeply to be saved"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise InterruptError(
                 f"the reason of interrupt {name!r} is not JSON-compatible ({exc}); a pause is "

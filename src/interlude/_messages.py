@@ -212,7 +212,7 @@ def tool_use_from_dict(data: Any, where: str) -> ToolUse:
     d = _obj(data, where)
     inp = d.get("input")
     if not isinstance(inp, dict):
-        raise StateFormatError(f"{where}.input: expected an object, got {inp!r}")
+        raise StateFormatError(f"{where}.input: expected an object, got {_show(inp)}")
     return ToolUse(_str(d, "id", where), _str(d, "name", where), inp)
 
 
@@ -224,7 +224,9 @@ def tool_result_from_dict(data: Any, where: str) -> ToolResult:
     d = _obj(data, where)
     status = d.get("status")
     if status not in ("success", "error"):
-        raise StateFormatError(f"{where}.status: expected 'success' or 'error', got {status!r}")
+        raise StateFormatError(
+            f"{where}.status: expected 'success' or 'error', got {_show(status)}"
+        )
     content: list[ToolResultBlock] = []
     for i, item in enumerate(_list(d, "content", where)):
         item_where = f"{where}.content[{i}]"
@@ -244,7 +246,7 @@ def message_from_dict(data: Any, where: str = "message") -> Message:
     d = _obj(data, where)
     role = d.get("role")
     if role not in ("user", "assistant"):
-        raise StateFormatError(f"{where}.role: expected 'user' or 'assistant', got {role!r}")
+        raise StateFormatError(f"{where}.role: expected 'user' or 'assistant', got {_show(role)}")
     blocks = [
         block_from_dict(b, f"{where}.content[{i}]")
         for i, b in enumerate(_list(d, "content", where))
@@ -261,6 +263,17 @@ def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
 # Small shape checkers shared by the state codecs.
 
 
+def _show(value: object) -> str:
+    """A short repr of a value for an error message: bounded in depth and length, so a hostile
+    value (nested 100,000 deep, megabytes long) makes a short message, not a RecursionError."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxstring, r.maxother, r.maxlong = 3, 60, 60, 40
+    r.maxlist = r.maxdict = r.maxtuple = r.maxset = 6
+    return r.repr(value)
+
+
 def _obj(data: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise StateFormatError(f"{where}: expected an object, got {type(data).__name__}")
@@ -270,26 +283,26 @@ def _obj(data: Any, where: str) -> Mapping[str, Any]:
 def _str(d: Mapping[str, Any], key: str, where: str) -> str:
     value = d.get(key)
     if not isinstance(value, str):
-        raise StateFormatError(f"{where}.{key}: expected a string, got {value!r}")
+        raise StateFormatError(f"{where}.{key}: expected a string, got {_show(value)}")
     return value
 
 
 def _opt_str(d: Mapping[str, Any], key: str, where: str) -> str | None:
     value = d.get(key)
     if value is not None and not isinstance(value, str):
-        raise StateFormatError(f"{where}.{key}: expected a string or null, got {value!r}")
+        raise StateFormatError(f"{where}.{key}: expected a string or null, got {_show(value)}")
     return value
 
 
 def _int(d: Mapping[str, Any], key: str, where: str) -> int:
     value = d.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise StateFormatError(f"{where}.{key}: expected an integer, got {value!r}")
+        raise StateFormatError(f"{where}.{key}: expected an integer, got {_show(value)}")
     return value
 
 
 def _list(d: Mapping[str, Any], key: str, where: str) -> Sequence[Any]:
     value = d.get(key)
     if not isinstance(value, list):
-        raise StateFormatError(f"{where}.{key}: expected a list, got {value!r}")
+        raise StateFormatError(f"{where}.{key}: expected a list, got {_show(value)}")
     return value

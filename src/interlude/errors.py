@@ -17,8 +17,8 @@ Exception
     │   ├── ModelThrottledError     rate limited / throttled, still after the retries
     │   ├── ModelAuthError          the provider refused the credentials
     │   ├── ContextWindowOverflowError  the conversation no longer fits the model
-    │   ├── ModelProviderError      any other provider failure (server errors, bad requests)
-    │   └── ScriptError             a ScriptedModel was asked for a turn it does not have
+    │   └── ModelProviderError      any other provider failure (server errors, bad requests)
+    ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
     │   ├── UnknownInterruptError
@@ -173,8 +173,9 @@ class ModelProviderError(ModelError):
     """Any other failure reported by the provider (a server error, a rejected request)."""
 
 
-class ScriptError(ModelError):
-    """A scripted test model was asked for a turn it does not have."""
+class ScriptError(InterludeError):
+    """A scripted test model was asked for a turn it does not have: a broken test, not a
+    model failure (so a hook that retries model errors does not retry it)."""
 
 
 class ResumeError(InterludeError):

@@ -288,10 +288,12 @@ class Agent:
             raise ConfigurationError(
                 "this agent's state comes from its session; import into an agent without one"
             )
-        from ._codec import decode_state
+        from ._codec import check_answered, decode_state
         from ._transitions import adopt
 
-        adopt(self, decode_state(data))
+        loaded = decode_state(data)
+        check_answered(loaded)
+        adopt(self, loaded)
 
     # --- internals --------------------------------------------------------------------------
 
@@ -315,6 +317,8 @@ class Agent:
 
     def _resume_plan(self, answers: Mapping[str, JsonValue]) -> tuple[Step, Progress, bool]:
         pause = self._pause
+        if pause is not None and not pause.interrupts and self._session is not None:
+            self._session.check_not_running()  # loaded mid-run: say who runs it
         if pause is None or not pause.interrupts:
             raise NotPausedError(
                 "the agent is not paused; there is nothing to resume"
@@ -337,7 +341,11 @@ class Agent:
                     f"no pending interrupt has id {key!r}; pending: {', '.join(sorted(pending))}"
                 )
             try:
-                json.dumps(value)
+                json.dumps(value, allow_nan=False)  # NaN: not JSON, and PostgreSQL refuses it
+            except RecursionError:
+                raise ResumeInputError(
+                    f"the answer to {key!r} is nested too deeply to be saved"
+                ) from None
             except (TypeError, ValueError) as exc:
                 raise ResumeInputError(
                     f"the answer to {key!r} is not JSON-compatible: {exc}"

@@ -20,6 +20,7 @@ from .._messages import (
     _int,
     _obj,
     _opt_str,
+    _show,
     block_to_dict,
     message_from_dict,
     messages_from_dicts,
@@ -41,9 +42,10 @@ from ._state import (
     Step,
     ToolBatch,
     ToolCall,
+    outstanding_batch,
 )
 
-__all__ = ["FORMAT", "VERSION", "AgentState", "decode_state", "encode_state"]
+__all__ = ["FORMAT", "VERSION", "AgentState", "check_answered", "decode_state", "encode_state"]
 
 FORMAT = "interlude.agent-state"
 VERSION = 2
@@ -86,22 +88,38 @@ def encode_state(
 
 
 def decode_state(data: Any) -> AgentState:
+    """The state in ``data``; StateFormatError (and nothing else, quickly) for anything that
+    is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
+    objects, NaN), nesting too deep to read, a pause that does not fit its conversation."""
+    try:
+        json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StateFormatError(f"the state is not plain JSON: {exc}") from None
+    except RecursionError:
+        raise StateFormatError("the state is nested too deeply to be a saved state") from None
+    try:
+        return _decode_state(data)
+    except RecursionError:
+        raise StateFormatError("the state is nested too deeply to be a saved state") from None
+
+
+def _decode_state(data: Any) -> AgentState:
     d = _obj(data, "state")
     if d.get("format") != FORMAT:
-        raise StateFormatError(f"not an Interlude agent state (format {d.get('format')!r})")
+        raise StateFormatError(f"not an Interlude agent state (format {_show(d.get('format'))})")
     version = d.get("version")
     if version not in READS or isinstance(version, bool):
         raise StateFormatError(
-            f"agent state format version {version!r} is not supported (this Interlude reads "
+            f"agent state format version {_show(version)} is not supported (this Interlude reads "
             f"versions {', '.join(map(str, READS))})"
         )
     agent_state = d.get("state", {})
     if not isinstance(agent_state, dict):
-        raise StateFormatError(f"state.state: expected an object, got {agent_state!r}")
+        raise StateFormatError(f"state.state: expected an object, got {_show(agent_state)}")
     raw_pause = d.get("pause")
     tools = d.get("tools", [])
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        raise StateFormatError(f"state.tools: expected a list of tool names, got {tools!r}")
+        raise StateFormatError(f"state.tools: expected a list of tool names, got {_show(tools)}")
     messages = messages_from_dicts(d.get("messages"), "messages")
     pause = None if raw_pause is None else decode_pause(raw_pause, "pause")
     if pause is not None:
@@ -132,6 +150,21 @@ def _check_step(step: Step, messages: list[Message], where: str) -> None:
             )
 
 
+def check_answered(loaded: AgentState) -> None:
+    """StateFormatError if the conversation ends in tool uses nobody is answering: with no
+    pause (or journal) whose tool batch is about them, no model would accept it."""
+    messages = loaded.messages
+    if not messages or messages[-1].role != "assistant" or not messages[-1].tool_uses:
+        return
+    if loaded.pause is not None and outstanding_batch(loaded.pause.step) is not None:
+        return  # checked by _check_step: the batch answers exactly that message
+    ids = [t.id for t in messages[-1].tool_uses]
+    raise StateFormatError(
+        f"messages[{len(messages) - 1}]: the conversation ends in tool uses {_show(ids)} "
+        "without results and without a pause that would answer them"
+    )
+
+
 # --- pause ------------------------------------------------------------------------------------
 
 
@@ -154,7 +187,7 @@ def decode_pause(data: Any, where: str) -> Pause:
     d = _obj(data, where)
     raw_interrupts = d.get("interrupts")
     if not isinstance(raw_interrupts, list):
-        raise StateFormatError(f"{where}.interrupts: expected a list, got {raw_interrupts!r}")
+        raise StateFormatError(f"{where}.interrupts: expected a list, got {_show(raw_interrupts)}")
     interrupts = [
         Interrupt.from_dict(x, f"{where}.interrupts[{i}]") for i, x in enumerate(raw_interrupts)
     ]
@@ -162,10 +195,10 @@ def decode_pause(data: Any, where: str) -> Pause:
     p = _obj(d.get("progress"), pw)
     answers = p.get("answers")
     if not isinstance(answers, dict):
-        raise StateFormatError(f"{pw}.answers: expected an object, got {answers!r}")
+        raise StateFormatError(f"{pw}.answers: expected an object, got {_show(answers)}")
     shown = p.get("shown", {})
     if not isinstance(shown, dict):
-        raise StateFormatError(f"{pw}.shown: expected an object, got {shown!r}")
+        raise StateFormatError(f"{pw}.shown: expected an object, got {_show(shown)}")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -211,13 +244,16 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
     raise TypeError(f"not a step: {step!r}")
 
 
-def _decode_step(data: Any, where: str) -> Step:
+def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
     d = _obj(data, where)
     kind = d.get("kind")
+    if nested and kind == "message_added":  # a loop never chains two: refuse, do not recurse
+        raise StateFormatError(f"{where}.kind: a message-added step cannot follow another")
     if kind == "before_invocation":
         return BeforeInvocation(message_from_dict(d.get("prompt"), f"{where}.prompt"))
     if kind == "message_added":
-        return MessageAdded(_int(d, "index", where), _decode_step(d.get("then"), f"{where}.then"))
+        then = _decode_step(d.get("then"), f"{where}.then", nested=True)
+        return MessageAdded(_int(d, "index", where), then)
     if kind == "before_model_call":
         return BeforeModelCall()
     if kind == "after_model_call":
@@ -230,7 +266,7 @@ def _decode_step(data: Any, where: str) -> Step:
     if kind == "tool_batch":
         calls = d.get("calls")
         if not isinstance(calls, list) or not calls:
-            raise StateFormatError(f"{where}.calls: expected a non-empty list, got {calls!r}")
+            raise StateFormatError(f"{where}.calls: expected a non-empty list, got {_show(calls)}")
         return ToolBatch(
             _int(d, "message_index", where),
             [_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)],
@@ -238,7 +274,7 @@ def _decode_step(data: Any, where: str) -> Step:
     if kind == "after_invocation":
         stop = d.get("stop_reason")
         if stop not in _RESULT_STOPS:
-            raise StateFormatError(f"{where}.stop_reason: unknown stop reason {stop!r}")
+            raise StateFormatError(f"{where}.stop_reason: unknown stop reason {_show(stop)}")
         message = d.get("message")
         return AfterInvocation(
             AgentResult(
@@ -247,7 +283,7 @@ def _decode_step(data: Any, where: str) -> Step:
                 usage=Usage.from_dict(d.get("usage"), f"{where}.usage"),
             )
         )
-    raise StateFormatError(f"{where}.kind: unknown step {kind!r}")
+    raise StateFormatError(f"{where}.kind: unknown step {_show(kind)}")
 
 
 def _encode_response(r: ModelResponse) -> dict[str, JsonValue]:
@@ -262,7 +298,7 @@ def _decode_response(data: Any, where: str) -> ModelResponse:
     d = _obj(data, where)
     stop = d.get("stop_reason")
     if stop not in _MODEL_STOPS:
-        raise StateFormatError(f"{where}.stop_reason: unknown stop reason {stop!r}")
+        raise StateFormatError(f"{where}.stop_reason: unknown stop reason {_show(stop)}")
     return ModelResponse(
         message_from_dict(d.get("message"), f"{where}.message"),
         stop,
@@ -295,19 +331,19 @@ def _decode_call(data: Any, where: str) -> ToolCall:
     d = _obj(data, where)
     phase = d.get("phase")
     if phase not in _PHASES:
-        raise StateFormatError(f"{where}.phase: unknown phase {phase!r}")
+        raise StateFormatError(f"{where}.phase: unknown phase {_show(phase)}")
     tool_use = tool_use_from_dict(d.get("tool_use"), f"{where}.tool_use")
     active = d.get("active_use")
     result = d.get("result")
     exception = d.get("exception")
     retries = d.get("retries", 0)
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise StateFormatError(f"{where}.retries: expected a count, got {retries!r}")
+        raise StateFormatError(f"{where}.retries: expected a count, got {_show(retries)}")
     started_at = d.get("started_at")
     if started_at is not None and (
         not isinstance(started_at, int | float) or isinstance(started_at, bool)
     ):
-        raise StateFormatError(f"{where}.started_at: expected a time, got {started_at!r}")
+        raise StateFormatError(f"{where}.started_at: expected a time, got {_show(started_at)}")
     call = ToolCall(
         tool_use=tool_use,
         phase=phase,

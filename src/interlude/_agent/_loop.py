@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._interrupt import Interrupt
-from .._messages import Message, Reasoning, Text, ToolResult, ToolUse
+from .._messages import ContentBlock, Message, Reasoning, Text, ToolResult, ToolUse
 from .._result import AgentResult, StopReason
 from .._stream import (
     InterruptRaised,
@@ -83,6 +83,7 @@ class Run:
 
     __slots__ = (
         "agent",
+        "checked",
         "emit",
         "in_flight",
         "journal",
@@ -105,6 +106,7 @@ class Run:
         self.step: Step | None = None
         self.started = False
         self.seen_ids: dict[str, int] | None = None
+        self.checked: list[Message] | None = None
         self.in_flight = 0
         """Tool bodies running now (a result is saved at once while siblings still run)."""
         self.progressed = False
@@ -285,6 +287,15 @@ class Run:
             )
         return await self._append(message, then)
 
+    def _model_view(self) -> list[Message]:
+        """The conversation as the model is sent it: itself, unless a tool use in it has no
+        result (a conversation given to the agent that way, a session from an older version):
+        then a copy in which every tool use is answered (see :func:`answered`). Checked once per
+        run for what was there before it; the run's own messages are always answered."""
+        if self.checked is None:
+            self.checked = answered(self.messages)
+        return self.checked if self.checked is not _ANSWERED else self.messages
+
     def _tool_use_ids(self) -> dict[str, int]:
         """How often each tool-use id occurs in the conversation (counted once per run)."""
         if self.seen_ids is None:
@@ -398,7 +409,7 @@ class Run:
                 signature = None
 
         async for event in agent.model.stream(
-            self.messages, agent._tool_specs(), agent.system_prompt
+            self._model_view(), agent._tool_specs(), agent.system_prompt
         ):
             if emit is not None and not isinstance(event, ModelStop):
                 emit(event)
@@ -455,6 +466,54 @@ def _tool_use(
         # Unparseable arguments: keep them so the tool's validation names the problem.
         return ToolUse(tool_use_id, name, {"__invalid_json__": raw})
     return ToolUse(tool_use_id, name, value)
+
+
+_ANSWERED: list[Message] = []
+"""What :func:`answered` returns when the conversation needs no repair."""
+
+UNANSWERED = (
+    "not run: this tool use has no result in the conversation (it was given to the agent "
+    "without one, or the run that made it stopped before it finished)"
+)
+
+
+def answered(messages: list[Message]) -> list[Message]:
+    """``_ANSWERED`` if every tool use in ``messages`` (but a trailing one, still to be run)
+    is answered by a result in the message after it; otherwise a repaired copy, where each
+    missing result is an error result saying so. Providers refuse a conversation with an
+    unanswered tool use, so the model is never sent one."""
+    out: list[Message] = []
+    changed = False
+    n, i = len(messages), 0
+    while i < n:
+        m = messages[i]
+        out.append(m)
+        uses = m.tool_uses if m.role == "assistant" and i < n - 1 else []
+        nxt = messages[i + 1] if uses else None
+        if nxt is None:
+            i += 1
+            continue
+        results = (
+            [b for b in nxt.content if isinstance(b, ToolResult)] if nxt.role == "user" else []
+        )
+        if sorted(r.tool_use_id for r in results) == sorted(t.id for t in uses):
+            i += 1
+            continue
+        changed = True
+        answers: list[ContentBlock] = []
+        for t in uses:
+            match = next((r for r in results if r.tool_use_id == t.id), None)
+            if match is not None:
+                results.remove(match)
+            answers.append(match or ToolResult(t.id, "error", [Text(UNANSWERED)]))
+        if nxt.role == "user":  # its results first (providers want them first), then the rest
+            others = [b for b in nxt.content if not isinstance(b, ToolResult)]
+            out.append(Message("user", [*answers, *others]))
+            i += 2
+        else:
+            out.append(Message("user", answers))
+            i += 1
+    return out if changed else _ANSWERED
 
 
 def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:

@@ -79,7 +79,12 @@ class SessionLink:
         """The stored session, decoded (nothing is kept on error), or None if there is none."""
         from ._codec import FORMAT, decode_pause, decode_state
 
-        stored = run_sync(self.store.load(self.session_id))
+        try:
+            stored = run_sync(self.store.load(self.session_id))
+        except RecursionError:  # JSON nested deeper than any saved state is
+            raise SessionCorruptError(
+                f"session {self.session_id!r}: stored data is nested too deeply to read"
+            ) from None
         if stored is None:
             return None
         pause, marker = split_marker(stored.pause)
