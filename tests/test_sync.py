@@ -14,18 +14,18 @@ from interlude.testing import ScriptedModel
 def test_ctrl_c_during_a_sync_run_repairs_the_conversation_then_raises() -> None:
     code = textwrap.dedent(
         """
-        import asyncio, os, signal, threading
+        import asyncio, os, signal
         from interlude import Agent, ToolUse, tool
         from interlude.testing import ScriptedModel
 
         @tool
         async def slow() -> str:
-            '''Take a while.'''
-            await asyncio.sleep(10)
+            '''Take a while: Ctrl-C comes while it runs (sent by itself, so always then).'''
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(3600)
             return "late"
 
         agent = Agent(ScriptedModel([[ToolUse("t1", "slow", {})], "after"]), tools=[slow])
-        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         try:
             agent("go")
         except KeyboardInterrupt:
