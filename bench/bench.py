@@ -383,6 +383,11 @@ def main() -> None:
         "the src/ of a `git worktree add --detach /tmp/old e5f7efe`), alternating processes",
     )
     parser.add_argument("--ab-rounds", type=int, default=3, metavar="N")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="exit 0 even when a budget fails (by default a FAIL row makes the exit status 1)",
+    )
     args = parser.parse_args()
     quick: bool = args.quick
     if args.ab_src:
@@ -401,6 +406,8 @@ def main() -> None:
     runs = 5 if quick else 21
 
     mode = "quick" if quick else "full"
+    counter = _FailCounter(sys.stdout)
+    sys.stdout = counter
     print(f"Interlude benchmarks ({mode}) - Python {sys.version.split()[0]}")
     if "import" in only:
         print_table(f"a) import time, {runs} interleaved fresh interpreters", bench_import(runs))
@@ -430,6 +437,28 @@ def main() -> None:
 
         journal.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
+    sys.stdout = counter.out
+    if counter.fails:
+        note = " (reported only)" if args.report_only else ""
+        print(f"{counter.fails} budget(s) FAILED{note}")
+        if not args.report_only:
+            sys.exit(1)
+    else:
+        print("every budget met")
+
+
+class _FailCounter:
+    """Passes printed text through, counting the budget rows and lines that say FAIL."""
+
+    def __init__(self, out: Any) -> None:
+        self.out, self.fails = out, 0
+
+    def write(self, text: str) -> int:
+        self.fails += sum(1 for line in text.splitlines() if line.rstrip().endswith("FAIL"))
+        return int(self.out.write(text))
+
+    def flush(self) -> None:
+        self.out.flush()
 
 
 if __name__ == "__main__":
