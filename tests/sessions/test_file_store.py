@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -254,9 +255,14 @@ async def test_corrupt_files_raise_naming_session_and_file(
     path.write_bytes(damage(path.read_bytes()))
     with pytest.raises(SessionCorruptError, match=f"'hurt'.*{target}.*{detail}"):
         await store.load("hurt")
+    await store.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
+    found = await store.pending_interrupts()  # one corrupt session hides no other
     if target == "head.json":
-        with pytest.raises(SessionCorruptError, match="'hurt'"):
-            await store.pending_interrupts()
+        assert [p.session_id for p in found] == ["fine"]
+        assert [sid for sid, _ in store.skipped] == ["hurt"]
+        assert f"{target}" in store.skipped[0][1] and detail.split()[0] in store.skipped[0][1]
+    else:  # the pending index is in head.json, which is fine
+        assert [p.session_id for p in found] == ["hurt", "fine"] and store.skipped == ()
 
 
 async def test_claim_is_kept_in_the_head_and_old_heads_have_none(
@@ -287,10 +293,107 @@ async def test_corrupt_pending_entry(store: FileStore, root: Path) -> None:
     await store.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
     path = root / "hurt" / "head.json"
     head = json.loads(path.read_text())
-    head["pending"] = [{"id": "i"}]
+    head["pending"] = [{"id": "i"}, interrupt("j", "n", 3).to_dict()]
     path.write_text(json.dumps(head))
-    with pytest.raises(SessionCorruptError, match=r"'hurt'.*head\.json"):
-        await store.pending_interrupts()
+    await store.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
+    found = await store.pending_interrupts()
+    assert [(p.session_id, p.interrupt.id) for p in found] == [("fine", "f"), ("hurt", "j")]
+    assert len(store.skipped) == 1 and store.skipped[0][0] == "hurt"
+    assert re.search(r"'hurt'.*head\.json.*pending\[0\]", store.skipped[0][1])
+    assert [p.session_id for p in await store.pending_interrupts(name="other")] == []
+    assert [sid for sid, _ in store.skipped] == ["hurt"]  # unreadable: cannot be filtered out
+    path.write_text(json.dumps({**head, "pending": []}))
+    await store.pending_interrupts()
+    assert store.skipped == ()  # set by each call
+
+
+# --- symbolic links: nothing is read or written through one -----------------------------------
+
+LINK_NAMES = ["messages.jsonl", "head.json", ".head.json.tmp", ".lock", "notes.txt"]
+
+
+@pytest.mark.parametrize("name", LINK_NAMES)
+async def test_a_link_in_a_new_session_folder_is_refused_and_nothing_outside_is_written(
+    store: FileStore, root: Path, tmp_path: Path, name: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_bytes(b"precious\n")
+    (root / "s").mkdir()
+    (root / "s" / name).symlink_to(outside / "victim")
+    if name == "notes.txt":
+        (root / "s" / "dangling").symlink_to(outside / "new")
+    with pytest.raises(SessionCorruptError, match=r"'s'.*symbolic link"):
+        await store.save("s", update(0, 0, [msg("a")], pending=[interrupt("i", "n", 1)]))
+    with pytest.raises(SessionCorruptError, match=r"'s'.*symbolic link"):
+        await store.load("s")
+    assert (outside / "victim").read_bytes() == b"precious\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
+    assert await store.list_sessions() == ["s"]  # listed, as load does not say "no session"
+    await store.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
+    assert [p.session_id for p in await store.pending_interrupts()] == ["fine"]
+    assert [sid for sid, _ in store.skipped] == ["s"] and "symbolic link" in store.skipped[0][1]
+    await store.delete("s")  # removes the links, not what they point to
+    assert not (root / "s").exists() and (outside / "victim").read_bytes() == b"precious\n"
+    assert await store.list_sessions() == ["fine"]
+
+
+@pytest.mark.parametrize("name", LINK_NAMES)
+async def test_a_link_planted_in_a_stored_session_is_refused(
+    store: FileStore, root: Path, tmp_path: Path, name: str
+) -> None:
+    await store.save("s", update(0, 0, [msg("a")], pending=[interrupt("i", "n", 1)]))
+    folder = root / "s"
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    target = copy / name.lstrip(".")
+    if (folder / name).exists():
+        target.write_bytes((folder / name).read_bytes())
+        (folder / name).unlink()
+    else:
+        target.write_bytes(b"precious\n")
+    before = target.read_bytes()
+    (folder / name).symlink_to(target)
+    snapshot = files(folder)
+    with pytest.raises(SessionCorruptError, match=f"'s'.*{re.escape(name)}.*symbolic link"):
+        await store.load("s")
+    with pytest.raises(SessionCorruptError, match=f"'s'.*{re.escape(name)}.*symbolic link"):
+        await store.save("s", update(1, 1, [msg("b")], pending=[]))
+    assert target.read_bytes() == before and files(folder) == snapshot
+    assert sorted(p.name for p in copy.iterdir()) == [target.name]
+    assert await store.pending_interrupts() == []
+    assert [sid for sid, _ in store.skipped] == ["s"]
+
+
+async def test_a_session_folder_that_is_a_link_inside_the_store_is_refused(
+    store: FileStore, root: Path
+) -> None:
+    await store.save("real", update(0, 0, [msg("a")], pending=[interrupt("r", "n", 1)]))
+    (root / "alias").symlink_to(root / "real")
+    before = files(root / "real")
+    with pytest.raises(SessionCorruptError, match=r"'alias'.*symbolic link, not a session folder"):
+        await store.load("alias")
+    with pytest.raises(SessionCorruptError, match="'alias'"):
+        await store.save("alias", update(1, 1, [msg("b")]))
+    assert files(root / "real") == before
+    assert await store.list_sessions() == ["alias", "real"]
+    assert [p.session_id for p in await store.pending_interrupts()] == ["real"]
+    assert [sid for sid, _ in store.skipped] == ["alias"]
+    await store.delete("alias")  # the link goes, the session it pointed to stays
+    assert await store.list_sessions() == ["real"] and files(root / "real") == before
+
+
+async def test_a_session_folder_linked_outside_is_skipped_by_pending(
+    store: FileStore, root: Path, tmp_path: Path
+) -> None:
+    await store.save("real", update(0, 0, [msg("a")], pending=[interrupt("r", "n", 1)]))
+    elsewhere = FileStore(tmp_path / "elsewhere")
+    await elsewhere.save("evil", update(0, 0, [msg("x")], pending=[interrupt("e", "n", 0.5)]))
+    (root / "evil").symlink_to(tmp_path / "elsewhere" / "evil")
+    with pytest.raises(InvalidSessionIdError, match="outside"):
+        await store.load("evil")
+    assert [p.session_id for p in await store.pending_interrupts()] == ["real"]
+    assert [sid for sid, _ in store.skipped] == ["evil"] and "outside" in store.skipped[0][1]
 
 
 async def test_two_store_objects_share_one_directory(root: Path) -> None:

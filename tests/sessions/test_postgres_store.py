@@ -455,11 +455,21 @@ def test_corrupt_rows_are_reported_not_half_loaded(store: PostgresStore, damage:
     assert asyncio.run(store.list_sessions()) == ["bad", "good"]
 
 
-def test_a_corrupt_pending_row_is_reported(store: PostgresStore) -> None:
+@pytest.mark.parametrize(
+    ("data", "detail"), [("'{\"id\": 5}'", "malformed"), ("'{oops'", "not valid JSON")]
+)
+def test_a_corrupt_pending_row_hides_no_other(store: PostgresStore, data: str, detail: str) -> None:
     asyncio.run(store.save("bad", update(0, 0, [msg(0)], pending=[ask("i", "n", 1.0)])))
-    sql(store, "UPDATE {s}.pending SET data = '{\"id\": 5}'")
-    with pytest.raises(SessionCorruptError, match="'bad'"):
-        asyncio.run(store.pending_interrupts())
+    asyncio.run(store.save("good", update(0, 0, [msg(0)], pending=[ask("g", "n", 2.0)])))
+    sql(store, "UPDATE {s}.pending SET data = " + data + " WHERE session_id = 'bad'")
+    found = asyncio.run(store.pending_interrupts())
+    assert [(p.session_id, p.interrupt.id) for p in found] == [("good", "g")]
+    assert [sid for sid, _ in store.skipped] == ["bad"]
+    assert "'bad'" in store.skipped[0][1] and detail in store.skipped[0][1]
+    # the corrupt row comes first: a limit still finds the readable one behind it
+    assert [p.session_id for p in asyncio.run(store.pending_interrupts(limit=1))] == ["good"]
+    assert [sid for sid, _ in store.skipped] == ["bad"]
+    assert asyncio.run(store.pending_interrupts(name="other")) == [] and store.skipped == ()
 
 
 def test_a_missing_server_is_a_clear_error_without_the_password() -> None:

@@ -219,16 +219,41 @@ async def test_corrupt_rows_raise_naming_the_session(
         await store.load("hurt")
 
 
-async def test_corrupt_pending_row(store: SQLiteStore, db: Path) -> None:
+@pytest.mark.parametrize(
+    ("data", "detail"),
+    [("X'00FF'", "not valid JSON"), ('\'{"id": "i"}\'', "pending interrupt")],
+)
+async def test_a_corrupt_pending_row_hides_no_other(
+    store: SQLiteStore, db: Path, data: str, detail: str
+) -> None:
     await store.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
+    await store.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE pending SET data = X'00FF'")
-    with pytest.raises(SessionCorruptError, match="'hurt'"):
-        await store.pending_interrupts()
-    with sqlite3.connect(db) as conn:
-        conn.execute('UPDATE pending SET data = \'{"id": "i"}\'')
-    with pytest.raises(SessionCorruptError, match="'hurt'"):
-        await store.pending_interrupts()
+        conn.execute(f"UPDATE pending SET data = {data} WHERE session_id = 'hurt'")
+    found = await store.pending_interrupts()
+    assert [(p.session_id, p.interrupt.id) for p in found] == [("fine", "f")]
+    assert [sid for sid, _ in store.skipped] == ["hurt"]
+    assert "'hurt'" in store.skipped[0][1] and detail in store.skipped[0][1]
+    # the corrupt row comes first: a limit still finds the readable one behind it
+    assert [p.session_id for p in await store.pending_interrupts(limit=1)] == ["fine"]
+    assert [p.session_id for p in await store.pending_interrupts(limit=-1)] == []
+    assert [sid for sid, _ in store.skipped] == ["hurt"]
+    assert await store.pending_interrupts(name="other") == [] and store.skipped == ()
+
+
+async def test_memory_store_a_corrupt_pending_entry_hides_no_other() -> None:
+    from interlude.sessions import MemoryStore
+
+    memory = MemoryStore()  # the same rule as the SQL index above, for the dict store
+    await memory.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
+    await memory.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
+    memory._sessions["hurt"].pending[0] = '{"id": "i"}'
+    found = await memory.pending_interrupts(limit=1)
+    assert [(p.session_id, p.interrupt.id) for p in found] == [("fine", "f")]
+    assert [sid for sid, _ in memory.skipped] == ["hurt"] and "'hurt'" in memory.skipped[0][1]
+    memory._sessions["hurt"].pending[0] = "{oops"
+    assert [p.session_id for p in await memory.pending_interrupts()] == ["fine"]
+    assert [sid for sid, _ in memory.skipped] == ["hurt"]
 
 
 def test_wal_and_migrations_applied_once(db: Path) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,8 @@ from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_ses
 __all__ = ["FileStore"]
 
 _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.json.tmp"
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # O_NOFOLLOW on a link: ELOOP (EMLINK on BSDs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +90,27 @@ def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
     )
 
 
-def _read_prefix(path: Path, size: int) -> bytes:
+def _link(session_id: str, path: Path) -> SessionCorruptError:
+    return _corrupt(
+        session_id, path, "is a symbolic link (a session folder holds no links; refused)"
+    )
+
+
+def _open_in(session_id: str, folder: Path, dir_fd: int, name: str, flags: int) -> int:
+    """Open ``name`` in the session folder (``dir_fd``) without following a link."""
     try:
-        with open(path, "rb") as f:
-            return f.read(size)
-    except FileNotFoundError:
-        return b""
+        return os.open(name, flags | _NOFOLLOW, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            raise _link(session_id, folder / name) from None
+        raise
+
+
+def _read_in(session_id: str, folder: Path, dir_fd: int, name: str, size: int = -1) -> bytes:
+    """Up to ``size`` bytes (all with -1) of ``name``; FileNotFoundError if there is none."""
+    fd = _open_in(session_id, folder, dir_fd, name, os.O_RDONLY)
+    with open(fd, "rb") as f:
+        return f.read(size)
 
 
 def _write_all(fd: int, data: bytes, offset: int) -> None:
@@ -119,6 +137,10 @@ class FileStore:
 
     ``bytes_written`` counts the JSON bytes saved (messages, pause, claim, pending, state when
     given).
+
+    Nothing is read or written through a symbolic link: files are opened relative to the
+    session folder with ``O_NOFOLLOW``, and a session folder that is, or holds, a link is
+    refused with SessionCorruptError (and left out, by name, of :meth:`pending_interrupts`).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, fsync: bool = False) -> None:
@@ -138,57 +160,101 @@ class FileStore:
             )
         return folder
 
+    def _open_folder(self, session_id: str, folder: Path) -> int | None:
+        """The session folder, opened without following a link; None if there is no folder.
+
+        SessionCorruptError if it is a symbolic link.
+        """
+        try:
+            return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if os.path.islink(folder):
+                raise _corrupt(
+                    session_id, folder, "is a symbolic link, not a session folder (refused)"
+                ) from None
+            if exc.errno == errno.ENOTDIR:
+                return None  # a stray file, not a session
+            raise
+
+    @staticmethod
+    def _check_links(session_id: str, folder: Path, dir_fd: int) -> None:
+        """SessionCorruptError if the session folder holds a symbolic link."""
+        with os.scandir(dir_fd) as entries:
+            links = sorted(e.name for e in entries if e.is_symlink())
+        if links:
+            raise _link(session_id, folder / links[0])
+
     @contextmanager
-    def _locked(self, folder: Path, *, exclusive: bool, create: bool) -> Iterator[bool]:
-        """Hold the session's lock; yield False (holding nothing) if there is no such folder.
+    def _locked(
+        self, session_id: str, folder: Path, *, exclusive: bool, create: bool
+    ) -> Iterator[int | None]:
+        """Hold the session's lock and yield the folder's descriptor; yield None (holding
+        nothing) if there is no such folder.
 
         A delete removes the folder while holding the lock, so after locking we check that our
-        lock file is still the one in the folder; if not, we start again.
+        folder and lock file are still the ones in the store; if not, we start again. Nothing
+        is opened through a symbolic link (SessionCorruptError).
         """
-        lock_path = folder / _LOCK
         while True:
             if create:
-                folder.mkdir(exist_ok=True)
-            try:
-                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except FileNotFoundError:
+                with suppress(FileExistsError):
+                    os.mkdir(folder)
+            dir_fd = self._open_folder(session_id, folder)
+            if dir_fd is None:
                 if create:
                     continue
-                yield False
+                yield None
                 return
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
                 try:
-                    st, current = os.fstat(fd), os.stat(lock_path)
-                    same = (st.st_dev, st.st_ino) == (current.st_dev, current.st_ino)
-                except FileNotFoundError:
-                    same = False
-                if same:
-                    yield True
-                    return
+                    fd = _open_in(session_id, folder, dir_fd, _LOCK, os.O_RDWR | os.O_CREAT)
+                except FileNotFoundError:  # the folder was deleted meanwhile
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+                    try:
+                        here = os.stat(folder, follow_symlinks=False)
+                        lock = os.stat(_LOCK, dir_fd=dir_fd, follow_symlinks=False)
+                        ours, held = os.fstat(dir_fd), os.fstat(fd)
+                        same = (here.st_dev, here.st_ino, lock.st_dev, lock.st_ino) == (
+                            ours.st_dev,
+                            ours.st_ino,
+                            held.st_dev,
+                            held.st_ino,
+                        )
+                    except FileNotFoundError:
+                        same = False
+                    if same:
+                        yield dir_fd
+                        return
+                finally:
+                    os.close(fd)  # also releases the lock
             finally:
-                os.close(fd)  # also releases the lock
+                os.close(dir_fd)
 
-    def _head(self, session_id: str, folder: Path) -> _Head | None:
-        path = folder / _HEAD
+    def _head(self, session_id: str, folder: Path, dir_fd: int) -> _Head | None:
         try:
-            raw = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+            raw = _read_in(session_id, folder, dir_fd, _HEAD)
+        except FileNotFoundError:
             return None
-        return _parse_head(session_id, path, raw)
+        return _parse_head(session_id, folder / _HEAD, raw)
 
     async def load(self, session_id: str) -> StoredSession | None:
         folder = self._folder(session_id)
-        if not folder.is_dir():
-            return None
         path = folder / _MESSAGES
-        with self._locked(folder, exclusive=False, create=False) as exists:
-            if not exists:
+        with self._locked(session_id, folder, exclusive=False, create=False) as dir_fd:
+            if dir_fd is None:
                 return None
-            head = self._head(session_id, folder)
+            self._check_links(session_id, folder, dir_fd)
+            head = self._head(session_id, folder, dir_fd)
             if head is None:
                 return None
-            raw = _read_prefix(path, head.message_bytes)
+            try:
+                raw = _read_in(session_id, folder, dir_fd, _MESSAGES, head.message_bytes)
+            except FileNotFoundError:
+                raw = b""
         if len(raw) != head.message_bytes:
             raise _corrupt(
                 session_id, path, f"holds {len(raw)} bytes, head.json says {head.message_bytes}"
@@ -230,8 +296,11 @@ class FileStore:
         claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
         pending = [json.dumps(p) for p in update.pending or ()]
-        with self._locked(folder, exclusive=True, create=True):
-            head = self._head(session_id, folder)
+        with self._locked(session_id, folder, exclusive=True, create=True) as dir_fd:
+            if dir_fd is None:  # pragma: no cover - create=True always yields a folder
+                raise RuntimeError("no session folder")
+            self._check_links(session_id, folder, dir_fd)
+            head = self._head(session_id, folder, dir_fd)
             if update.pending is None and head is not None:  # the index as it is
                 pending = [json.dumps(p) for p in head.pending]
             current = 0 if head is None else head.version
@@ -248,7 +317,7 @@ class FileStore:
                 )
             offset = 0 if head is None else head.message_bytes
             path = folder / _MESSAGES
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = _open_in(session_id, folder, dir_fd, _MESSAGES, os.O_WRONLY | os.O_CREAT)
             try:
                 size = os.fstat(fd).st_size
                 if size < offset:
@@ -271,27 +340,27 @@ class FileStore:
                 f'"tools": {json.dumps(list(update.tools))}, '
                 f'"pending": [{", ".join(pending)}]}}'
             )
-            self._replace_head(folder, text.encode())
+            self._replace_head(session_id, folder, dir_fd, text.encode())
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         return current + 1
 
-    def _replace_head(self, folder: Path, data: bytes) -> None:
-        temp = folder / _TEMP  # one writer at a time: we hold the exclusive lock
-        with open(temp, "wb") as f:
+    def _replace_head(self, session_id: str, folder: Path, dir_fd: int, data: bytes) -> None:
+        # one writer at a time: we hold the exclusive lock
+        fd = _open_in(session_id, folder, dir_fd, _TEMP, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with open(fd, "wb") as f:
             f.write(data)
             if self.fsync:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(temp, folder / _HEAD)
+        os.replace(_TEMP, _HEAD, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         if self.fsync:
-            dir_fd = os.open(folder, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            os.fsync(dir_fd)
 
     def _session_ids(self) -> list[str]:
+        """The ids a load does not answer None for: folders with a ``head.json``, and folders
+        that are, or hold, symbolic links (a load refuses them, so they are listed, not hidden).
+        """
         try:
             entries = list(os.scandir(self._root))
         except FileNotFoundError:
@@ -302,9 +371,23 @@ class FileStore:
                 check_session_id(entry.name)
             except InvalidSessionIdError:
                 continue  # a temporary folder of a delete, or something not ours
-            if os.path.isfile(os.path.join(entry.path, _HEAD)):
+            try:
+                if entry.is_symlink():
+                    ids.append(entry.name)
+                    continue
+                if not entry.is_dir(follow_symlinks=False):
+                    continue
+                with os.scandir(entry.path) as inner:
+                    names = {e.name: e.is_symlink() for e in inner}
+            except OSError:
+                continue  # deleted meanwhile
+            if _HEAD in names or any(names.values()):
                 ids.append(entry.name)
         return sorted(ids)
+
+    skipped: tuple[tuple[str, str], ...] = ()
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
+    entries of, because they could not be read (empty when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -315,33 +398,66 @@ class FileStore:
         newer_than: datetime | float | None = None,
         limit: int | None = None,
     ) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+
+        A session that cannot be read (a corrupt ``head.json``, a folder that is or holds a
+        symbolic link) does not hide the others: it is left out, and so is a pending entry
+        that is not a valid interrupt. ``self.skipped`` is then set to the
+        ``(session_id, why)`` of each session left out (or partly left out) by this call, in
+        session id order; it is empty when everything was read.
+        """
         older, newer = epoch(older_than), epoch(newer_than)
         found = []
+        skipped: dict[str, str] = {}
         for sid in self._session_ids():
-            folder = self._root / sid
-            head = self._head(sid, folder)  # replaced atomically, so no lock needed to read it
+            try:
+                folder = self._folder(sid)
+                dir_fd = self._open_folder(sid, folder)
+                if dir_fd is None:
+                    continue
+                try:  # head.json is replaced atomically, so no lock is needed to read it
+                    self._check_links(sid, folder, dir_fd)
+                    head = self._head(sid, folder, dir_fd)
+                finally:
+                    os.close(dir_fd)
+            except (SessionCorruptError, InvalidSessionIdError) as exc:
+                skipped[sid] = str(exc)
+                continue
             if head is None:
                 continue
-            for data in head.pending:
+            for i, data in enumerate(head.pending):
                 try:
-                    interrupt = Interrupt.from_dict(data, "pending interrupt")
+                    interrupt = Interrupt.from_dict(data, f"pending[{i}]")
                 except StateFormatError as exc:
-                    raise _corrupt(sid, folder / _HEAD, str(exc)) from None
+                    skipped.setdefault(sid, str(_corrupt(sid, folder / _HEAD, str(exc))))
+                    continue
                 entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)
                 if matches(entry, name, tool_name, older, newer):
                     found.append(entry)
         found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+        self.skipped = tuple(sorted(skipped.items()))
         return found if limit is None else found[:limit]
 
     async def list_sessions(self) -> list[str]:
         return self._session_ids()
 
     async def delete(self, session_id: str) -> None:
+        """Remove the session. A session folder that is, or holds, a symbolic link is removed
+        too (the links themselves, never what they point to)."""
         folder = self._folder(session_id)
         # A name no session id can have (ids do not start with '.'), so lists skip it.
         trash = self._root / f".deleted-{session_id}-{os.urandom(8).hex()}"
-        with self._locked(folder, exclusive=True, create=False) as exists:
-            if not exists:
+        try:
+            with self._locked(session_id, folder, exclusive=True, create=False) as dir_fd:
+                if dir_fd is None:
+                    return
+                os.rename(folder, trash)
+        except SessionCorruptError:  # a link where the folder or its lock should be
+            try:
+                os.rename(folder, trash)  # moves a link itself, never its target
+            except FileNotFoundError:
                 return
-            os.rename(folder, trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.unlink(trash)  # a link moved here
+        except OSError:  # a folder: rmtree removes the links in it, it does not follow them
+            shutil.rmtree(trash, ignore_errors=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .._interrupt import Interrupt
-from ..errors import SessionConflictError
+from ..errors import SessionConflictError, StateFormatError
 from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
 
 __all__ = ["MemoryStore", "matches"]
@@ -109,6 +109,10 @@ class MemoryStore:
             self.bytes_written += len(claim) + (0 if state is None else len(state))
             return r.version
 
+    skipped: tuple[tuple[str, str], ...] = ()
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
+    entries of, because they could not be read (empty when everything was read)."""
+
     async def pending_interrupts(
         self,
         *,
@@ -118,16 +122,28 @@ class MemoryStore:
         newer_than: datetime | float | None = None,
         limit: int | None = None,
     ) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+
+        A pending entry that is not a valid interrupt does not hide the others: it is left
+        out, and ``self.skipped`` is set to the ``(session_id, why)`` of each session with
+        entries left out by this call, in session id order (empty when all were read).
+        """
         older, newer = epoch(older_than), epoch(newer_than)
         with self._lock:
             items = [(sid, p) for sid, r in self._sessions.items() for p in r.pending]
         found = []
+        skipped: dict[str, str] = {}
         for sid, text in items:
-            interrupt = Interrupt.from_dict(json.loads(text))
+            try:
+                interrupt = Interrupt.from_dict(json.loads(text), "pending interrupt")
+            except (StateFormatError, TypeError, ValueError) as exc:
+                skipped.setdefault(sid, f"session {sid!r} is corrupt: {exc}")
+                continue
             entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)
             if matches(entry, name, tool_name, older, newer):
                 found.append(entry)
         found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+        self.skipped = tuple(sorted(skipped.items()))
         return found if limit is None else found[:limit]
 
     async def list_sessions(self) -> list[str]:

@@ -437,6 +437,10 @@ class PostgresStore:
             f"session {sid!r} holds {count} messages, but the save appends at {p['first']}"
         )
 
+    skipped: tuple[tuple[str, str], ...] = ()
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
+    entries of, because they could not be read (empty when everything was read)."""
+
     async def pending_interrupts(
         self,
         *,
@@ -446,15 +450,30 @@ class PostgresStore:
         newer_than: datetime | float | None = None,
         limit: int | None = None,
     ) -> list[PendingInterrupt]:
-        query, params = self._pending_query(
-            name=name,
-            tool_name=tool_name,
-            older=epoch(older_than),
-            newer=epoch(newer_than),
-            limit=None if limit is None or limit < 0 else limit,
+        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+
+        A corrupt row of the pending index does not hide the others: it is left out, and
+        ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
+        out by this call, in session id order (empty when every row was read).
+        """
+        filters = {
+            "name": name,
+            "tool_name": tool_name,
+            "older": epoch(older_than),
+            "newer": epoch(newer_than),
+        }
+        rows = None if limit is None or limit < 0 else limit
+        query, params = self._pending_query(**filters, limit=rows)
+        found, skipped, count = await self._run(
+            "list pending interrupts", self._pending, query, params
         )
-        found = await self._run("list pending interrupts", self._pending, query, params)
-        return found[:limit] if limit is not None and limit < 0 else found
+        if skipped and rows is not None and count >= rows:  # skipped rows took places
+            query, params = self._pending_query(**filters, limit=None)
+            found, skipped, count = await self._run(
+                "list pending interrupts", self._pending, query, params
+            )
+        self.skipped = tuple(sorted(skipped.items()))
+        return found if limit is None else found[:limit]
 
     def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
         """The pending-interrupt query for these filters (None: no filter), and its parameters."""
@@ -462,19 +481,28 @@ class PostgresStore:
         tail = " AND ".join(where or ["true"]) + _PENDING_TAIL
         return self._sql["pending_head"] + tail.encode(), params
 
-    def _pending(self, query: bytes, params: dict[str, Any]) -> list[PendingInterrupt]:
+    def _pending(
+        self, query: bytes, params: dict[str, Any]
+    ) -> tuple[list[PendingInterrupt], dict[str, str], int]:
+        """The readable pending interrupts, why each session's unreadable rows were left out,
+        and how many rows there were."""
         with self._pool.connection() as conn:
             rows = conn.execute(query, params).fetchall()
-        found = []
+        found: list[PendingInterrupt] = []
+        skipped: dict[str, str] = {}
         for sid, text in rows:
             try:
                 interrupt = Interrupt.from_dict(_load_json(text, "pending interrupt", sid))
-            except StateFormatError as exc:
-                if isinstance(exc, SessionCorruptError):
-                    raise
-                raise _corrupt(sid, f"a pending interrupt is malformed ({exc})") from None
+            except SessionCorruptError as exc:
+                skipped.setdefault(sid, str(exc))
+                continue
+            except (StateFormatError, TypeError, ValueError) as exc:
+                skipped.setdefault(
+                    sid, str(_corrupt(sid, f"a pending interrupt is malformed ({exc})"))
+                )
+                continue
             found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
-        return found
+        return found, skipped, len(rows)
 
     async def list_sessions(self) -> list[str]:
         return await self._run("list sessions", self._list)

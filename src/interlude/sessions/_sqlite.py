@@ -361,6 +361,10 @@ class SQLiteStore:
             f"{update.first_index}"
         )
 
+    skipped: tuple[tuple[str, str], ...] = ()
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
+    entries of, because they could not be read (empty when everything was read)."""
+
     async def pending_interrupts(
         self,
         *,
@@ -370,6 +374,12 @@ class SQLiteStore:
         newer_than: datetime | float | None = None,
         limit: int | None = None,
     ) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+
+        A corrupt row of the pending index does not hide the others: it is left out, and
+        ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
+        out by this call, in session id order (empty when every row was read).
+        """
         where: list[str] = []
         params: list[str | float] = []
         for clause, value in (
@@ -385,19 +395,33 @@ class SQLiteStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY raised_at, session_id, interrupt_id"
+
+        def read(query: str) -> tuple[list[PendingInterrupt], dict[str, str], int]:
+            with self._transaction("BEGIN") as conn:
+                rows = conn.execute(query, params).fetchall()
+            found: list[PendingInterrupt] = []
+            skipped: dict[str, str] = {}
+            for sid, raw in rows:
+                try:
+                    data = _json(sid, "a pending interrupt", raw)
+                    interrupt = Interrupt.from_dict(data, "pending interrupt")
+                except SessionCorruptError as exc:
+                    skipped.setdefault(sid, str(exc))
+                    continue
+                except (StateFormatError, TypeError, ValueError) as exc:
+                    skipped.setdefault(sid, str(_corrupt(sid, str(exc))))
+                    continue
+                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+            return found, skipped, len(rows)
+
         if limit is not None and limit >= 0:  # a negative limit slices, as in MemoryStore
-            sql += f" LIMIT {int(limit)}"
-        with self._transaction("BEGIN") as conn:
-            rows = conn.execute(sql, params).fetchall()
-        found = []
-        for sid, raw in rows:
-            data = _json(sid, "a pending interrupt", raw)
-            try:
-                interrupt = Interrupt.from_dict(data, "pending interrupt")
-            except (StateFormatError, TypeError, ValueError) as exc:
-                raise _corrupt(sid, str(exc)) from None
-            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
-        return found if limit is None or limit >= 0 else found[:limit]
+            found, skipped, count = read(sql + f" LIMIT {int(limit)}")
+            if skipped and count >= limit:  # skipped rows took places: read past them
+                found, skipped, _ = read(sql)
+        else:
+            found, skipped, _ = read(sql)
+        self.skipped = tuple(sorted(skipped.items()))
+        return found if limit is None else found[:limit]
 
     async def list_sessions(self) -> list[str]:
         with self._transaction("BEGIN") as conn:

@@ -17,7 +17,9 @@ store; pytest then runs every check below against it::
 
 Checks: round trip, run claims, append-only writes, compare-and-swap conflicts, resume by a
 fresh agent, two resumers racing (processes when the store has a URL), a process killed right
-after a pause, pending-interrupt queries, listing and deleting, bad ids, corrupt data and unknown
+after a pause, pending-interrupt queries (one corrupt session hides no other's question: a
+store that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a
+sequence of ``(session_id, why)``), listing and deleting, bad ids, corrupt data and unknown
 versions.
 The checks are sync functions (they drive the async store API with ``asyncio.run``), so no
 pytest plugin is needed. Stores must count the JSON bytes they write in ``bytes_written``.
@@ -482,6 +484,26 @@ class SessionStoreConformance:
         resumer = build_agent(store, "p2", ["done"], tmp_path / "p2")
         resumer.resume({approve: True})
         assert [e.session_id for e in asyncio.run(q())] == ["p1", "p3"]
+
+    def test_a_corrupt_session_hides_no_other_pending_interrupt(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        for sid, item in (("broken", "a"), ("intact", "b")):
+            agent = build_agent(
+                store, sid, [[ToolUse("t1", "record", {"item": item})]], tmp_path / sid
+            )
+            assert agent("go").stop_reason == "interrupt"
+        self.corrupt(store, tmp_path, "broken")
+        found = asyncio.run(store.pending_interrupts())
+        assert "intact" in [e.session_id for e in found], found
+        # a store may still list the corrupt session's question (its index is intact) or
+        # leave it out; if it leaves it out, it names it in ``skipped``, with a reason
+        skipped = list(getattr(store, "skipped", ()))
+        assert all(sid == "broken" and why for sid, why in skipped), skipped
+        listed = {e.session_id for e in found}
+        assert listed | {sid for sid, _ in skipped} == {"broken", "intact"}, (found, skipped)
+        resumer = build_agent(store, "intact", ["done"], tmp_path / "intact")
+        assert resumer.resume({resumer.interrupts[0].id: True}).stop_reason == "end_turn"
+        assert [e.session_id for e in asyncio.run(store.pending_interrupts())] in ([], ["broken"])
 
 
 def _pause_bytes(store: SessionStore, tmp_path: Path, sid: str, history: int) -> int:
