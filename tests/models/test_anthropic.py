@@ -35,6 +35,7 @@ from interlude.models.anthropic import AnthropicModel
 
 from .anthropic_server import (
     AnthropicServer,
+    Reply,
     block_start,
     block_stop,
     delta,
@@ -647,3 +648,78 @@ def test_importing_interlude_does_not_import_the_sdk():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# --- hardening: malformed chunks, in-stream error kinds, overflow, stop reason -------------------
+
+
+def _raw_sse(events: list[Any], bad: str) -> Reply:
+    reply = sse(events)
+    return Reply(reply.status, reply.body + bad.encode(), reply.content_type, reply.headers)
+
+
+async def test_malformed_chunk_mid_stream_is_a_provider_error_not_retryable(server, model):
+    events = [message_start(), block_start(0, {"type": "text", "text": ""})]
+    events.append(delta(0, {"type": "text_delta", "text": "Hel"}))
+    server.queue(_raw_sse(events, "event: content_block_delta\ndata: {not json\n\n"))
+    seen: list[Any] = []
+    with pytest.raises(ModelProviderError) as info:
+        async for event in model.stream(USER, [], None):
+            seen.append(event)
+    assert seen == [TextDelta("Hel")] and not info.value.retryable
+    assert "malformed stream chunk" in str(info.value)
+
+
+async def test_malformed_chunk_before_any_event_is_retryable(server, model):
+    server.queue(_raw_sse([message_start()], "event: content_block_start\ndata: {oops\n\n"))
+    with pytest.raises(ModelProviderError) as info:
+        await collect(model)
+    assert info.value.retryable
+
+
+@pytest.mark.parametrize(
+    ("kind", "error_class", "status", "retryable"),
+    [
+        ("api_error", ModelProviderError, 500, True),
+        ("overloaded_error", ModelProviderError, 529, True),
+        ("invalid_request_error", ModelProviderError, 400, False),
+        ("rate_limit_error", ModelThrottledError, 429, True),
+        ("authentication_error", ModelAuthError, 401, False),
+    ],
+)
+async def test_in_stream_error_kind_decides_retryable_and_status(
+    server, model, kind, error_class, status, retryable
+):
+    server.queue(sse([message_start(), *text_block(0, "Hel"), stream_error(kind, "It failed")]))
+    with pytest.raises(error_class) as info:
+        await collect(model)
+    assert type(info.value) is error_class
+    assert info.value.status == status and info.value.retryable is retryable
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "litellm.ContextWindowExceededError: litellm.BadRequestError: AnthropicException - "
+        "This model's maximum context length is 200000 tokens.",
+        "input is too long for the model",
+        "Request has too many tokens",
+    ],
+)
+async def test_gateway_context_overflow(server, model, message):
+    server.queue(error(400, "invalid_request_error", message))
+    with pytest.raises(ContextWindowOverflowError) as info:
+        await collect(model)
+    assert info.value.status == 400 and len(server.requests) == 1
+
+
+async def test_reply_with_tool_uses_stops_with_tool_use_even_if_end_turn(server, model):
+    server.queue(turn(tool_block(0, "toolu_1", "get_weather", '{"city": "Oslo"}')))
+    events = await collect(model)
+    assert isinstance(events[-1], ModelStop) and events[-1].stop_reason == "tool_use"
+
+
+async def test_tool_uses_cut_by_max_tokens_still_stop_with_max_tokens(server, model):
+    server.queue(turn(tool_block(0, "toolu_1", "get_weather", '{"ci'), stop_reason="max_tokens"))
+    events = await collect(model)
+    assert events[-1].stop_reason == "max_tokens"

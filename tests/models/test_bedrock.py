@@ -780,3 +780,38 @@ def test_redacted_reasoning_is_kept_and_sent_back(server: BedrockServer) -> None
     agent("more")
     sent = server.requests[1].body["messages"][1]["content"][0]
     assert sent == {"reasoningContent": {"redactedContent": wire}}
+
+
+# --- hardening: unparseable events, overflow, stop reason ----------------------------------------
+
+
+async def test_empty_content_block_start_is_a_text_block(server):
+    frames = events(("text", ["Hel", "lo"]))
+    frames.insert(1, Frame("contentBlockStart", {"contentBlockIndex": 0, "start": {}}))
+    server.add(StreamReply(frames))
+    got = await collect(make_model(server), user("hi"))
+    assert got[:2] == [TextDelta("Hel"), TextDelta("lo")]
+    assert isinstance(got[-1], ModelStop) and got[-1].stop_reason == "end_turn"
+
+
+async def test_an_event_botocore_cannot_parse_is_a_provider_error(server):
+    frames = events(("text", ["Hel"]))
+    frames.insert(2, Frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {}}))
+    server.add(StreamReply(frames))
+    got: list[Any] = []
+    with pytest.raises(ModelProviderError) as info:
+        async for event in make_model(server).stream(user("hi"), [], None):
+            got.append(event)
+    assert got == [TextDelta("Hel")] and "could not parse" in str(info.value)
+
+
+async def test_gateway_context_overflow(server):
+    server.add(ErrorReply(400, "ValidationException", "The request has too many tokens: 300000"))
+    with pytest.raises(ContextWindowOverflowError):
+        await collect(make_model(server), user("long"))
+
+
+async def test_reply_with_tool_uses_stops_with_tool_use_even_if_end_turn(server):
+    server.add(StreamReply(events(("tool", ("t1", "get_weather", ['{"city": "Oslo"}'])))))
+    got = await collect(make_model(server), user("hi"))
+    assert isinstance(got[-1], ModelStop) and got[-1].stop_reason == "tool_use"

@@ -526,3 +526,51 @@ def _usage(input_tokens: int, output_tokens: int):
     from interlude import Usage
 
     return Usage(input_tokens, output_tokens)
+
+
+# --- hardening: malformed lines, Retry-After, overflow, stop reason ------------------------------
+
+
+async def test_malformed_line_mid_stream_is_a_provider_error_not_retryable(server):
+    server.add(StreamReply([chunk("Hel"), "{not json"]), text_reply("never"))
+    seen: list = []
+    with pytest.raises(ModelProviderError) as info:
+        async for event in make_model(server).stream(hi(), [], None):
+            seen.append(event)
+    assert seen == [TextDelta("Hel")] and not info.value.retryable
+    assert "malformed stream chunk" in str(info.value) and len(server.requests) == 1
+
+
+async def test_malformed_first_line_is_retried(server):
+    server.add(StreamReply(["{not json"]), text_reply("ok"))
+    events = await collect(make_model(server), hi())
+    assert events[0] == TextDelta("ok") and len(server.requests) == 2
+
+
+async def test_malformed_first_line_every_time_is_a_retryable_provider_error(server):
+    server.add(*[StreamReply(["{not json"])] * 3)
+    with pytest.raises(ModelProviderError) as info:
+        await collect(make_model(server), hi())
+    assert info.value.retryable and len(server.requests) == 3
+
+
+@pytest.mark.parametrize("wait", ["0.02", "retry-after-ms"])
+async def test_retry_after_is_read_from_the_response(server, wait):
+    headers = {"Retry-After-Ms": "20"} if wait == "retry-after-ms" else {"Retry-After": wait}
+    server.add(*[ErrorReply(429, "too many requests", headers=headers)] * 3)
+    with pytest.raises(ModelThrottledError) as info:
+        await collect(make_model(server), hi())
+    assert info.value.retry_after == 0.02
+
+
+async def test_gateway_context_overflow(server):
+    server.add(ErrorReply(400, "prompt is too long: 9000 tokens > 8192 maximum"))
+    with pytest.raises(ContextWindowOverflowError) as info:
+        await collect(make_model(server), hi())
+    assert info.value.status == 400 and len(server.requests) == 1
+
+
+async def test_tool_calls_cut_by_the_length_limit_stop_with_max_tokens(server):
+    server.add(StreamReply([chunk(tool_calls=[call("weather", {"city": "Oslo"})]), done("length")]))
+    events = await collect(make_model(server), hi(), [WEATHER])
+    assert isinstance(events[-1], ModelStop) and events[-1].stop_reason == "max_tokens"

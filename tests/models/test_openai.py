@@ -629,3 +629,74 @@ def test_importing_interlude_does_not_import_openai():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- hardening: malformed chunks, in-stream error kinds, gateway overflow ------------------------
+
+
+async def test_malformed_chunk_mid_stream_is_a_provider_error_not_retryable(server):
+    server.add(Reply(events=[role_chunk(), chunk({"content": "Par"}), "{not json"], done=False))
+    got: list = []
+    with pytest.raises(ModelProviderError) as info:
+        async for event in make_model(server).stream(user("hi"), [], None):
+            got.append(event)
+    assert got == [TextDelta("Par")] and not info.value.retryable
+    assert "malformed stream chunk" in str(info.value) and info.value.provider == "openai"
+
+
+async def test_malformed_first_chunk_is_a_retryable_provider_error(server):
+    server.add(Reply(events=["{not json"], done=False))
+    with pytest.raises(ModelProviderError) as info:
+        await collect(make_model(server), user("hi"))
+    assert info.value.retryable
+
+
+def _stream_error(type_: str | None, code: object, message: str = "It failed.") -> Reply:
+    error = {"message": message, "type": type_, "param": None, "code": code}
+    return Reply(events=[role_chunk(), chunk({"content": "Par"}), {"error": error}], done=False)
+
+
+@pytest.mark.parametrize(
+    ("type_", "code", "error_class", "status", "retryable"),
+    [
+        ("server_error", None, ModelProviderError, 500, True),
+        (None, 500, ModelProviderError, 500, True),
+        ("server_error", "503", ModelProviderError, 503, True),
+        ("invalid_request_error", None, ModelProviderError, 400, False),
+        ("tokens", "rate_limit_exceeded", ModelThrottledError, 429, True),
+        ("invalid_request_error", "invalid_api_key", ModelAuthError, 401, False),
+    ],
+)
+async def test_in_stream_error_kind_decides_retryable_and_status(
+    server, type_, code, error_class, status, retryable
+):
+    server.add(_stream_error(type_, code))
+    with pytest.raises(error_class) as info:
+        await collect(make_model(server), user("hi"))
+    assert type(info.value) is error_class
+    assert info.value.status == status and info.value.retryable is retryable
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "litellm.ContextWindowExceededError: litellm.BadRequestError: "
+        "ContextWindowExceededError: BedrockException - Input is too long for requested model.",
+        "The prompt has too many tokens: 140000 > 131072",
+        "Requested input exceeds the context of this model",
+    ],
+)
+async def test_gateway_context_overflow(server, message):
+    server.fallback = Reply(
+        status=400, body={"error": {"message": message, "type": None, "param": None, "code": "400"}}
+    )
+    with pytest.raises(ContextWindowOverflowError) as info:
+        await collect(make_model(server), user("long"))
+    assert info.value.status == 400 and len(server.requests) == 1
+
+
+async def test_in_stream_context_overflow(server):
+    server.add(_stream_error("invalid_request_error", "context_length_exceeded", "Too long."))
+    with pytest.raises(ContextWindowOverflowError):
+        await collect(make_model(server), user("long"))

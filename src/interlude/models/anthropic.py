@@ -15,9 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anthropic
@@ -42,7 +40,9 @@ from ..errors import (
     ModelThrottledError,
 )
 from ._clients import LoopClients
+from ._errors import classify, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._stop import with_tool_uses
 
 __all__ = [
     "AnthropicModel",
@@ -65,7 +65,6 @@ _STOP_REASONS: dict[str, ModelStopReason] = {
     "model_context_window_exceeded": "max_tokens",
     "refusal": "content_filtered",
 }
-_OVERFLOW_TEXTS = ("prompt is too long", "exceed context limit", "context window")
 
 
 class AnthropicModel:
@@ -157,10 +156,15 @@ class AnthropicModel:
 
         events = await with_retries(self.retry, open_stream, translate)
         parser = StreamParser()
+        started = False
         try:
             async for event in events:
                 for out in parser.feed(event):
+                    started = True
                     yield out
+        except json.JSONDecodeError as exc:
+            where = f"Anthropic model {self.model_id!r}"
+            raise malformed_chunk(where, exc, provider=PROVIDER, started=started) from exc
         except Exception as exc:
             error = translate(exc)
             if error is None:
@@ -336,6 +340,7 @@ class StreamParser:
                 retryable=True,
             )
         reason = _STOP_REASONS.get(self.stop_reason or "end_turn", "end_turn")
+        reason = with_tool_uses(reason, bool(self.tool_ids))
         return ModelStop(reason, Usage(self.input_tokens, self.output_tokens))
 
     def _usage(self, usage: Any) -> None:
@@ -409,44 +414,31 @@ def _status_error(exc: anthropic.APIStatusError, where: str) -> ModelError:
     kind = str(error.get("type") or "")
     detail = str(error.get("message") or exc.message)
     # An `event: error` inside a stream arrives with the stream's status, 200.
-    status = exc.status_code if exc.status_code >= 400 else None
+    # An `event: error` inside a stream arrives with the stream's status, 200: then the status
+    # is read from the error's type.
+    in_stream = exc.status_code < 400
+    cls, status, retryable = classify(None if in_stream else exc.status_code, detail, kind)
+    if in_stream:
+        where += " (mid-reply)"
     text = f"{where}: {detail}" + (f" ({kind})" if kind else "")
-    if status == 429 or kind == "rate_limit_error":
-        after = _retry_after(exc.response.headers)
+    if cls is ModelThrottledError:
         return ModelThrottledError(
             f"{where} is rate limited: {detail}",
             provider=PROVIDER,
             status=status,
-            retryable=True,
-            retry_after=after,
+            retryable=retryable,
+            retry_after=retry_after(exc.response.headers),
         )
-    if status in (401, 403) or kind in ("authentication_error", "permission_error"):
+    if cls is ModelAuthError:
         return ModelAuthError(
             f"{where}: the API refused the credentials ({detail}); check ANTHROPIC_API_KEY",
             provider=PROVIDER,
             status=status,
         )
-    if status == 400 and any(t in detail.lower() for t in _OVERFLOW_TEXTS):
+    if cls is ContextWindowOverflowError:
         return ContextWindowOverflowError(
             f"{where}: the conversation does not fit the context window ({detail})",
             provider=PROVIDER,
             status=status,
         )
-    retryable = (status or 0) >= 500 or kind in ("overloaded_error", "api_error", "timeout_error")
     return ModelProviderError(text, provider=PROVIDER, status=status, retryable=retryable)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms``, or ``retry-after`` as seconds or an HTTP date."""
-    try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return float(ms) / 1000
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None

@@ -19,7 +19,6 @@ import asyncio
 import base64
 import json
 import os
-import re
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ import botocore.config
 import urllib3.exceptions
 from botocore import eventstream
 from botocore import exceptions as boto_errors
+from botocore.parsers import ResponseParserError
 
 from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolUse, Usage
 from .._stream import (
@@ -49,7 +49,9 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from ._errors import is_context_overflow, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._stop import with_tool_uses
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
@@ -88,12 +90,6 @@ _AUTH = frozenset(
         "ExpiredTokenException",
         "IncompleteSignature",
     }
-)
-# How a ValidationException says the conversation no longer fits the model.
-_OVERFLOW = re.compile(
-    r"input is too long|too many (input tokens|total text bytes)|prompt is too long"
-    r"|context (length|window|limit)|maximum context",
-    re.IGNORECASE,
 )
 
 
@@ -230,7 +226,7 @@ class _Pump:
             return
         self._put("opened")
         try:
-            for event in stream:
+            for event in _lenient_events(stream):
                 if self._closed:
                     return
                 self._put("event", event)
@@ -271,6 +267,45 @@ class _Pump:
             pass  # already released or closed
         # Older urllib3: close() can wait for the blocked read, so not on the event loop.
         threading.Thread(target=stream.close, daemon=True).start()
+
+
+def _lenient_events(stream: Any) -> Iterator[Any]:
+    """The stream's parsed events, taking a ``contentBlockStart`` whose ``start`` is empty.
+
+    botocore refuses such an event (``start`` is a union that must have one member) and ends
+    the stream; the service can send it for a text block. Other parser errors are raised.
+    Without the botocore internals this needs, the stream is iterated as it is.
+    """
+    raw_events = getattr(stream, "_event_generator", None)
+    parse = getattr(stream, "_parse_event", None)
+    if raw_events is None or parse is None:
+        yield from stream
+        return
+    for raw in raw_events:
+        try:
+            parsed = parse(raw)
+        except ResponseParserError:
+            parsed = _empty_block_start(raw)
+            if parsed is None:
+                raise
+        if parsed:
+            yield parsed
+
+
+def _empty_block_start(raw: Any) -> dict[str, Any] | None:
+    """``{"contentBlockStart": ...}`` for a raw contentBlockStart event with an empty start
+    (a text block), else None."""
+    headers = getattr(raw, "headers", None) or {}
+    if headers.get(":message-type") != "event" or headers.get(":event-type") != "contentBlockStart":
+        return None
+    try:
+        body = json.loads(raw.payload)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("start") not in ({}, None):
+        return None
+    index = body.get("contentBlockIndex", 0)
+    return {"contentBlockStart": {"contentBlockIndex": index, "start": {}}}
 
 
 # --- request building ----------------------------------------------------------------------------
@@ -452,12 +487,12 @@ def _delta_events(
 
 def _stop_reason(reason: str, had_tools: bool, model_id: str) -> ModelStopReason:
     if reason in _STOP_REASONS:
-        return _STOP_REASONS[reason]
+        return with_tool_uses(_STOP_REASONS[reason], had_tools)
     if reason == "malformed_tool_use" and had_tools:
         return "tool_use"  # the loop turns unparseable arguments into an error result
     if reason.startswith("malformed"):
         raise _error(model_id, f"the model stopped with {reason!r}", retryable=True)
-    return "end_turn"
+    return with_tool_uses("end_turn", had_tools)
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -478,6 +513,9 @@ def translate_error(exc: Exception, model_id: str) -> ModelError | None:
     if isinstance(exc, eventstream.ParserError):
         detail = f"the reply stream was garbled ({type(exc).__name__}: {exc})"
         return _error(model_id, detail, retryable=True)
+    if isinstance(exc, ResponseParserError):  # botocore could not read what the server sent
+        detail = f"botocore could not parse the reply ({exc}); a newer botocore may read it"
+        return _error(model_id, detail)
     if isinstance(exc, boto_errors.BotoCoreError):
         return _error(model_id, str(exc))
     if not isinstance(exc, boto_errors.ClientError):
@@ -491,10 +529,9 @@ def translate_error(exc: Exception, model_id: str) -> ModelError | None:
     detail = f"{code}: {text}" if text else code
     if code in _THROTTLED or (status == 429 and code not in _RETRYABLE):
         headers = {k.lower(): v for k, v in meta.get("HTTPHeaders", {}).items()}
-        wait = headers.get("retry-after", "")
-        retry_after = float(wait) if wait.replace(".", "", 1).isdigit() else None
-        return _error(model_id, detail, ModelThrottledError, status, True, retry_after)
-    if code == "ValidationException" and _OVERFLOW.search(text):
+        wait = retry_after(headers)
+        return _error(model_id, detail, ModelThrottledError, status, True, wait)
+    if code == "ValidationException" and is_context_overflow(text):
         return _error(model_id, detail, ContextWindowOverflowError, status)
     if code in _AUTH or status in (401, 403):
         detail += " (check the AWS credentials and that they may invoke this model)"

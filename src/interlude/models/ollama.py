@@ -9,6 +9,10 @@ tool-use order with ``tool_name``; Ollama has no tool-call ids to pair them by.
 Context overflow: by default Ollama drops the oldest messages silently to fit ``num_ctx``, so no
 ContextWindowOverflowError is raised unless the server reports an overflow error (a 400 when
 the request disables truncation, which the ``ollama`` client's ``chat()`` cannot ask for).
+
+Retry-After: the ``ollama`` client's ``ResponseError`` keeps no headers; the wait is read from
+the HTTP error it was raised from (``retry-after-ms`` or ``retry-after``). An error reported
+inside the NDJSON stream has no headers, so no ``retry_after`` then.
 """
 
 from __future__ import annotations
@@ -43,13 +47,14 @@ from ..errors import (
     ModelThrottledError,
 )
 from ._clients import LoopClients
+from ._errors import is_context_overflow, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._stop import with_tool_uses
 
 __all__ = ["DEFAULT_HOST", "OllamaModel", "build_messages", "build_tools", "translate_error"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _RESERVED = {"model", "messages", "tools", "stream", "think", "options"}
-_OVERFLOW = ("context length", "context size", "context window", "exceed_context_size")
 
 Think = bool | Literal["low", "medium", "high"]
 _Opened = tuple[AsyncIterator[ollama.ChatResponse], ollama.ChatResponse | None]
@@ -144,11 +149,13 @@ class OllamaModel:
 
         reply, chunk = await with_retries(self.retry, open_reply, self._translate)
         reader = ReplyReader()
+        started = False
         try:
             while chunk is not None:
                 for event in reader.read(chunk):
+                    started = True
                     yield event
-                chunk = await self._next(reply)
+                chunk = await self._next(reply, started)
         finally:
             aclose = getattr(reply, "aclose", None)
             if aclose is not None:
@@ -162,11 +169,13 @@ class OllamaModel:
             )
         yield stop
 
-    async def _next(self, reply: AsyncIterator[ollama.ChatResponse]) -> ollama.ChatResponse | None:
+    async def _next(
+        self, reply: AsyncIterator[ollama.ChatResponse], started: bool
+    ) -> ollama.ChatResponse | None:
         try:
             return await anext(reply, None)
         except Exception as exc:
-            error = self._translate(exc)
+            error = translate_error(exc, self.model_id, self.host, started=started)
             if error is None:
                 raise
             raise error from exc
@@ -345,11 +354,8 @@ class ReplyReader:
         """The reply's stop event, or None if the final ``done`` chunk never came."""
         if self.done is None:
             return None
-        reason: ModelStopReason = "end_turn"
-        if self.tool_calls:
-            reason = "tool_use"
-        elif self.done.done_reason == "length":
-            reason = "max_tokens"
+        reason: ModelStopReason = "max_tokens" if self.done.done_reason == "length" else "end_turn"
+        reason = with_tool_uses(reason, self.tool_calls > 0)
         usage = Usage(self.done.prompt_eval_count or 0, self.done.eval_count or 0)
         return ModelStop(reason, usage)
 
@@ -357,14 +363,25 @@ class ReplyReader:
 # --- errors ------------------------------------------------------------------------------------
 
 
-def translate_error(exc: Exception, model_id: str, host: str) -> ModelError | None:
-    """A typed ModelError for what the ollama client raised (None: not an Ollama failure)."""
+def translate_error(
+    exc: Exception, model_id: str, host: str, *, started: bool = False
+) -> ModelError | None:
+    """A typed ModelError for what the ollama client raised (None: not an Ollama failure).
+
+    ``started``: the reply had already passed events on (a garbled chunk is then not retryable).
+    """
     where = f"Ollama model {model_id!r} at {host}"
+    if isinstance(exc, json.JSONDecodeError):  # an NDJSON line that is not JSON
+        return malformed_chunk(where, exc, provider="ollama", started=started)
     if isinstance(exc, ollama.ResponseError):
         status = exc.status_code if exc.status_code > 0 else None  # -1: an in-stream error
         text = str(exc.error)
         kw: dict[str, Any] = {"provider": "ollama", "status": status}
-        if any(marker in text.lower() for marker in _OVERFLOW):
+        # The client keeps no headers, but raises from within the httpx error that has them.
+        context = exc.__context__
+        if isinstance(context, httpx.HTTPStatusError):
+            kw["retry_after"] = retry_after(context.response.headers)
+        if is_context_overflow(text):
             return ContextWindowOverflowError(
                 f"{where}: the conversation is too long: {text}", **kw
             )

@@ -16,11 +16,8 @@ Conversion notes:
 from __future__ import annotations
 
 import base64
-import email.utils
 import json
 import os
-import re
-import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +46,10 @@ from ..errors import (
     ModelThrottledError,
 )
 from ._clients import LoopClients
+from ._errors import classify, malformed_chunk
+from ._errors import retry_after as header_retry_after
 from ._retry import RetryPolicy, with_retries
+from ._stop import with_tool_uses
 
 __all__ = ["OpenAIModel"]
 
@@ -64,9 +64,6 @@ _STOP_REASONS: dict[str, ModelStopReason] = {
     "length": "max_tokens",
     "content_filter": "content_filtered",
 }
-_OVERFLOW = re.compile(
-    r"context[ _](length|window|size)|maximum context|prompt is too long|too many tokens", re.I
-)
 
 
 class OpenAIModel:
@@ -157,12 +154,16 @@ class OpenAIModel:
 
         chunks = await with_retries(self.retry, open_stream, self._translate)
         parser = StreamParser()
+        started = False
         try:
             async for chunk in chunks:
                 for event in parser.feed(chunk):
+                    started = True
                     yield event
         except openai.APIError as exc:
             raise api_error(exc, self._where) from exc
+        except json.JSONDecodeError as exc:
+            raise malformed_chunk(self._where, exc, provider=PROVIDER, started=started) from exc
         finally:
             await chunks.close()
         if parser.finish_reason is None:
@@ -379,8 +380,7 @@ class StreamParser:
                 events.append(ToolUseStart(call.id, ""))
                 events.append(ToolUseDelta(call.id, "".join(call.early_args)))
         reason = _STOP_REASONS.get(self.finish_reason or "stop", "end_turn")
-        if reason == "end_turn" and self._all:
-            reason = "tool_use"  # some servers say "stop" after tool calls
+        reason = with_tool_uses(reason, bool(self._all))  # some servers say "stop" after calls
         events.append(ModelStop(reason, self.usage))
         return events
 
@@ -398,21 +398,20 @@ def api_error(exc: openai.APIError, where: str) -> ModelError:
     if isinstance(exc, openai.APIConnectionError):
         reason = str(detail).rstrip(".") + _cause(exc)
         detail, retryable = f"could not reach the server ({reason})", True
-    elif status is None:
-        detail = f"the server failed mid-reply: {detail}"
-    elif status == 429:
-        quota = exc.code == "insufficient_quota"
-        kind, retryable = ModelThrottledError, not quota
-        detail = f"{'the account has no quota left' if quota else 'rate limited'}: {detail}"
-        retry_after = _retry_after(cast(openai.APIStatusError, exc).response.headers)
-    elif status in (401, 403):
-        kind, detail = ModelAuthError, f"the server refused the credentials: {detail}"
-        detail += "; check OPENAI_API_KEY"
-    elif 400 <= status < 500 and _is_overflow(exc, str(detail)):
-        kind = ContextWindowOverflowError
-        detail = f"the conversation does not fit the context window: {detail}"
     else:
-        retryable = status >= 500 or status in (408, 409)
+        in_stream = status is None
+        kind, status, retryable = classify(status, str(detail), exc.type, exc.code)
+        if in_stream:
+            detail = f"the server failed mid-reply: {detail}"
+        if kind is ModelThrottledError:
+            quota = not retryable
+            detail = f"{'the account has no quota left' if quota else 'rate limited'}: {detail}"
+            if isinstance(exc, openai.APIStatusError):
+                retry_after = header_retry_after(exc.response.headers)
+        elif kind is ModelAuthError:
+            detail = f"the server refused the credentials: {detail}; check OPENAI_API_KEY"
+        elif kind is ContextWindowOverflowError:
+            detail = f"the conversation does not fit the context window: {detail}"
     code = "" if status is None else f" ({status})"
     return kind(
         f"{where}{code}: {detail}",
@@ -430,26 +429,3 @@ def _cause(exc: BaseException) -> str:
         return ""
     text = " ".join(str(cause).split())
     return f": {type(cause).__name__}" + (f": {text}" if text else "")
-
-
-def _is_overflow(exc: openai.APIError, detail: str) -> bool:
-    if exc.code == "context_length_exceeded" or exc.type == "exceed_context_size_error":
-        return True
-    return _OVERFLOW.search(detail) is not None
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date)."""
-    try:
-        if (ms := headers.get("retry-after-ms")) is not None:
-            return max(float(ms) / 1000, 0.0)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(when.timestamp() - time.time(), 0.0)
-    except (TypeError, ValueError):
-        return None
