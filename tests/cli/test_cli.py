@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -252,12 +253,12 @@ def test_newcomer_flow_demo_pending_answer_show(tmp_path: Path, store: list[str]
     # 2. Another process lists it: as a table (what the demo said to run) and as JSON.
     table, listed = run_many(tmp_path, told_pending[0], ["pending", "--json", *store])
     table.ok()
-    row = next(line for line in table.stdout.splitlines() if line.startswith(session_id))
-    assert "approve" in row and "delete_files" in row and PATHS[0] in row, table
-    assert interrupt_id in row, table
-    assert re.search(r"\s\d+s\s", row), f"no age like '0s' in {row!r}"
     [entry] = listed.json()
     assert entry["session"] == session_id and entry["id"] == interrupt_id
+    row = next(line for line in table.stdout.splitlines() if session_id in line)
+    assert row.split()[:2] == [entry["short_id"], session_id], table  # the id to copy first
+    assert "approve" in row and "delete_files" in row and PATHS[0] in row, table
+    assert re.search(r"\s\d+s\s", row), f"no age like '0s' in {row!r}"
     assert entry["name"] == "approve" and entry["tool"] == "delete_files"
     assert entry["input"] == {"paths": PATHS}
 
@@ -305,13 +306,14 @@ def test_decline_and_json_shapes(tmp_path: Path) -> None:
     assert before["interrupts"] == started["interrupts"]
     assert [m["role"] for m in before["messages"]] == ["user", "assistant", "user", "assistant"]
     [entry] = pending
-    assert set(entry) == {*INTERRUPT_KEYS, "session", "raised_at"}
+    assert set(entry) == {*INTERRUPT_KEYS, "session", "raised_at", "short_id"}
 
     declined = run(tmp_path, "answer", session, iid, "false", "--json").json()
     assert set(declined) == RESULT_KEYS
     assert declined["session"] == session and declined["stop_reason"] == "end_turn"
     assert declined["interrupts"] == []
     assert "left the files alone" in declined["reply"], declined
+    assert "declined: false" in declined["reply"] and "False" not in declined["reply"], declined
 
     after, pending = snapshot(tmp_path, session)
     assert after["paused"] is False and after["interrupts"] == []
@@ -345,7 +347,7 @@ def test_pending_lists_sessions_and_filters(tmp_path: Path) -> None:
     everything = run(tmp_path, "pending", "--json").json()
     assert [e["session"] for e in everything] == ["old-email", *demos]  # oldest first
     for e in everything:
-        assert set(e) == {*INTERRUPT_KEYS, "session", "raised_at", "age_seconds"}
+        assert set(e) == {*INTERRUPT_KEYS, "session", "raised_at", "age_seconds", "short_id"}
     assert 7200 <= everything[0]["age_seconds"] < 7200 + 120, everything[0]
     assert everything[0]["name"] == "confirm_send" and everything[0]["tool"] == "send_email"
     for e in everything[1:]:
@@ -380,7 +382,8 @@ def test_pending_lists_sessions_and_filters(tmp_path: Path) -> None:
     table = ran[-2].ok().stdout
     for session in ["old-email", *demos]:
         assert session in table, table
-    old_row = next(line for line in table.splitlines() if line.startswith("old-email"))
+    old_row = next(line for line in table.splitlines() if " old-email " in line)
+    assert old_row.startswith(everything[0]["short_id"]), table
     assert "send_email" in old_row and "ana@example.com" in old_row and " 2h " in old_row
     bad = ran[-1]
     assert bad.returncode != 0 and bad.stdout == "", bad
@@ -632,6 +635,8 @@ def test_a_failing_agent_factory_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_every_error_in_json_mode_is_json_on_stdout(tmp_path: Path) -> None:
+    (tmp_path / ".interlude").mkdir()
+    sqlite3.connect(tmp_path / ".interlude" / "demo.db").close()  # an (empty) store exists
     missing, bad_answer, bad_flag = run_many(
         tmp_path,
         ["show", "no-such-session", "--json"],
@@ -666,6 +671,8 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
 
     shown = run(tmp_path, "show", "crash", "--json", env=env).json()
     assert shown["stopped"] and not shown["paused"] and shown["running"] is None
+    [listed] = run(tmp_path, "sessions", "--json", env=env).json()
+    assert (listed["session"], listed["state"], listed["questions"]) == ("crash", "stopped", 0)
     assert "interlude recover crash" in run(tmp_path, "show", "crash", env=env).ok().stdout
     refused = run(
         tmp_path, "answer", "crash", first["id"], "true", "--agent", "user_agent:build", env=env
@@ -695,3 +702,212 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
     assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once
     again = run(tmp_path, "recover", "crash", "--agent", "user_agent:build", env=env)
     assert_one_line_error(again, "no stopped run", "paused")
+
+
+# --- store URLs, missing stores and global options --------------------------------------------
+
+
+def test_file_urls_are_absolute_and_global_options_go_before_the_command(tmp_path: Path) -> None:
+    target = tmp_path / "abs" / "sessions"
+    url = f"file://{target}"  # RFC 8089: file:///tmp/... is the absolute path /tmp/...
+    started = run(tmp_path, "--store", url, "--json", "demo").json()
+    assert target.is_dir(), "the file: URL was not taken as an absolute path"
+    assert sorted(os.listdir(tmp_path)) == ["abs"], "the file: URL made a relative folder"
+    before_cmd, after_cmd, localhost = run_many(
+        tmp_path,
+        ["--store", url, "--json", "pending"],
+        ["pending", "--store", url, "--json"],
+        ["--json", "pending", "--store", f"file://localhost{target}"],
+    )
+    lists = [r.json() for r in (before_cmd, after_cmd, localhost)]
+    for entries in lists:
+        for e in entries:
+            e.pop("age_seconds")
+    assert lists[0] == lists[1] == lists[2]
+    [entry] = lists[0]
+    assert entry["session"] == started["session"]
+    helped = run(tmp_path, "--help").ok().stdout + run(tmp_path, "pending", "--help").ok().stdout
+    flat = " ".join(helped.split())
+    for fragment in ("three slashes: relative", "four slashes: absolute", "RFC 8089"):
+        assert flat.count(fragment) == 2, helped
+
+
+def test_read_only_commands_never_create_a_store(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nonexistent" / "dir" / "x.db")
+    commands = [
+        ["pending"],
+        ["show", "s"],
+        ["answer", "s", "i", "true"],
+        ["recover", "s"],
+        ["sessions"],
+        ["discard", "s"],
+        ["delete", "s"],
+    ]
+    stores = {
+        missing: "no store at",
+        f"sqlite:///{missing}": "no store at",
+        f"file://{tmp_path / 'nope'}": "no store at",
+        "sqlite:/x.db": "malformed store URL",
+        "sqlite:x.db": "malformed store URL",
+        "file://elsewhere/x": "host 'elsewhere'",
+    }
+    cases = [(c, url, fragment) for c in commands for url, fragment in stores.items()]
+    cases += [(c, None, "interlude demo") for c in commands]  # the default store, not made yet
+    ran = run_many(tmp_path, *([*c, "--store", u] if u else c for c, u, _ in cases))
+    for (_, _, fragment), got in zip(cases, ran, strict=True):
+        assert_one_line_error(got, fragment)
+        assert got.returncode == 1, got
+    assert os.listdir(tmp_path) == [], "a read-only command created something"
+
+
+def test_pending_rows_are_narrow_and_answer_takes_the_short_id(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    long_session = "a-session-with-a-rather-long-name-for-the-table"
+    [created] = run_many(tmp_path, start_user_session(long_session), env=env, cli=False)
+    first = created.json()["interrupts"][0]
+    table, listed = run_many(tmp_path, ["pending"], ["pending", "--json"], env=env)
+    [entry] = listed.json()
+    assert entry["id"] == first["id"] and entry["input"]["to"] == "ana@example.com"
+    rows = [line for line in table.ok().stdout.splitlines() if line]
+    assert all(len(line) <= 120 for line in rows), table
+    [row] = [line for line in rows if long_session in line]
+    short = row.split()[0]
+    assert short == entry["short_id"] and len(short) <= 12 and short in entry["short_id"]
+    answered = run(
+        tmp_path,
+        "answer",
+        long_session,
+        short,
+        "true",
+        "--agent",
+        "user_agent:build",
+        "--json",
+        env=env,
+    ).json()
+    assert answered["interrupts"][0]["input"]["to"] == "bob@example.com"
+    wrong = run(tmp_path, "answer", long_session, "0000000", "true", env=env)
+    assert_one_line_error(wrong, "0000000", "pending:")
+
+
+# --- sessions, discard, delete ---------------------------------------------------------------
+
+
+def _claim(tmp_path: Path, session: str, owner: str) -> None:
+    """Store a live run claim on ``session``, as another machine's running process would."""
+    import asyncio
+    import time
+
+    from interlude.sessions import SessionUpdate, SQLiteStore
+
+    store = SQLiteStore(tmp_path / ".interlude" / "demo.db")
+    stored = asyncio.run(store.load(session))
+    assert stored is not None
+    now = time.time()
+    update = SessionUpdate(
+        expected_version=stored.version,
+        first_index=len(stored.messages),
+        new_messages=[],
+        pause=stored.pause,
+        pending=None,
+        tools=stored.tools,
+        format_version=stored.format_version,
+        claim={"owner": owner, "since": now - 30, "expires_at": now + 570, "machine": "m-2"},
+    )
+    asyncio.run(store.save(session, update))
+
+
+def test_sessions_discard_and_delete(tmp_path: Path) -> None:
+    paused, to_discard, busy = (
+        demo_json(tmp_path)["session"],
+        demo_json(tmp_path)["session"],
+        demo_json(tmp_path)["session"],
+    )
+    _claim(tmp_path, busy, "worker-7")
+    listed, table, shown, shown_json = run_many(
+        tmp_path, ["sessions", "--json"], ["sessions"], ["show", busy], ["show", busy, "--json"]
+    )
+    states = {r["session"]: r for r in listed.json()}
+    assert set(states) == {paused, to_discard, busy}
+    assert states[paused] == {
+        "session": paused,
+        "state": "paused",
+        "questions": 1,
+        "messages": 4,
+        "version": states[paused]["version"],
+    }
+    assert states[busy]["state"] == "running"
+    assert re.search(rf"^{paused}\s+paused: 1 question\s+4$", table.ok().stdout, re.M), table
+    assert re.search(rf"^{busy}\s+running\s+4$", table.stdout, re.M), table
+    # show: the run in progress in words, not a dict
+    words = shown.ok().stdout
+    assert "held by worker-7" in words and "ago" in words and "runs out" in words, shown
+    assert "{" not in words.split("A run is in progress")[1], shown
+    assert shown_json.json()["running"]["owner"] == "worker-7"
+
+    # discard drops the pause: the tool call is cancelled, nothing is pending for it
+    discarded = run(tmp_path, "discard", to_discard, "--json").json()
+    assert discarded["session"] == to_discard and discarded["discarded"] == "pause"
+    after = run(tmp_path, "show", to_discard, "--json").json()
+    assert after["paused"] is False and after["stopped"] is False
+    assert {b["tool_use_id"]: b["status"] for b in blocks(after, "tool_result")} == {
+        "call_list": "success",
+        "call_delete": "error",
+    }
+    assert "deleted 3 file(s)" not in all_text(after)
+    assert [e["session"] for e in run(tmp_path, "pending", "--json").json()] == [paused, busy]
+    again = run(tmp_path, "discard", to_discard)
+    assert_one_line_error(again, "no pause")
+
+    # delete: gone without a question; a session a live run holds is refused
+    refused_delete, refused_discard, refused_answer, deleted = run_many(
+        tmp_path,
+        ["delete", busy],
+        ["discard", busy],
+        ["answer", busy, "x", "true"],
+        ["delete", to_discard],
+    )
+    for refused in (refused_delete, refused_discard, refused_answer):
+        assert_one_line_error(refused, busy, "another process", "held by worker-7")
+    assert "deleted" in deleted.ok().stdout
+    left = {r["session"]: r["state"] for r in run(tmp_path, "sessions", "--json").json()}
+    assert left == {paused: "paused", busy: "running"}
+    assert_one_line_error(run(tmp_path, "delete", to_discard), "no session")
+    assert_one_line_error(run(tmp_path, "show", to_discard), "no session")
+
+
+def test_the_loser_of_a_race_is_told_nothing_ran_here() -> None:
+    """A SessionConflictError from the run (the other process claimed the session first)."""
+    from types import SimpleNamespace
+
+    from interlude.cli._main import CliError, _run
+    from interlude.cli._render import Output
+    from interlude.errors import SessionConflictError
+
+    def lose() -> Any:
+        raise SessionConflictError("session 's' is at version 7, not 6: another agent saved it")
+
+    agent: Any = SimpleNamespace(_session=SimpleNamespace(lost=None))
+    with pytest.raises(CliError) as raised:
+        _run(Output(json_mode=True), lose, "s", "sqlite:///x.db", agent)
+    message = str(raised.value)
+    assert "another process answered/ran this session first; nothing was run here" in message
+    assert "the store failed" not in message
+    taken: Any = SimpleNamespace(_session=SimpleNamespace(lost=SessionConflictError("taken")))
+    with pytest.raises(CliError) as raised:
+        _run(Output(json_mode=True), lose, "s", "sqlite:///x.db", taken)
+    assert "nothing was run here" not in str(raised.value)
+
+
+def test_concurrent_answers_one_wins_and_the_other_says_so(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    [created] = run_many(tmp_path, start_user_session("race"), env=env, cli=False)
+    iid = created.json()["interrupts"][0]["id"]
+    answer = ["answer", "race", iid, "true", "--agent", "user_agent:build"]
+    ran = run_many(tmp_path, answer, answer, answer, env=env)
+    won = [r for r in ran if r.returncode == 0]
+    assert len(won) == 1, "\n".join(map(str, ran))
+    for lost in (r for r in ran if r.returncode != 0):
+        assert_one_line_error(lost, "race")
+        assert "the store failed" not in lost.stderr, lost
+    outbox = (tmp_path / "outbox.jsonl").read_text().splitlines()
+    assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once

@@ -7,6 +7,7 @@ that plays a careful ops assistant; with ``model`` (``"provider:name"``) it runs
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from .. import Agent, ToolResult, ToolUse, tool
@@ -66,7 +67,7 @@ def _ask_before_risky_tools(event: BeforeToolCallEvent) -> None:
         reason={"question": f"May the agent run {event.tool_use.name}?"},
     )
     if approved is not True:
-        event.cancel(f"a person declined: {approved!r}")
+        event.cancel(f"a person declined: {json.dumps(approved, ensure_ascii=False)}")
 
 
 def build(store: SessionStore, session_id: str, model: str | None = None) -> Agent:

@@ -1,10 +1,12 @@
 """``interlude``: run the demo, list pending interrupts, answer one, recover a stopped run,
-show a session.
+show, list, discard or delete sessions.
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE) and
-``--json`` for scripts. Errors are one line on stderr with exit code 1 (with ``--json``, also a
-``{"error": ..., "session": ...}`` document on stdout). An error found before a run changes
-nothing; when a run itself fails, the line names the session and what became of it.
+``--json`` for scripts, before or after the command's name. Only ``demo`` creates a store; the
+other commands report a store that does not exist. Errors are one line on stderr with exit
+code 1 (with ``--json``, also a ``{"error": ..., "session": ...}`` document on stdout). An
+error found before a run changes nothing; when a run itself fails, the line names the session
+and what became of it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..errors import InterludeError, ResumeError, SessionError
-from ._render import Output, show_command
+from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
+from ._render import Output, claim_words, short_id, show_command
 
 if TYPE_CHECKING:
     from .. import Agent, AgentResult
-    from ..sessions import SessionStore
+    from .._agent._state import Pause
+    from .._messages import Message
+    from ..sessions import SessionStore, StoredSession
 
 __all__ = ["run"]
 
@@ -84,23 +88,41 @@ def run(argv: list[str] | None = None) -> int:
         return 0
 
 
+STORE_HELP = (
+    "store URL. sqlite:///relative/path.db (three slashes: relative to this folder), "
+    "sqlite:////absolute/path.db (four slashes: absolute), optionally ending in "
+    "?synchronous=full; file:///absolute/dir (RFC 8089: always absolute, also "
+    "file://localhost/absolute/dir); postgresql://user@host/db. "
+    f"Default: $INTERLUDE_STORE or {DEFAULT_STORE}"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="interlude", description="Agents that stop for a person and carry on later."
     )
+    # --store and --json go before the command or after it; after it, they win.
+    parser.add_argument(
+        "--store", default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE), help=STORE_HELP
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     def command(name: str, fn: Callable[..., int], help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.set_defaults(command=fn)
+        p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
         p.add_argument(
-            "--store",
-            default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE),
-            help=f"store URL: sqlite:///path, file:///dir, postgresql://... "
-            f"(default: $INTERLUDE_STORE or {DEFAULT_STORE})",
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
         )
-        p.add_argument("--json", action="store_true", help="print JSON for scripts")
         return p
+
+    def agent_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--agent",
+            help="module:function building the session's agent "
+            "(default: the one the session recorded)",
+        )
 
     demo = command("demo", _demo, "run an agent that stops to ask before a risky tool")
     demo.add_argument("--model", help="run on a real model, e.g. openai:gpt-4.1-mini")
@@ -114,24 +136,35 @@ def _parser() -> argparse.ArgumentParser:
 
     answer = command("answer", _answer, "answer an interrupt and carry the session on")
     answer.add_argument("session")
-    answer.add_argument("interrupt_id")
-    answer.add_argument("answer", help='the answer as JSON: true, false, "text", {"k": 1}')
     answer.add_argument(
-        "--agent",
-        help="module:function building the session's agent (default: the one the session recorded)",
+        "interrupt_id", help="the interrupt's id, or the short id `interlude pending` shows"
     )
+    answer.add_argument("answer", help='the answer as JSON: true, false, "text", {"k": 1}')
+    agent_option(answer)
 
     recover = command(
         "recover", _recover, "carry on a run whose process stopped before it finished"
     )
     recover.add_argument("session")
-    recover.add_argument(
-        "--agent",
-        help="module:function building the session's agent (default: the one the session recorded)",
-    )
+    agent_option(recover)
 
     show = command("show", _show, "show a session's conversation and pause")
     show.add_argument("session")
+
+    command("sessions", _sessions, "list the sessions in the store and their state")
+
+    discard = command(
+        "discard",
+        _discard,
+        "drop a session's pause (or stopped run): its open tool calls become cancelled",
+    )
+    discard.add_argument("session")
+    agent_option(discard)
+
+    delete = command(
+        "delete", _delete, "delete a session from the store (refused while a run holds it)"
+    )
+    delete.add_argument("session")
     return parser
 
 
@@ -141,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
 def _demo(args: argparse.Namespace, out: Output) -> int:
     from ._demo import PROMPT, build
 
-    store = _store(args.store)
+    store = _store(args.store, create=True)
     session_id = args.session or f"demo-{uuid.uuid4().hex[:6]}"
     agent = build(store, session_id, args.model)
     if agent.messages:
@@ -149,7 +182,7 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
             f"session {session_id!r} already exists; pick another --session", session=session_id
         )
     out.intro(args.store, session_id, PROMPT)
-    result = _run(out, lambda: agent(PROMPT), session_id, args.store)
+    result = _run(out, lambda: agent(PROMPT), session_id, args.store, agent)
     out.outcome(session_id, result, agent.messages, args.store, first=True)
     return 0
 
@@ -167,12 +200,11 @@ def _pending(args: argparse.Namespace, out: Output) -> int:
             newer_than=None if args.newer_than is None else now - args.newer_than,
         )
     )
-    out.pending(entries, now)
+    out.pending(entries, now, args.store)
     return 0
 
 
 def _answer(args: argparse.Namespace, out: Output) -> int:
-
     try:
         answer = json.loads(args.answer)
     except ValueError:
@@ -188,17 +220,28 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
         )
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
-    if args.interrupt_id not in {i.id for i in agent.interrupts}:
-        pending = ", ".join(i.id for i in agent.interrupts)
-        raise CliError(
-            f"session {args.session!r} has no pending interrupt {args.interrupt_id!r}"
-            f" (pending: {pending})",
-            session=args.session,
-        )
+    interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
     before = len(agent.messages)
-    result = _run(out, lambda: agent.resume({args.interrupt_id: answer}), args.session, args.store)
+    result = _run(
+        out, lambda: agent.resume({interrupt_id: answer}), args.session, args.store, agent
+    )
     out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
     return 0
+
+
+def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
+    """The pending interrupt ``given`` names: its id, or its short id (see ``short_id``)."""
+    if given in pending:
+        return given
+    matches = [i for i in pending if short_id(i) == given.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    listed = ", ".join(f"{short_id(i)} ({i})" for i in pending)
+    what = "names several" if matches else "has no"
+    raise CliError(
+        f"session {session!r} {what} pending interrupt {given!r} (pending: {listed})",
+        session=session,
+    )
 
 
 def _recover(args: argparse.Namespace, out: Output) -> int:
@@ -209,19 +252,35 @@ def _recover(args: argparse.Namespace, out: Output) -> int:
             f"session {args.session!r} holds no stopped run ({state})", session=args.session
         )
     before = len(agent.messages)
-    result = _run(out, agent.recover, args.session, args.store)
+    result = _run(out, agent.recover, args.session, args.store, agent)
     out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
     return 0
 
 
+def _discard(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.is_paused and not agent.needs_recovery:
+        raise CliError(
+            f"session {args.session!r} has no pause or stopped run to discard",
+            session=args.session,
+        )
+    what = "pause" if agent.is_paused else "stopped run"
+    dropped = [i.id for i in agent.interrupts]
+    agent.discard_pause()
+    out.discarded(args.session, what, dropped)
+    return 0
+
+
 def _session_agent(args: argparse.Namespace) -> Agent:
-    """The session's agent, rebuilt by its factory in this process."""
+    """The session's agent, rebuilt by its factory in this process (refused while another
+    process runs the session)."""
     import asyncio
 
     store = _store(args.store)
     stored = asyncio.run(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
+    _refuse_if_running(args.session, _live_claim(stored))
     factory = args.agent or stored.state.get(FACTORY_KEY)
     if not isinstance(factory, str):
         raise CliError(
@@ -245,14 +304,75 @@ def _session_agent(args: argparse.Namespace) -> Agent:
 def _show(args: argparse.Namespace, out: Output) -> int:
     import asyncio
 
-    from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import claim_is_live, split_marker
+    store = _store(args.store)
+    stored = asyncio.run(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    messages, pause = _decode(stored)
+    out.show(args.session, stored.version, messages, pause, stored.state, claim=_live_claim(stored))
+    return 0
+
+
+def _sessions(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+
+    store = _store(args.store)
+
+    async def statuses() -> list[dict[str, Any]]:
+        rows = []
+        for session_id in sorted(await store.list_sessions()):
+            stored = await store.load(session_id)
+            if stored is None:  # deleted meanwhile
+                continue
+            messages, pause = _decode(stored)
+            interrupts = [] if pause is None else pause.interrupts
+            claim = _live_claim(stored)
+            state = (
+                "running"
+                if claim is not None
+                else "paused"
+                if interrupts
+                else "stopped"
+                if pause is not None
+                else "idle"
+            )
+            rows.append(
+                {
+                    "session": session_id,
+                    "state": state,
+                    "questions": len(interrupts),
+                    "messages": len(messages),
+                    "version": stored.version,
+                }
+            )
+        return rows
+
+    out.sessions(asyncio.run(statuses()))
+    return 0
+
+
+def _delete(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
 
     store = _store(args.store)
     stored = asyncio.run(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
-    pause, marker = split_marker(stored.pause)
+    _refuse_if_running(args.session, _live_claim(stored))
+    asyncio.run(store.delete(args.session))
+    out.deleted(args.session)
+    return 0
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
+    """A stored session's conversation and pause (None while a run's journal is stored)."""
+    from .._agent._codec import FORMAT, decode_state
+    from .._agent._persist import split_marker
+
+    pause, _ = split_marker(stored.pause)
     state = decode_state(
         {
             "format": FORMAT,
@@ -263,26 +383,38 @@ def _show(args: argparse.Namespace, out: Output) -> int:
             "tools": stored.tools,
         }
     )
+    return state.messages, state.pause
+
+
+def _live_claim(stored: StoredSession) -> dict[str, Any] | None:
+    """The claim of the run that holds the session now, if one does."""
+    from .._agent._persist import claim_is_live, split_marker
+
+    _, marker = split_marker(stored.pause)
     claim = stored.claim if marker is None else marker
-    out.show(
-        args.session,
-        stored.version,
-        state.messages,
-        state.pause,
-        stored.state,
-        claim=claim if claim is not None and claim_is_live(claim) else None,
-    )
-    return 0
+    return dict(claim) if claim is not None and claim_is_live(claim) else None
 
 
-# --- helpers -------------------------------------------------------------------------------
+def _refuse_if_running(session_id: str, claim: dict[str, Any] | None) -> None:
+    if claim is not None:
+        raise CliError(
+            f"session {session_id!r} is being run by another process ({claim_words(claim)}); "
+            "nothing was done here: wait for the run to finish",
+            session=session_id,
+        )
 
 
-def _store(url: str) -> SessionStore:
+def _store(url: str, *, create: bool = False) -> SessionStore:
+    """The store at ``url``; unless ``create``, a SQLite or file store must already exist."""
     from ..sessions import open_store
+    from ..sessions._url import local_store_path
 
-    if url.startswith("sqlite:///") and not url.startswith("sqlite:////"):
-        os.makedirs(os.path.dirname(url[len("sqlite:///") :]) or ".", exist_ok=True)
+    local = local_store_path(url)  # a malformed URL: ConfigurationError, one line
+    if local is not None and not create:
+        kind, path, _ = local
+        if not (os.path.isfile(path) if kind == "sqlite" else os.path.isdir(path)):
+            hint = "run `interlude demo` to create one" if url == DEFAULT_STORE else "check --store"
+            raise CliError(f"no store at {path} ({url}): {hint}")
     try:
         return open_store(url)
     except InterludeError:
@@ -291,7 +423,9 @@ def _store(url: str) -> SessionStore:
         raise CliError(f"cannot open store {url}: {exc}") from None
 
 
-def _run(out: Output, call: Callable[[], AgentResult], session_id: str, store: str) -> AgentResult:
+def _run(
+    out: Output, call: Callable[[], AgentResult], session_id: str, store: str, agent: Agent
+) -> AgentResult:
     """Run the agent; a failure becomes a CliError that says what became of the session."""
     try:
         with out.working("the agent is working"):
@@ -301,6 +435,11 @@ def _run(out: Output, call: Callable[[], AgentResult], session_id: str, store: s
         see = f"see `{show_command(session_id, store)}`"
         if isinstance(exc, ResumeError):
             message = f"{where}: the answer was refused ({_what(exc)}); the session is unchanged"
+        elif isinstance(exc, SessionConflictError) and not _lost_mid_run(agent):
+            message = (
+                f"{where}: another process answered/ran this session first; nothing was run "
+                f"here ({exc}): {see}"
+            )
         elif isinstance(exc, SessionError):
             message = (
                 f"{where}: the store failed during the run ({_what(exc)}); what was saved "
@@ -309,6 +448,13 @@ def _run(out: Output, call: Callable[[], AgentResult], session_id: str, store: s
         else:
             message = f"{where}: the run failed ({_what(exc)}); what completed is saved: {see}"
         raise CliError(message, session=session_id) from None
+
+
+def _lost_mid_run(agent: Agent) -> bool:
+    """Whether another process took the session over while this run was going (rather than
+    winning the race to start it, when this process ran nothing)."""
+    link = getattr(agent, "_session", None)
+    return getattr(link, "lost", None) is not None
 
 
 def _what(exc: BaseException) -> str:

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from .._agent._state import Pause
     from ..sessions import PendingInterrupt
 
-__all__ = ["Output", "show_command"]
+__all__ = ["Output", "claim_words", "short_id", "show_command"]
+
+ROW_WIDTH = 120  # `interlude pending` keeps its rows this narrow
 
 
 class Output:
@@ -106,13 +108,14 @@ class Output:
             self._say(f"  interlude answer{flag} {session_id} {i.id} true", "cyan")
         self._say("(answer false, or any JSON, to decline)", "dim")
 
-    def pending(self, entries: list[PendingInterrupt], now: float) -> None:
+    def pending(self, entries: list[PendingInterrupt], now: float, store: str) -> None:
         if self.json_mode:
             self._json(
                 [
                     {
                         "session": e.session_id,
                         **_interrupt_json(e.interrupt),
+                        "short_id": short_id(e.interrupt.id),
                         "raised_at": e.raised_at,
                         "age_seconds": round(now - e.raised_at, 1),
                     }
@@ -123,21 +126,61 @@ class Output:
         if not entries:
             self._say("No interrupts are waiting for an answer.")
             return
+        head = ("ID", "SESSION", "NAME", "AGE", "WHAT WAS SHOWN")
         rows = [
             (
+                short_id(e.interrupt.id),
                 e.session_id,
                 e.interrupt.name,
-                _shown(e.interrupt),
                 _age(now - e.raised_at),
-                e.interrupt.id,
+                _shown(e.interrupt),
             )
             for e in entries
         ]
-        head = ("SESSION", "NAME", "WHAT WAS SHOWN", "AGE", "INTERRUPT ID")
         widths = [max(len(r[k]) for r in [head, *rows]) for k in range(4)]
         for r in [head, *rows]:
             cells = [c.ljust(w) for c, w in zip(r[:4], widths, strict=True)]
-            self._say("  ".join([*cells, r[4]]).rstrip(), "bold" if r is head else None)
+            line = "  ".join(cells) + "  "
+            room = max(ROW_WIDTH - len(line), 20)
+            what = r[4] if len(r[4]) <= room else r[4][: room - 3] + "..."
+            self._say((line + what).rstrip(), "bold" if r is head else None)
+        self._say(
+            f"\nAnswer: interlude answer{_store_flag(store)} SESSION ID true|false|JSON"
+            " (pending --json lists all in full)",
+            "dim",
+        )
+
+    def sessions(self, rows: list[dict[str, Any]]) -> None:
+        if self.json_mode:
+            self._json(rows)
+            return
+        if not rows:
+            self._say("The store holds no sessions.")
+            return
+        head = ("SESSION", "STATE", "MESSAGES")
+        table = [head] + [
+            (r["session"], _state_words(r["state"], r["questions"]), str(r["messages"]))
+            for r in rows
+        ]
+        widths = [max(len(r[k]) for r in table) for k in range(2)]
+        for r in table:
+            line = "  ".join([r[0].ljust(widths[0]), r[1].ljust(widths[1]), r[2]])
+            self._say(line.rstrip(), "bold" if r is head else None)
+
+    def discarded(self, session_id: str, what: str, interrupts: list[str]) -> None:
+        if self.json_mode:
+            self._json({"session": session_id, "discarded": what, "interrupts": interrupts})
+            return
+        self._say(
+            f"session {session_id}: discarded the {what}; its open tool calls are now "
+            "cancelled, and the session takes new prompts."
+        )
+
+    def deleted(self, session_id: str) -> None:
+        if self.json_mode:
+            self._json({"session": session_id, "deleted": True})
+            return
+        self._say(f"session {session_id}: deleted.")
 
     def show(
         self,
@@ -169,7 +212,7 @@ class Output:
         for line in _transcript(messages):
             self._say(line)
         if claim is not None:
-            self._say(f"\nA run is in progress: {claim.get('owner')}", "yellow")
+            self._say(f"\nA run is in progress: {claim_words(claim)}.", "yellow")
         elif stopped:
             self._say(
                 "\nA run stopped before it finished (its process ended); carry it on with "
@@ -188,6 +231,42 @@ class Output:
 def show_command(session_id: str, store: str) -> str:
     """The command that shows a session."""
     return f"interlude show{_store_flag(store)} {session_id}"
+
+
+def short_id(interrupt_id: str) -> str:
+    """The 8-character id ``interlude pending`` shows and ``interlude answer`` accepts."""
+    import hashlib
+
+    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
+
+
+def claim_words(claim: dict[str, Any], now: float | None = None) -> str:
+    """Who holds a run claim, since when and until when, in words."""
+    import time
+
+    now = time.time() if now is None else now
+    parts = [f"held by {claim.get('owner') or 'an unnamed process'}"]
+    since = claim.get("since")
+    if isinstance(since, int | float):
+        parts.append(f"since {_clock(since)} ({_age(now - since)} ago)")
+    expires = claim.get("expires_at")
+    if isinstance(expires, int | float):
+        parts.append(
+            f"its claim runs out at {_clock(expires)} (in {_age(expires - now)}) unless renewed"
+        )
+    return ", ".join(parts)
+
+
+def _clock(when: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
+def _state_words(state: str, questions: int) -> str:
+    if state == "paused":
+        return f"paused: {questions} question{'' if questions == 1 else 's'}"
+    return {"stopped": "stopped run", "running": "running", "idle": "idle"}.get(state, state)
 
 
 def _store_flag(store: str) -> str:
@@ -220,6 +299,7 @@ def _shown(i: Interrupt) -> str:
 
 
 def _age(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{int(seconds // size)}{unit}"
