@@ -911,3 +911,10 @@ def test_concurrent_answers_one_wins_and_the_other_says_so(tmp_path: Path) -> No
         assert "the store failed" not in lost.stderr, lost
     outbox = (tmp_path / "outbox.jsonl").read_text().splitlines()
     assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once
+
+
+def test_cli_errors_are_in_the_error_tree() -> None:
+    from interlude.cli._main import CliError
+    from interlude.errors import InterludeError
+
+    assert issubclass(CliError, InterludeError)

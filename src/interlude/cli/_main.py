@@ -36,8 +36,9 @@ DEFAULT_STORE = "sqlite:///.interlude/demo.db"
 FACTORY_KEY = "interlude.factory"
 
 
-class CliError(Exception):
-    """A problem to report in one line (exit code 1), about ``session`` if it names one."""
+class CliError(InterludeError):
+    """A problem to report in one line (exit code 1), about ``session`` if it names one; part
+    of the one error tree, so code that calls the command catches it with InterludeError."""
 
     def __init__(self, message: str, *, session: str | None = None) -> None:
         super().__init__(message)
