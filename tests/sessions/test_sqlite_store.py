@@ -425,3 +425,18 @@ def test_synchronous_is_chosen_by_argument_or_url(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "e.db", synchronous="off")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="unknown option"):
         open_store(f"sqlite:///{tmp_path}/f.db?journal=off")
+
+
+def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "deep.db")
+    question = Interrupt(id="v1:before_tool_call:t1:x", name="approve", source="before_tool_call")
+    update = SessionUpdate(0, 0, [], None, [question.to_dict()], [], 2)
+    asyncio.run(store.save("deep", update))
+    asyncio.run(store.save("fine", update))
+    assert store._conn is not None
+    store._conn.execute(
+        "UPDATE pending SET data = ? WHERE session_id = 'deep'", ("[" * 100_000 + "]" * 100_000,)
+    )
+    found = asyncio.run(store.pending_interrupts())
+    assert [p.session_id for p in found] == ["fine"]
+    assert [sid for sid, _ in store.skipped] == ["deep"]

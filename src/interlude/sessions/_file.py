@@ -58,7 +58,7 @@ def _count(value: object) -> bool:
 def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
     try:
         d: Any = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise _corrupt(session_id, path, f"is not valid JSON ({exc})") from None
     if not isinstance(d, dict):
         raise _corrupt(session_id, path, f"holds a {type(d).__name__}, not an object")
@@ -268,7 +268,7 @@ class FileStore:
         for number, line in enumerate(lines, 1):
             try:
                 messages.append(json.loads(line))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise _corrupt(
                     session_id, path, f"line {number} is not valid JSON ({exc})"
                 ) from None

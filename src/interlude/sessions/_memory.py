@@ -136,7 +136,7 @@ class MemoryStore:
         for sid, text in items:
             try:
                 interrupt = Interrupt.from_dict(json.loads(text), "pending interrupt")
-            except (StateFormatError, TypeError, ValueError) as exc:
+            except (StateFormatError, TypeError, ValueError, RecursionError) as exc:
                 skipped.setdefault(sid, f"session {sid!r} is corrupt: {exc}")
                 continue
             entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)

@@ -135,7 +135,7 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise SessionCorruptError(
             f"session {session_id!r}: stored {what} is not valid JSON ({exc})"
         ) from None

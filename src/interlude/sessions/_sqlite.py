@@ -73,7 +73,7 @@ def _json(session_id: str, what: str, raw: object) -> Any:
         raise _corrupt(session_id, f"{what} is not JSON text ({type(raw).__name__})")
     try:
         return json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nested too deeply
         raise _corrupt(session_id, f"{what} is not valid JSON ({exc})") from None
 
 
