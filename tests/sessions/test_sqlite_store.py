@@ -440,3 +440,18 @@ def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -
     found = asyncio.run(store.pending_interrupts())
     assert [p.session_id for p in found] == ["fine"]
     assert [sid for sid, _ in store.skipped] == ["deep"]
+
+
+def test_processes_opening_a_new_database_at_once_all_get_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL needs a moment alone with it and SQLite does not wait for
+    that: before the retry, about 1 in 200 openers racing on a new file got 'locked'."""
+    code = "import sys; from interlude.sessions import SQLiteStore; SQLiteStore(sys.argv[1]).close()"
+    for i in range(15):
+        db = str(tmp_path / f"race{i}.db")
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True)
+            for _ in range(4)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err

@@ -77,6 +77,26 @@ def _json(session_id: str, what: str, raw: object) -> Any:
         raise _corrupt(session_id, f"{what} is not valid JSON ({exc})") from None
 
 
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the database in WAL mode. Switching needs a moment alone with the file and SQLite
+    does not wait for that (no busy handler): when two processes open a new database at once,
+    one is told "database is locked" at once. Retry until ``timeout``, or until the other
+    process has switched it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise SessionError(f"the session database stays locked: {exc}") from exc
+            time.sleep(0.005)
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -146,7 +166,7 @@ class SQLiteStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn, timeout)
             conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._migrate(conn)
         except BaseException:
