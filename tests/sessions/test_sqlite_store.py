@@ -445,7 +445,9 @@ def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -
 def test_processes_opening_a_new_database_at_once_all_get_it(tmp_path: Path) -> None:
     """Switching a new file to WAL needs a moment alone with it and SQLite does not wait for
     that: before the retry, about 1 in 200 openers racing on a new file got 'locked'."""
-    code = "import sys; from interlude.sessions import SQLiteStore; SQLiteStore(sys.argv[1]).close()"
+    code = (
+        "import sys; from interlude.sessions import SQLiteStore; SQLiteStore(sys.argv[1]).close()"
+    )
     for i in range(15):
         db = str(tmp_path / f"race{i}.db")
         procs = [
