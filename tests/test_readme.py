@@ -15,7 +15,7 @@ CI_RUN = ROOT / ".ci" / "run"
 DEMO = ROOT / "examples" / "demo.py"
 
 DEMO_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/interlude demo"
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli]' && .venv/bin/interlude demo"
 )
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/python -m pytest -q"
@@ -68,6 +68,25 @@ def test_readme_quick_start_commands() -> None:
     assert follow_up[0] == ".venv/bin/interlude pending"
     assert follow_up[1].startswith(".venv/bin/interlude answer ")
     assert TEST_COMMAND in commands
+
+
+def test_the_readme_s_next_commands_work_as_written_after_a_fresh_demo(tmp_path: Path) -> None:
+    """A fresh clone's first demo is demo-1 and its question's id is deterministic: the
+    commands the README shows for it run as they are."""
+    demo = subprocess.run(
+        [sys.executable, "-m", "interlude", "demo"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert demo.returncode == 0, demo.stderr
+    for line in [code.strip() for _, code in _blocks("bash")][1].splitlines():
+        argv = line.split()
+        assert argv[0] == ".venv/bin/interlude", line
+        ran = subprocess.run(
+            [sys.executable, "-m", "interlude", *argv[1:]],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert ran.returncode == 0, f"{line}\n{ran.stdout}\n{ran.stderr}"
 
 
 def test_readme_shows_the_demo_output_as_the_demo_prints_it(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -172,11 +171,23 @@ def _parser() -> argparse.ArgumentParser:
 # --- commands ------------------------------------------------------------------------------
 
 
+def _next_demo_session(store: SessionStore) -> str:
+    """The first free ``demo-<n>``: a fresh clone's first demo is ``demo-1``, so the commands
+    the README shows for it work as written."""
+    import asyncio
+
+    taken = set(asyncio.run(store.list_sessions()))
+    n = 1
+    while f"demo-{n}" in taken:
+        n += 1
+    return f"demo-{n}"
+
+
 def _demo(args: argparse.Namespace, out: Output) -> int:
     from ._demo import PROMPT, build
 
     store = _store(args.store, create=True)
-    session_id = args.session or f"demo-{uuid.uuid4().hex[:6]}"
+    session_id = args.session or _next_demo_session(store)
     agent = build(store, session_id, args.model)
     if agent.messages:
         raise CliError(
