@@ -208,3 +208,23 @@ def test_a_broken_script_is_not_a_model_error():
     assert not issubclass(ScriptError, ModelError)
     with pytest.raises(ScriptError):
         Agent(ScriptedModel([]))("hi")
+
+
+def test_the_repaired_view_carries_the_run_s_new_messages_to_every_model_call():
+    seen: list[list[Message]] = []
+
+    def reply(request: ModelRequest) -> str | list[ToolUse]:
+        seen.append(list(request.messages))
+        return [ToolUse("t9", "act", {"n": 9})] if len(seen) == 1 else "done"
+
+    given = [
+        Message("user", [Text("earlier")]),
+        Message("assistant", [ToolUse("old1", "act", {"n": 1})]),  # never answered
+    ]
+    agent = Agent(FunctionModel(reply), tools=[act], messages=copy.deepcopy(given))
+    assert str(agent("go on")) == "done"
+    second = seen[1]
+    assert second[-2].tool_uses[0].id == "t9"  # the run's own tool use and its result
+    last = second[-1].content[0]
+    assert isinstance(last, ToolResult) and (last.tool_use_id, last.text) == ("t9", "did 9")
+    assert second[2].content[0].tool_use_id == "old1"  # still repaired

@@ -83,7 +83,7 @@ class Run:
 
     __slots__ = (
         "agent",
-        "checked",
+        "clean",
         "emit",
         "in_flight",
         "journal",
@@ -106,7 +106,7 @@ class Run:
         self.step: Step | None = None
         self.started = False
         self.seen_ids: dict[str, int] | None = None
-        self.checked: list[Message] | None = None
+        self.clean: bool | None = None
         self.in_flight = 0
         """Tool bodies running now (a result is saved at once while siblings still run)."""
         self.progressed = False
@@ -290,11 +290,12 @@ class Run:
     def _model_view(self) -> list[Message]:
         """The conversation as the model is sent it: itself, unless a tool use in it has no
         result (a conversation given to the agent that way, a session from an older version):
-        then a copy in which every tool use is answered (see :func:`answered`). Checked once per
-        run for what was there before it; the run's own messages are always answered."""
-        if self.checked is None:
-            self.checked = answered(self.messages)
-        return self.checked if self.checked is not _ANSWERED else self.messages
+        then a copy in which every tool use is answered (see :func:`answered`), made anew for
+        each call. Whether it needs one is checked once per run: the run's own messages are
+        always answered."""
+        if self.clean is None:
+            self.clean = answered(self.messages) is self.messages
+        return self.messages if self.clean else answered(self.messages)
 
     def _tool_use_ids(self) -> dict[str, int]:
         """How often each tool-use id occurs in the conversation (counted once per run)."""
@@ -468,9 +469,6 @@ def _tool_use(
     return ToolUse(tool_use_id, name, value)
 
 
-_ANSWERED: list[Message] = []
-"""What :func:`answered` returns when the conversation needs no repair."""
-
 UNANSWERED = (
     "not run: this tool use has no result in the conversation (it was given to the agent "
     "without one, or the run that made it stopped before it finished)"
@@ -478,8 +476,8 @@ UNANSWERED = (
 
 
 def answered(messages: list[Message]) -> list[Message]:
-    """``_ANSWERED`` if every tool use in ``messages`` (but a trailing one, still to be run)
-    is answered by a result in the message after it; otherwise a repaired copy, where each
+    """``messages`` itself if every tool use in it (but a trailing one, still to be run) is
+    answered by a result in the message after it; otherwise a repaired copy, where each
     missing result is an error result saying so. Providers refuse a conversation with an
     unanswered tool use, so the model is never sent one."""
     out: list[Message] = []
@@ -513,7 +511,7 @@ def answered(messages: list[Message]) -> list[Message]:
         else:
             out.append(Message("user", answers))
             i += 1
-    return out if changed else _ANSWERED
+    return out if changed else messages
 
 
 def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:

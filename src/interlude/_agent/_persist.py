@@ -159,7 +159,7 @@ class SessionLink:
 
     async def stop_renewing(self) -> None:
         renewer, self._renewer = self._renewer, None
-        if renewer is not None and renewer is not _current_task():
+        if renewer is not None and renewer is not asyncio.current_task():
             renewer.cancel()
             with contextlib.suppress(BaseException):
                 await renewer
@@ -222,23 +222,28 @@ class SessionLink:
         )
         if self._inline:  # runs to its end without suspending: nothing can cut it
             version = await self.store.save(self.session_id, update)
-            self._saved(version, count, encoded, claim)
+            self._saved(version, count, encoded, claim, bool(questions))
             return
         saving = asyncio.ensure_future(self.store.save(self.session_id, update))
         try:
             version = await asyncio.shield(saving)
         except asyncio.CancelledError:
             version = await saving  # let it land, note it, then let the cancel go on
-            self._saved(version, count, encoded, claim)
+            self._saved(version, count, encoded, claim, bool(questions))
             raise
-        self._saved(version, count, encoded, claim)
+        self._saved(version, count, encoded, claim, bool(questions))
 
     def _saved(
-        self, version: int, count: int, encoded: object, claim: dict[str, Any] | None
+        self,
+        version: int,
+        count: int,
+        encoded: object,
+        claim: dict[str, Any] | None,
+        questions: bool,
     ) -> None:
         self.version, self.saved, self._last, self.claim = version, count, encoded, claim
         self._holding = claim is not None
-        self._no_pending = encoded is None or not encoded.get("interrupts")  # type: ignore[attr-defined]
+        self._no_pending = not questions  # the pending index now holds no question
 
 
 def _saves_inline(store: object) -> bool:
@@ -250,10 +255,6 @@ def _saves_inline(store: object) -> bool:
                 object.__getattribute__(store, "_saves_inline")
             )
     return False
-
-
-def _current_task() -> asyncio.Task[Any] | None:
-    return asyncio.current_task()
 
 
 # --- claims -----------------------------------------------------------------------------------
