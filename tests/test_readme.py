@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -70,35 +71,63 @@ def test_readme_quick_start_commands() -> None:
     assert TEST_COMMAND in commands
 
 
-def test_the_readme_s_next_commands_work_as_written_after_a_fresh_demo(tmp_path: Path) -> None:
-    """A fresh clone's first demo is demo-1 and its question's id is deterministic: the
-    commands the README shows for it run as they are."""
-    demo = subprocess.run(
-        [sys.executable, "-m", "interlude", "demo"], cwd=tmp_path, capture_output=True, text=True
+def _a_fresh_clone_s_folder(tmp_path: Path) -> dict[str, str]:
+    """Make ``tmp_path`` look like a fresh clone after the demo command's install: ``.venv``
+    is this test run's venv, not activated (its bin is not on PATH). Returns that environment."""
+    (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("INTERLUDE_STORE", "VIRTUAL_ENV")}
+    venv_bin = os.path.join(sys.prefix, "bin")
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != venv_bin
     )
+    env.update(NO_COLOR="1", TERM="dumb")
+    return env
+
+
+def _shell(line: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_readme_s_commands_work_as_written_after_a_fresh_demo(tmp_path: Path) -> None:
+    """A fresh clone's first demo is demo-1 and its question's id is deterministic: the demo
+    suggests exactly the commands the README shows (`.venv/bin/interlude`, since the venv is
+    not activated), and they run as written in a shell."""
+    env = _a_fresh_clone_s_folder(tmp_path)
+    demo = _shell(".venv/bin/interlude demo", tmp_path, env)
     assert demo.returncode == 0, demo.stderr
-    for line in [code.strip() for _, code in _blocks("bash")][1].splitlines():
-        argv = line.split()
-        assert argv[0] == ".venv/bin/interlude", line
-        ran = subprocess.run(
-            [sys.executable, "-m", "interlude", *argv[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-        )
+    readme_lines = [code.strip() for _, code in _blocks("bash")][1].splitlines()
+    suggested = [line.strip() for line in demo.stdout.splitlines() if line.startswith("  .venv/")]
+    assert suggested == readme_lines[:2], demo.stdout
+    for line in readme_lines:
+        ran = _shell(line, tmp_path, env)
         assert ran.returncode == 0, f"{line}\n{ran.stdout}\n{ran.stderr}"
+    shown = _shell(readme_lines[-1], tmp_path, env).stdout
+    assert "Done: I deleted the three old log files" in shown and "Not paused." in shown, shown
 
 
 def test_readme_shows_the_demo_output_as_the_demo_prints_it(tmp_path: Path) -> None:
     shown = _blocks("text")[0][1]
-    proc = subprocess.run(
-        [sys.executable, "-m", "interlude", "demo"], cwd=tmp_path, capture_output=True, text=True
-    )
+    proc = _shell(".venv/bin/interlude demo", tmp_path, _a_fresh_clone_s_folder(tmp_path))
     assert proc.returncode == 0, proc.stderr
     printed = proc.stdout
-    for line in shown.splitlines():  # each shown line (ids and long values elided) is printed
-        stable = line.split("demo-")[0].split("...")[0].split("[...]")[0].rstrip()
+    for line in shown.splitlines():  # each shown line (long values elided) is printed
+        stable = line.split("...")[0].split("[...]")[0].rstrip()
         assert stable in printed, f"README shows {line!r}, the demo prints:\n{printed}"
+
+
+def test_the_cli_suggests_commands_the_way_it_was_started(tmp_path: Path) -> None:
+    """`python -m interlude` with the venv not activated suggests that same form; an activated
+    venv (its bin first on PATH) suggests plain `interlude`."""
+    env = _a_fresh_clone_s_folder(tmp_path)
+    as_module = _shell(".venv/bin/python -m interlude demo", tmp_path, env)
+    assert "  .venv/bin/python -m interlude pending" in as_module.stdout.splitlines()
+    env["PATH"] = os.pathsep.join([os.path.join(sys.prefix, "bin"), env["PATH"]])
+    activated = _shell("interlude demo", tmp_path, env)
+    assert "  interlude pending" in activated.stdout.splitlines(), activated.stdout
+    shown = _shell("interlude show demo-2", tmp_path, env)
+    assert shown.returncode == 0, shown.stderr
 
 
 def test_ci_runs_the_readme_test_command() -> None:

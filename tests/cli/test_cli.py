@@ -64,6 +64,10 @@ def _env(**extra: str) -> dict[str, str]:
     for name in ("INTERLUDE_STORE", "FORCE_COLOR", "USER_AGENT_OUTBOX"):
         env.pop(name, None)
     env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1")
+    # As in an activated venv: `interlude` on PATH is this installation's, so the commands the
+    # CLI suggests read `interlude ...` (test_readme covers the venv that is not activated).
+    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
+    env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
     env.update(extra)
     return env
 

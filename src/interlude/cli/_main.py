@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
-from ._render import Output, claim_words, short_id, show_command
+from ._render import Output, claim_words, program, short_id, show_command
 
 if TYPE_CHECKING:
     from .. import Agent, AgentResult
@@ -227,7 +227,7 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     if agent.needs_recovery:
         raise CliError(
             f"session {args.session!r} holds a run that stopped before it finished; carry it "
-            f"on first: interlude recover {args.session}",
+            f"on first: {program()} recover {args.session}",
             session=args.session,
         )
     if not agent.is_paused:

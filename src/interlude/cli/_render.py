@@ -15,9 +15,45 @@ if TYPE_CHECKING:
     from .._agent._state import Pause
     from ..sessions import PendingInterrupt
 
-__all__ = ["Output", "claim_words", "short_id", "show_command"]
+__all__ = ["Output", "claim_words", "program", "short_id", "show_command"]
 
 ROW_WIDTH = 120  # `interlude pending` keeps its rows this narrow
+
+
+def program() -> str:
+    """How to run this command again from the same folder, for the commands it suggests.
+
+    ``interlude`` when that name on PATH is this installation's; otherwise the way this
+    process was started: ``.venv/bin/interlude`` when run by that path without activating the
+    venv, ``.venv/bin/python -m interlude`` for ``-m``. A path inside the current folder is
+    shown relative to it, as the user typed it."""
+    import os
+    import shutil
+
+    here = os.path.dirname(os.path.abspath(sys.executable))  # a venv's bin, links unresolved
+    on_path = shutil.which("interlude")
+    if on_path is not None and os.path.dirname(os.path.abspath(on_path)) == here:
+        return "interlude"
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if os.path.basename(argv0) in ("interlude", "interlude.exe"):
+        return _as_typed(argv0)
+    if shutil.which("python3") == sys.executable or shutil.which("python") == sys.executable:
+        return f"{os.path.basename(sys.executable)} -m interlude"
+    return f"{_as_typed(sys.executable)} -m interlude"
+
+
+def _as_typed(path: str) -> str:
+    """``path`` quoted for a shell; relative (``./x``-free) when it lies inside this folder."""
+    import os
+    import shlex
+
+    if os.path.isabs(path):
+        rel = os.path.relpath(path)
+        if not rel.startswith(os.pardir):
+            path = rel
+    elif os.sep not in path:
+        path = os.path.join(os.curdir, path)  # a bare name in this folder is not on PATH
+    return shlex.quote(path)
 
 
 class Output:
@@ -103,9 +139,10 @@ class Output:
             "\nThe pause is saved in the store; this process can end now. From any other process:"
         )
         flag = _store_flag(store)
-        self._say(f"  interlude pending{flag}")
+        me = program()
+        self._say(f"  {me} pending{flag}")
         for i in result.interrupts:
-            self._say(f"  interlude answer{flag} {session_id} {i.id} true", "cyan")
+            self._say(f"  {me} answer{flag} {session_id} {i.id} true", "cyan")
         self._say("(answer false, or any JSON, to decline)", "dim")
 
     def pending(self, entries: list[PendingInterrupt], now: float, store: str) -> None:
@@ -145,7 +182,7 @@ class Output:
             what = r[4] if len(r[4]) <= room else r[4][: room - 3] + "..."
             self._say((line + what).rstrip(), "bold" if r is head else None)
         self._say(
-            f"\nAnswer: interlude answer{_store_flag(store)} SESSION ID true|false|JSON"
+            f"\nAnswer: {program()} answer{_store_flag(store)} SESSION ID true|false|JSON"
             " (pending --json lists all in full)",
             "dim",
         )
@@ -216,7 +253,7 @@ class Output:
         elif stopped:
             self._say(
                 "\nA run stopped before it finished (its process ended); carry it on with "
-                f"`interlude recover {session_id}`.",
+                f"`{program()} recover {session_id}`.",
                 "yellow",
             )
         elif pause is None:
@@ -230,7 +267,7 @@ class Output:
 
 def show_command(session_id: str, store: str) -> str:
     """The command that shows a session."""
-    return f"interlude show{_store_flag(store)} {session_id}"
+    return f"{program()} show{_store_flag(store)} {session_id}"
 
 
 def short_id(interrupt_id: str) -> str:
