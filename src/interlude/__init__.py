@@ -7,6 +7,8 @@ database driver or validation library; those load when first used.
 
 from . import errors, hooks, models
 from ._agent._agent import Agent, DirectTool, Prompt, ToolCaller
+from ._app import AgentSession, App
+from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource
 from ._messages import (
     ContentBlock,
@@ -45,7 +47,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentResult",
+    "AgentSession",
     "AgentTool",
+    "App",
+    "AuditEntry",
     "ContentBlock",
     "DirectTool",
     "FunctionTool",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Literal, get_args
 
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
@@ -18,6 +19,7 @@ InterruptSource = Literal[
     "message_added",
     "before_model_call",
     "after_model_call",
+    "before_tools",
     "before_tool_call",
     "tool_call",
     "after_tool_call",
@@ -49,7 +51,10 @@ class Interrupt:
     """A question raised by a hook callback or a tool, waiting for an answer.
 
     ``tool_use`` is the tool use as it stood when the question was asked (tool events only):
-    that is what the person is shown and approves.
+    that is what the person is shown and approves. ``response_schema`` is the JSON Schema an
+    answer must meet (None: any JSON). ``expires_at`` is the deadline (epoch seconds, None:
+    none); after it, the question is answered by ``default`` if it ``has_default``, else it
+    declines (see :class:`~interlude.errors.InterruptExpiredError`).
     """
 
     id: str
@@ -59,9 +64,13 @@ class Interrupt:
     source: InterruptSource
     tool_use: ToolUse | None = None
     raised_at: float = 0.0
+    response_schema: dict[str, JsonValue] | None = None
+    expires_at: float | None = None
+    default: JsonValue = None
+    has_default: bool = False
 
     def to_dict(self) -> dict[str, JsonValue]:
-        return {
+        out: dict[str, JsonValue] = {
             "id": self.id,
             "name": self.name,
             "reason": self.reason,
@@ -70,6 +79,13 @@ class Interrupt:
             "tool_use": None if self.tool_use is None else tool_use_to_dict(self.tool_use),
             "raised_at": self.raised_at,
         }
+        if self.response_schema is not None:
+            out["response_schema"] = self.response_schema
+        if self.expires_at is not None:
+            out["expires_at"] = self.expires_at
+            if self.has_default:
+                out["default"] = self.default
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "interrupt") -> Interrupt:
@@ -81,6 +97,10 @@ class Interrupt:
             raise StateFormatError(f"{where}.source: unknown interrupt source {source!r}")
         raised_at = d.get("raised_at", 0.0)
         tu = d.get("tool_use")
+        schema = d.get("response_schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise StateFormatError(f"{where}.response_schema: expected an object or null")
+        expires = d.get("expires_at")
         return cls(
             id=_str(d, "id", where),
             name=_str(d, "name", where),
@@ -89,6 +109,10 @@ class Interrupt:
             source=source,  # type: ignore[arg-type]
             tool_use=None if tu is None else tool_use_from_dict(tu, f"{where}.tool_use"),
             raised_at=_time(raised_at, f"{where}.raised_at"),
+            response_schema=schema,
+            expires_at=None if expires is None else _time(expires, f"{where}.expires_at"),
+            default=d.get("default"),
+            has_default=expires is not None and "default" in d,
         )
 
 
@@ -114,15 +138,24 @@ class Answers:
     hook changes the input before the question is asked again, the answer does not carry over.
     """
 
-    __slots__ = ("shown", "values")
+    __slots__ = ("asked", "clock", "expired", "shown", "values")
 
     def __init__(
         self,
         values: Mapping[str, JsonValue] | None = None,
         shown: Mapping[str, ToolUse] | None = None,
+        expired: Iterable[str] = (),
     ) -> None:
         self.values: dict[str, JsonValue] = dict(values or {})
         self.shown: dict[str, ToolUse] = dict(shown or {})
+        self.expired: set[str] = set(expired)
+        """Questions settled by their deadline passing: with a default, ``values`` holds it;
+        without one, the question has no value and asking it raises InterruptExpiredError."""
+        self.asked: dict[str, Interrupt] = {}
+        """Questions of the pause being resumed that are asked again: a question keeps the
+        time it was first raised, and so its deadline (not saved: set by each resume)."""
+        self.clock: Callable[[], float] = time.time
+        """The agent's clock (set by the run)."""
 
     def lookup(self, iid: str, tool_use: ToolUse | None) -> tuple[bool, JsonValue]:
         """(True, answer) if ``iid`` is answered for this tool use, else (False, None)."""
@@ -135,7 +168,7 @@ class Answers:
 
     def with_answers(self, new: Mapping[str, JsonValue], asked: Mapping[str, Interrupt]) -> Answers:
         """A copy with ``new`` answers added to the questions in ``asked``."""
-        merged = Answers(self.values, self.shown)
+        merged = Answers(self.values, self.shown, self.expired)
         for iid, answer in new.items():
             merged.values[iid] = answer
             shown = asked[iid].tool_use
@@ -149,16 +182,18 @@ class Answers:
         for iid in ids:
             self.values.pop(iid, None)
             self.shown.pop(iid, None)
+            self.expired.discard(iid)
 
     def prune(self, index: int) -> None:
         """Keep only the answers a later step can still ask for, once message ``index`` is
         appended: those of steps about message ``index`` or later. Answers about tool uses go
         when their batch's results are appended, so a pause holds only what its step needs."""
-        if not self.values:
+        if not self.values and not self.expired:
             return
         for iid in [i for i in self.values if not _still_asked(i, index)]:
             del self.values[iid]
             self.shown.pop(iid, None)
+        self.expired = {i for i in self.expired if _still_asked(i, index)}
 
 
 _MESSAGE_SOURCES = frozenset(
@@ -173,12 +208,87 @@ _MESSAGE_SOURCES = frozenset(
 
 
 def _still_asked(iid: str, index: int) -> bool:
-    """Whether a question with id ``iid`` can still be asked once message ``index`` is added."""
+    """Whether a question with id ``iid`` can still be asked once message ``index`` is added.
+
+    Steps about a message have scope ``m<n>``; a tool batch's own questions (``before_tools``)
+    have ``b<n>``, ``n`` being its assistant message: they are kept until its results are
+    appended, so a later pause inside the batch does not lose them."""
     parts = iid.split(":", 2)  # v1, source, "<scope>:<uuid>"
-    if len(parts) != 3 or parts[1] not in _MESSAGE_SOURCES:
+    if len(parts) != 3:
+        return False
+    if parts[1] in _MESSAGE_SOURCES:
+        prefix = "m"
+    elif parts[1] == "before_tools":
+        prefix = "b"
+    else:
         return False
     scope = parts[2][:-37]
-    return scope[:1] == "m" and scope[1:].isdigit() and int(scope[1:]) >= index
+    return scope[:1] == prefix and scope[1:].isdigit() and int(scope[1:]) >= index
+
+
+class _NoDefault:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<no default>"
+
+
+_NO_DEFAULT: Any = _NoDefault()
+
+
+def _check_json(name: str, what: str, value: object) -> None:
+    import json
+
+    try:
+        json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise InterruptError(
+            f"the {what} of interrupt {name!r} is nested too deeply to be saved"
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise InterruptError(
+            f"the {what} of interrupt {name!r} is not JSON-compatible ({exc}); a pause is "
+            "saved as JSON"
+        ) from None
+
+
+def _typed_and_timed(
+    name: str, response_type: Any, expires_in: object, default: Any
+) -> dict[str, Any]:
+    """The Interrupt fields for a typed answer and a deadline (checked), or {}."""
+    extra: dict[str, Any] = {}
+    if response_type is not None:
+        from ._typed import schema_of
+
+        extra["response_schema"] = schema_of(response_type)
+    if expires_in is None:
+        if default is not _NO_DEFAULT:
+            raise InterruptError(f"interrupt {name!r}: a default needs a deadline (expires_in)")
+        return extra
+    seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+        raise InterruptError(
+            f"interrupt {name!r}: expires_in must be a number of seconds >= 0 or a timedelta, "
+            f"got {expires_in!r}"
+        )
+    if default is not _NO_DEFAULT:
+        if response_type is not None:
+            import contextlib
+
+            from ._typed import answer_problem, to_json
+
+            with contextlib.suppress(Exception):  # reported below as not fitting the type
+                default = to_json(response_type, default)
+            problem = answer_problem(extra["response_schema"], default)
+            if problem is not None:
+                where = ".".join(map(str, problem[0])) or "the default"
+                raise InterruptError(
+                    f"interrupt {name!r}: the default does not fit response_type at {where}: "
+                    f"{problem[1]}"
+                )
+        _check_json(name, "default", default)
+        extra["default"], extra["has_default"] = default, True
+    return extra
 
 
 class Interrupter:
@@ -207,13 +317,28 @@ class Interrupter:
         return [interrupt_id(self._source, self._scope, n) for n in self._names or ()]
 
     def interrupt(
-        self, name: str, reason: JsonValue = None, response: JsonValue = None
-    ) -> JsonValue:
+        self,
+        name: str,
+        reason: JsonValue = None,
+        response: JsonValue = None,
+        *,
+        response_type: Any = None,
+        expires_in: float | timedelta | None = None,
+        default: Any = _NO_DEFAULT,
+    ) -> Any:
         """Ask for outside input.
 
         Returns the answer when one is known (given up front as ``response``, or on resume);
         otherwise records an :class:`Interrupt` and stops the caller: the run pauses at the end
         of this step with ``stop_reason == "interrupt"``.
+
+        ``response_type`` (a pydantic model, dataclass, TypedDict, enum, ``Literal[...]`` or
+        plain type) makes the answer typed: the interrupt carries its JSON Schema, ``resume``
+        refuses an answer that does not fit it, and this call returns the answer as that type.
+        ``expires_in`` (seconds or a timedelta) sets a deadline: after it, answers are refused
+        and the question is settled by expiry, returning ``default`` if one is given, else
+        raising :class:`~interlude.errors.InterruptExpiredError` (fail closed: a before-tool
+        callback that lets it out cancels its tool).
         """
         if response is not None:
             return response
@@ -231,36 +356,53 @@ class Interrupter:
             )
         iid = interrupt_id(self._source, self._scope, name)
         tool_use = self._interrupt_tool_use()
+        answers = self._answers
         answered = getattr(self, "_answered", None)
         if answered is not None:  # bound later, to the call as all callbacks leave it
-            found, answer = self._answers.lookup(iid, None)
+            found, answer = answers.lookup(iid, None)
             if found:
                 answered[iid] = (name, reason)
-                return answer
         else:
-            found, answer = self._answers.lookup(iid, tool_use)
-            if found:
-                return answer
-        import json
+            found, answer = answers.lookup(iid, tool_use)
+        if not found and iid in answers.expired:  # its deadline passed with no default
+            from .errors import InterruptExpiredError
 
-        try:
-            json.dumps(reason, allow_nan=False)
-        except RecursionError:
-            raise InterruptError(
-                f"the reason of interrupt {name!r} is nested too deeply to be saved"
-            ) from None
-        except (TypeError, ValueError) as exc:
-            raise InterruptError(
-                f"the reason of interrupt {name!r} is not JSON-compatible ({exc}); a pause is "
-                "saved as JSON"
-            ) from None
-        raise InterruptSignal(
-            Interrupt(
-                id=iid,
-                name=name,
-                reason=reason,
-                source=self._source,
-                tool_use=tool_use,
-                raised_at=time.time(),
+            raise InterruptExpiredError(
+                f"question {name!r} ({iid}) expired without an answer", answers.asked.get(iid)
             )
+        if found:
+            if response_type is None:
+                return answer
+            from ._typed import convert
+
+            try:
+                return convert(response_type, answer)
+            except ValueError as exc:  # the stored schema and this type disagree
+                from .errors import AnswerValidationError
+
+                raise AnswerValidationError(
+                    f"the answer to {name!r} ({iid}) does not fit {response_type!r}: {exc}",
+                    interrupt_id=iid,
+                ) from None
+        _check_json(name, "reason", reason)
+        extra = _typed_and_timed(name, response_type, expires_in, default)
+        raised_at = answers.clock()
+        before = answers.asked.get(iid)
+        if before is not None:  # asked again after a partial resume: same time, same deadline
+            raised_at = before.raised_at
+        expires_at = None
+        if expires_in is not None:
+            seconds = (
+                expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
+            )
+            expires_at = raised_at + float(seconds)
+        interrupt = Interrupt(
+            id=iid,
+            name=name,
+            reason=reason,
+            source=self._source,
+            tool_use=tool_use,
+            raised_at=raised_at,
+            expires_at=expires_at,
         )
+        raise InterruptSignal(replace(interrupt, **extra) if extra else interrupt)

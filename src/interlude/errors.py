@@ -19,14 +19,18 @@ Exception
     │   ├── ContextWindowOverflowError  the conversation no longer fits the model
     │   └── ModelProviderError      any other provider failure (server errors, bad requests)
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
+    ├── UnknownAgentError           (also LookupError) an App has no agent of that name
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
     │   ├── UnknownInterruptError
     │   ├── ResumeInputError        the answers are not a map of id to JSON answer
+    │   │   └── AnswerValidationError   an answer does not fit its question's response type
+    │   ├── InterruptExpiredError   a question's deadline passed (an answer came too late)
     │   └── AgentPausedError        a new prompt was sent to a paused agent
     ├── StateError
     │   ├── StateFormatError        unknown format version, corrupt or malformed state
-    │   └── StateMismatchError      the state needs something the agent lacks (a tool)
+    │   ├── StateMismatchError      the state needs something the agent lacks (a tool)
+    │   └── StateIntegrityError     a signed state's signature does not verify
     ├── SessionError
     │   ├── SessionConflictError    another process saved the session first (optimistic lock)
     │   ├── SessionCorruptError     (also StateFormatError) a stored session cannot be read
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentBusyError",
     "AgentPausedError",
+    "AnswerValidationError",
     "ConfigurationError",
     "ContextWindowOverflowError",
     "ControlFlowSignal",
@@ -60,6 +65,7 @@ __all__ = [
     "HookEventWriteError",
     "InterludeError",
     "InterruptError",
+    "InterruptExpiredError",
     "InterruptSignal",
     "InvalidSessionIdError",
     "LimitError",
@@ -78,8 +84,10 @@ __all__ = [
     "SessionError",
     "StateError",
     "StateFormatError",
+    "StateIntegrityError",
     "StateMismatchError",
     "ToolInputError",
+    "UnknownAgentError",
     "UnknownInterruptError",
     "UnknownToolError",
 ]
@@ -178,6 +186,13 @@ class ScriptError(InterludeError):
     model failure (so a hook that retries model errors does not retry it)."""
 
 
+class UnknownAgentError(InterludeError, LookupError):
+    """An :class:`~interlude.App` was asked for an agent name it does not know."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class ResumeError(InterludeError):
     """Bad input to resume; the paused state was not changed."""
 
@@ -197,6 +212,32 @@ class ResumeInputError(ResumeError, TypeError):
     """The answers were not a map of interrupt id to a JSON-compatible answer."""
 
 
+class AnswerValidationError(ResumeInputError):
+    """An answer does not fit the response type its question asked for; nothing changed.
+
+    ``interrupt_id`` names the question and ``path`` the bad field (empty: the answer itself).
+    """
+
+    def __init__(self, message: str, *, interrupt_id: str, path: tuple[str | int, ...] = ()):
+        super().__init__(message)
+        self.interrupt_id = interrupt_id
+        self.path = path
+
+
+class InterruptExpiredError(ResumeError):
+    """A question's deadline has passed.
+
+    Raised by ``resume`` for an answer that came too late (nothing changed), and by
+    ``interrupt(...)`` inside a hook callback or tool when its question expired with no
+    default: the step then does not go ahead (a before-tool callback's tool is cancelled),
+    unless the callback catches this to decide otherwise. ``interrupt`` is the question.
+    """
+
+    def __init__(self, message: str, interrupt: Interrupt | None = None) -> None:
+        super().__init__(message)
+        self.interrupt = interrupt
+
+
 class AgentPausedError(ResumeError):
     """A new prompt was sent to a paused agent; resume it or discard the pause first."""
 
@@ -211,6 +252,11 @@ class StateFormatError(StateError):
 
 class StateMismatchError(StateError):
     """Saved state needs something (such as a tool) this agent does not have."""
+
+
+class StateIntegrityError(StateError):
+    """A state (exported or stored) does not carry a valid signature for the signing key in
+    use: it was changed, or signed with another key, or not signed. Nothing was loaded."""
 
 
 class SessionError(InterludeError):

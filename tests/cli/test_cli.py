@@ -446,29 +446,35 @@ def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
     before = snapshot(tmp_path, "team-email", env=env)
     assert before[0]["paused"] is True
 
-    # The session does not record its factory: the CLI says to pass --agent.
-    no_factory, no_module, no_function = run_many(
+    # The session records agent "user", which the built-in demo app lacks: pass --app.
+    no_app, no_module, no_attr, not_app, old_flag = run_many(
         tmp_path,
         ["answer", "team-email", first["id"], "true"],
-        ["answer", "team-email", first["id"], "true", "--agent", "no_such_module:build"],
-        ["answer", "team-email", first["id"], "true", "--agent", "user_agent:no_such_fn"],
+        ["answer", "team-email", first["id"], "true", "--app", "no_such_module:app"],
+        ["answer", "team-email", first["id"], "true", "--app", "user_agent:no_such_app"],
+        ["answer", "team-email", first["id"], "true", "--app", "user_agent:build"],
+        ["answer", "team-email", first["id"], "true", "--agent", "user_agent:build"],
         env=env,
     )
-    assert_one_line_error(no_factory, "--agent")
+    assert_one_line_error(
+        no_app, "team-email", "agent 'user'", "built-in demo app", "'demo'", "--app"
+    )
     assert_one_line_error(no_module, "no_such_module")
-    assert_one_line_error(no_function, "no_such_fn")
+    assert_one_line_error(no_attr, "no_such_app")
+    assert_one_line_error(not_app, "user_agent:build", "not an interlude.App")
+    assert_one_line_error(old_flag, "--agent takes an agent name", "--app")
     assert snapshot(tmp_path, "team-email", env=env) == before
     assert not outbox.exists()
 
-    # With --agent: Ana's email goes out, and the run pauses again before Bob's.
+    # With --app: Ana's email goes out, and the run pauses again before Bob's.
     approved = run(
         tmp_path,
         "answer",
         "team-email",
         first["id"],
         "true",
-        "--agent",
-        "user_agent:build",
+        "--app",
+        "user_agent:app",
         "--json",
         env=env,
     ).json()
@@ -487,8 +493,8 @@ def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
         "team-email",
         second["id"],
         "true",
-        "--agent",
-        "user_agent:build",
+        "--app",
+        "user_agent:app",
         "--json",
         env=env,
     ).json()
@@ -501,7 +507,8 @@ def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
 
 
 def test_next_answer_command_printed_for_a_user_agent_works(tmp_path: Path) -> None:
-    """After ``answer --agent``, the follow-up command the output suggests must work too."""
+    """After ``answer --app``, the follow-up command the output suggests (with that --app)
+    must work too."""
     env = _user_env(tmp_path)
     created = run_many(
         tmp_path,
@@ -515,12 +522,13 @@ def test_next_answer_command_printed_for_a_user_agent_works(tmp_path: Path) -> N
         "team-email",
         created["interrupts"][0]["id"],
         "true",
-        "--agent",
-        "user_agent:build",
+        "--app",
+        "user_agent:app",
         env=env,
     ).ok()
     assert "Paused" in answered.stdout and "bob@example.com" in answered.stdout, answered
     [told] = [c for c in printed_commands(answered.stdout) if c[0] == "answer"]
+    assert told[1:3] == ["--app", "user_agent:app"], answered
     followed = run(tmp_path, *told, env=env)
     assert followed.returncode == 0, (
         f"the command the answer output suggested fails:\n{answered}\n{followed}"
@@ -627,14 +635,28 @@ def test_a_failing_agent_factory_is_a_one_line_error(tmp_path: Path) -> None:
     started = demo_json(tmp_path)
     session, iid = started["session"], started["interrupts"][0]["id"]
     before = snapshot(tmp_path, session)
-    plain, as_json = run_many(
-        tmp_path,
-        ["answer", session, iid, "true", "--agent", "json:loads"],
-        ["answer", session, iid, "true", "--agent", "json:loads", "--json"],
+    (tmp_path / "broken_app.py").write_text(  # in the working directory: importable by --app
+        "from interlude import App\n"
+        "app = App()\n"
+        "@app.agent('demo')\n"
+        "def build(session):\n"
+        "    raise RuntimeError('no model configured')\n"
     )
-    assert_one_line_error(plain, "the agent factory 'json:loads' failed: TypeError")
+    (tmp_path / "empty_app.py").write_text("from interlude import App\napp = App()\n")
+    plain, as_json, empty, from_env = run_many(
+        tmp_path,
+        ["answer", session, iid, "true", "--app", "broken_app:app"],
+        ["answer", session, iid, "true", "--app", "broken_app:app", "--json"],
+        ["answer", session, iid, "true", "--app", "empty_app:app"],
+        ["answer", session, iid, "true"],
+        env=_env(INTERLUDE_APP="broken_app:app"),
+    )
+    failed = "the factory of agent 'demo' in --app broken_app:app failed: RuntimeError"
+    assert_one_line_error(plain, failed, "no model configured")
     assert plain.returncode == 1, plain
-    assert_json_error(as_json, session, "the agent factory 'json:loads' failed: TypeError")
+    assert_json_error(as_json, session, failed)
+    assert_one_line_error(empty, session, "agent 'demo'", "--app empty_app:app does not have")
+    assert_one_line_error(from_env, failed)  # $INTERLUDE_APP is --app's default
     assert snapshot(tmp_path, session) == before
 
 
@@ -669,7 +691,7 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
     first = json.loads(started.ok().stdout)["interrupts"][0]
     dying = {**env, "USER_AGENT_DIE_AFTER_SENDING": "1"}
     killed = run(
-        tmp_path, "answer", "crash", first["id"], "true", "--agent", "user_agent:build", env=dying
+        tmp_path, "answer", "crash", first["id"], "true", "--app", "user_agent:app", env=dying
     )
     assert killed.returncode == -9, str(killed)
 
@@ -679,12 +701,12 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
     assert (listed["session"], listed["state"], listed["questions"]) == ("crash", "stopped", 0)
     assert "interlude recover crash" in run(tmp_path, "show", "crash", env=env).ok().stdout
     refused = run(
-        tmp_path, "answer", "crash", first["id"], "true", "--agent", "user_agent:build", env=env
+        tmp_path, "answer", "crash", first["id"], "true", "--app", "user_agent:app", env=env
     )
     assert_one_line_error(refused, "stopped", "interlude recover crash")
 
     recovered = run(
-        tmp_path, "recover", "crash", "--agent", "user_agent:build", "--json", env=env
+        tmp_path, "recover", "crash", "--app", "user_agent:app", "--json", env=env
     ).json()
     [doubt] = recovered["interrupts"]
     assert doubt["name"] == "in_doubt" and doubt["input"]["to"] == "ana@example.com"
@@ -695,8 +717,8 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
         "crash",
         doubt["id"],
         given,
-        "--agent",
-        "user_agent:build",
+        "--app",
+        "user_agent:app",
         "--json",
         env=env,
     ).json()
@@ -704,7 +726,7 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
     assert next_q["interrupts"][0]["input"]["to"] == "bob@example.com"
     outbox = (tmp_path / "outbox.jsonl").read_text().splitlines()
     assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once
-    again = run(tmp_path, "recover", "crash", "--agent", "user_agent:build", env=env)
+    again = run(tmp_path, "recover", "crash", "--app", "user_agent:app", env=env)
     assert_one_line_error(again, "no stopped run", "paused")
 
 
@@ -783,13 +805,15 @@ def test_pending_rows_are_narrow_and_answer_takes_the_short_id(tmp_path: Path) -
         long_session,
         short,
         "true",
-        "--agent",
-        "user_agent:build",
+        "--app",
+        "user_agent:app",
         "--json",
         env=env,
     ).json()
     assert answered["interrupts"][0]["input"]["to"] == "bob@example.com"
-    wrong = run(tmp_path, "answer", long_session, "0000000", "true", env=env)
+    wrong = run(
+        tmp_path, "answer", long_session, "0000000", "true", "--app", "user_agent:app", env=env
+    )
     assert_one_line_error(wrong, "0000000", "pending:")
 
 
@@ -906,7 +930,7 @@ def test_concurrent_answers_one_wins_and_the_other_says_so(tmp_path: Path) -> No
     env = _user_env(tmp_path)
     [created] = run_many(tmp_path, start_user_session("race"), env=env, cli=False)
     iid = created.json()["interrupts"][0]["id"]
-    answer = ["answer", "race", iid, "true", "--agent", "user_agent:build"]
+    answer = ["answer", "race", iid, "true", "--app", "user_agent:app"]
     ran = run_many(tmp_path, answer, answer, answer, env=env)
     won = [r for r in ran if r.returncode == 0]
     assert len(won) == 1, "\n".join(map(str, ran))
@@ -915,6 +939,150 @@ def test_concurrent_answers_one_wins_and_the_other_says_so(tmp_path: Path) -> No
         assert "the store failed" not in lost.stderr, lost
     outbox = (tmp_path / "outbox.jsonl").read_text().splitlines()
     assert [json.loads(line)["to"] for line in outbox] == ["ana@example.com"]  # sent once
+
+
+# --- the code that runs is the operator's, never the store's ----------------------------------
+
+
+EVIL_MODULE = """
+import pathlib
+pathlib.Path(__file__).with_name("MARKER").write_text("imported")
+
+def build(*args, **kwargs):
+    pathlib.Path(__file__).with_name("MARKER").write_text("called")
+"""
+
+
+def _write_session(db: Path, session: str, *, state: dict[str, Any], agent: str | None) -> str:
+    """A session paused on Ana's email whose stored state and agent name are ``state`` and
+    ``agent`` (None: none, as an older version saved it). Returns the question's id."""
+    from cli import user_agent
+    from interlude import Agent
+    from interlude.hooks import BeforeToolCallEvent
+    from interlude.sessions import SQLiteStore
+    from interlude.testing import FunctionModel
+
+    with SQLiteStore(db) as store:
+        made = Agent(
+            FunctionModel(user_agent._reply),
+            tools=[user_agent.send_email],
+            state=state,
+            session=store,
+            session_id=session,
+            name=agent,
+        )
+        made.hooks.add_callback(BeforeToolCallEvent, user_agent._confirm_emails)
+        [question] = made(user_agent.PROMPT).interrupts
+    return question.id
+
+
+def test_stored_data_never_names_the_code_that_runs(tmp_path: Path) -> None:
+    """A session whose stored state names a factory module (the pre-App mechanism), with that
+    module planted in the working directory: no command imports it, and the ones that would
+    run the session's agent refuse in one line."""
+    db = tmp_path / "sessions.db"
+    iid = _write_session(
+        db, "planted", state={"interlude.factory": "evil_module:build"}, agent=None
+    )
+    (tmp_path / "evil_module.py").write_text(EVIL_MODULE)
+    store = ["--store", f"sqlite:///{db}"]
+    answer, as_json, recover, discard, shown, pending = run_many(
+        tmp_path,
+        ["answer", "planted", iid, "true", *store],
+        ["answer", "planted", iid, "true", "--json", *store],
+        ["recover", "planted", *store],
+        ["discard", "planted", *store],
+        ["show", "planted", *store],
+        ["pending", *store],
+    )
+    for refused in (answer, recover, discard):
+        assert refused.returncode == 1, refused
+        assert_one_line_error(refused, "'planted'", "records no agent name", "older version")
+        assert_one_line_error(refused, "--app", "--agent NAME")
+    assert_json_error(as_json, "planted", "records no agent name")
+    assert "(no agent name, " in shown.ok().stdout, shown  # read-only commands still read it
+    assert "planted" in pending.ok().stdout, pending
+    assert not (tmp_path / "MARKER").exists(), "a module named in stored data was imported"
+    assert run(tmp_path, "show", "planted", "--json", *store).json()["agent"] is None
+
+    # The operator's app may adopt the session (--agent NAME): then its own code runs.
+    adopted = run(
+        tmp_path,
+        "answer",
+        "planted",
+        iid,
+        "true",
+        "--app",
+        "user_agent:app",
+        "--agent",
+        "user",
+        "--json",
+        *store,
+        env=_user_env(tmp_path),
+    ).json()
+    assert adopted["interrupts"][0]["input"]["to"] == "bob@example.com"
+    assert run(tmp_path, "show", "planted", "--json", *store).json()["agent"] == "user"
+    assert not (tmp_path / "MARKER").exists()
+
+
+def test_an_agent_name_the_app_lacks_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    iid = _write_session(db, "named-evil", state={}, agent="evil")
+    (tmp_path / "evil.py").write_text(EVIL_MODULE)
+    store = ["--store", f"sqlite:///{db}"]
+    app = ["--app", "user_agent:app"]
+    answer, recover, with_app, mismatch = run_many(
+        tmp_path,
+        ["answer", "named-evil", iid, "true", *store],
+        ["recover", "named-evil", *store],
+        ["answer", "named-evil", iid, "true", *app, *store],
+        ["answer", "named-evil", iid, "true", *app, "--agent", "user", *store],
+        env=_user_env(tmp_path),
+    )
+    for refused in (answer, recover):
+        assert refused.returncode == 1, refused
+        assert_one_line_error(
+            refused, "'named-evil'", "agent 'evil'", "built-in demo app", "'demo'", "--app"
+        )
+    assert_one_line_error(with_app, "agent 'evil'", "--app user_agent:app", "'user'")
+    assert_one_line_error(mismatch, "records agent 'evil', not --agent 'user'")
+    assert not (tmp_path / "MARKER").exists(), "a module named in stored data was imported"
+
+
+AUDIT_LINE = re.compile(
+    r"^  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ana answered approve: true  \(shown (\S+)\)$", re.M
+)
+
+
+def test_answers_are_audited_with_who_gave_them(tmp_path: Path) -> None:
+    import getpass
+
+    first = demo_json(tmp_path)
+    second = demo_json(tmp_path)
+    by_flag, by_default = run_many(
+        tmp_path,
+        ["answer", first["session"], first["interrupts"][0]["id"], "true", "--by", "ana"],
+        ["answer", second["session"], second["interrupts"][0]["id"], "false"],
+    )
+    by_flag.ok()
+    by_default.ok()
+    shown, shown_json, other = run_many(
+        tmp_path,
+        ["show", first["session"]],
+        ["show", first["session"], "--json"],
+        ["show", second["session"], "--json"],
+    )
+    data = shown_json.json()
+    assert data["agent"] == "demo"
+    [entry] = data["audit"]
+    assert entry["by"] == "ana" and entry["answer"] is True and entry["name"] == "approve"
+    assert entry["interrupt_id"] == first["interrupts"][0]["id"] and not entry["expired"]
+    text = shown.ok().stdout
+    assert "(agent demo, version" in text, shown
+    line = AUDIT_LINE.search(text)
+    assert line and entry["shown"].startswith(line.group(1)), shown
+    [declined] = other.json()["audit"]
+    assert declined["by"] == getpass.getuser() and declined["answer"] is False
 
 
 def test_cli_errors_are_in_the_error_tree() -> None:

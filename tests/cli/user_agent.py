@@ -1,7 +1,8 @@
-"""A user's own agent factory, for ``interlude answer --agent user_agent:build``.
+"""A user's own application, for ``interlude answer --app user_agent:app``.
 
-The agent emails Ana, then Bob; a before-tool hook asks a person before every email. The
-session it creates does not record its factory, so the CLI needs ``--agent`` to resume it.
+``app`` registers one agent, ``"user"``: it emails Ana, then Bob; a before-tool hook asks a
+person before every email. Its sessions record the name ``"user"``, which the CLI's built-in
+demo app does not have, so resuming one needs ``--app user_agent:app``.
 
 ``python -m user_agent STORE_URL SESSION_ID [--ago SECONDS]`` starts such a session (which
 pauses on the first email) and prints the result as JSON; ``--ago`` runs it with the clock
@@ -15,9 +16,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
 
-from interlude import Agent, ToolResult, ToolUse, tool
+from interlude import Agent, AgentSession, App, ToolResult, ToolUse, tool
 from interlude.hooks import BeforeToolCallEvent
 from interlude.testing import FunctionModel, ModelRequest
 
@@ -77,29 +77,31 @@ def _confirm_emails(event: BeforeToolCallEvent) -> None:
         event.cancel(f"declined by a person: {answer!r}")
 
 
-def build(store: Any, session_id: str) -> Agent:
-    """The factory ``interlude answer --agent user_agent:build`` calls."""
+app = App()
+
+
+@app.agent("user")
+def build(session: AgentSession) -> Agent:
+    """The factory ``interlude answer --app user_agent:app`` calls for agent ``"user"``."""
     agent = Agent(
         FunctionModel(_reply),
         tools=[send_email],
         system_prompt="You send emails for the team.",
-        session=store,
-        session_id=session_id,
+        session=session.store,
+        session_id=session.id,
     )
     agent.hooks.add_callback(BeforeToolCallEvent, _confirm_emails)
     return agent
 
 
 def main(argv: list[str]) -> None:
-    from interlude.sessions import open_store
-
     url, session_id, *rest = argv
     if rest[:1] == ["--ago"]:
         import time
 
         ago, real = float(rest[1]), time.time
         time.time = lambda: real() - ago
-    agent = build(open_store(url), session_id)
+    agent = app.start("user", session_id, url)
     result = agent(PROMPT)
     print(
         json.dumps(

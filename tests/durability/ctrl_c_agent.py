@@ -2,7 +2,7 @@
 
 ``build`` is the demo's agent (same model, tools, hook and interrupt ids) whose delete tool
 also appends a line to ``$CTRL_C_OUTBOX`` each time it really runs, so a test can count the
-runs; it is used as ``interlude answer --agent ctrl_c_agent:build`` (with this folder on
+runs; it is served by ``app`` (``interlude answer --app ctrl_c_agent:app``, with this folder on
 PYTHONPATH) and prints ``READY`` on stderr when the agent is built, just before the resume.
 
 ``python ctrl_c_agent.py DB SESSION LOG LEASE SECONDS`` runs ``slow_agent`` to the end: its
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from interlude import Agent, ToolUse, tool
+from interlude import Agent, AgentSession, App, ToolUse, tool
 from interlude.cli import _demo
 from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import SessionStore, SQLiteStore
@@ -55,6 +55,14 @@ def build(store: SessionStore, session_id: str) -> Agent:
     agent.hooks.add_callback(BeforeToolCallEvent, _demo._ask_before_risky_tools)
     print(f"READY {time.time()}", file=sys.stderr, flush=True)
     return agent
+
+
+app = App()
+
+
+@app.agent(_demo.NAME)
+def _build_counting(session: AgentSession) -> Agent:
+    return build(session.store, session.id)
 
 
 def slow_agent(db: str, session_id: str, log: str, lease: float, seconds: float) -> Agent:

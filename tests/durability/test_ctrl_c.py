@@ -60,7 +60,7 @@ QUESTION = {"question": "May the agent run delete_files?"}
 DELETE_ID = "call_delete"
 INTRO = b"Interlude demo:"  # the demo's first line, printed just before its run
 READY = b"READY"  # printed on stderr by ctrl_c_agent.build, just before the resume
-COUNTING_AGENT = "ctrl_c_agent:build"  # importable in the children (this folder on PYTHONPATH)
+COUNTING_AGENT = "ctrl_c_agent:app"  # importable in the children (this folder on PYTHONPATH)
 InProcessAgent = Callable[[SQLiteStore, str], Agent]
 
 
@@ -398,7 +398,7 @@ def make_paused(tmp_path: Path, i: int, counting: bool) -> Paused:
 
 def answer_argv(p: Paused) -> list[str]:
     argv = [*CLI, "answer", "--store", f"sqlite:///{p.db}", p.session_id, p.interrupt_id, "true"]
-    return [*argv, "--agent", COUNTING_AGENT] if p.counting else argv
+    return [*argv, "--app", COUNTING_AGENT] if p.counting else argv
 
 
 def check_resume(
@@ -427,7 +427,7 @@ def check_resume(
         assert runs == 0, "paused, yet the delete ran"
         seen["still paused"] += 1
         monkeypatch.setenv(ctrl_c_agent.OUTBOX, str(p.outbox))
-        agent_flag = ["--agent", "durability.ctrl_c_agent:build"] if p.counting else []
+        agent_flag = ["--app", "durability.ctrl_c_agent:app"] if p.counting else []
         code, out, err = cli(
             "answer",
             "--store",

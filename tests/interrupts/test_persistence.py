@@ -80,7 +80,7 @@ def test_export_state_is_plain_versioned_json():
     agent, _ = _paused_agent()
     state = agent.export_state()
     _plain_json(state)
-    assert state["format"] == "interlude.agent-state" and state["version"] == 2
+    assert state["format"] == "interlude.agent-state" and state["version"] == 3
     assert state["pause"] is not None
     assert json.loads(json.dumps(state)) == state
 
@@ -106,13 +106,13 @@ def test_state_round_trips_through_a_fresh_agent():
 @pytest.mark.parametrize(
     "change",
     [
-        lambda s: s.update(version=3),
+        lambda s: s.update(version=4),
         lambda s: s.update(version=0),
         lambda s: s.update(version="1"),
         lambda s: s.pop("version"),
         lambda s: s.update(format="something-else"),
     ],
-    ids=["v3", "v0", "string-version", "no-version", "wrong-format"],
+    ids=["v4", "v0", "string-version", "no-version", "wrong-format"],
 )
 def test_unknown_version_is_refused_and_nothing_changes(change):
     agent, _ = _paused_agent()

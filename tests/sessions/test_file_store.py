@@ -18,6 +18,7 @@ import pytest
 
 from interlude import ToolUse
 from interlude._interrupt import Interrupt
+from interlude._messages import JsonValue
 from interlude.errors import (
     InvalidSessionIdError,
     SessionConflictError,
@@ -36,6 +37,8 @@ def update(
     pending: Sequence[Interrupt] = (),
     state: dict[str, object] | None = None,
     claim: dict[str, object] | None = None,
+    agent: str | None = None,
+    audit: Sequence[dict[str, JsonValue]] = (),
 ) -> SessionUpdate:
     return SessionUpdate(
         expected_version=expected,
@@ -47,6 +50,8 @@ def update(
         format_version=1,
         state=state,
         claim=claim,
+        agent=agent,
+        audit=list(audit),
     )
 
 
@@ -309,7 +314,7 @@ async def test_corrupt_pending_entry(store: FileStore, root: Path) -> None:
 
 # --- symbolic links: nothing is read or written through one -----------------------------------
 
-LINK_NAMES = ["messages.jsonl", "head.json", ".head.json.tmp", ".lock", "notes.txt"]
+LINK_NAMES = ["messages.jsonl", "audit.jsonl", "head.json", ".head.json.tmp", ".lock", "notes.txt"]
 
 
 @pytest.mark.parametrize("name", LINK_NAMES)
@@ -456,3 +461,89 @@ def test_two_processes_race_one_wins(store: FileStore, root: Path, tmp_path: Pat
     assert final is not None and final.version == 2
     winner = "p1" if outcomes[0] == "won" else "p2"
     assert final.messages == [msg("start"), {"by": winner}]
+
+
+# --- agent name and audit trail ------------------------------------------------------------------
+
+
+async def test_audit_is_an_append_only_jsonl_beside_the_messages(
+    store: FileStore, root: Path
+) -> None:
+    await store.save("s", update(0, 0, [msg("a")], agent="triage", audit=[{"n": 1}]))
+    await store.save("s", update(1, 1, [], audit=[{"n": 2}, {"n": 3, "x": "é"}]))
+    path = root / "s" / "audit.jsonl"
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(line) for line in lines] == [{"n": 1}, {"n": 2}, {"n": 3, "x": "é"}]
+    head = json.loads((root / "s" / "head.json").read_text())
+    assert (head["agent"], head["audit_count"], head["audit_bytes"]) == (
+        "triage",
+        3,
+        len(path.read_bytes()),
+    )
+    assert (root / "s" / "messages.jsonl").read_bytes().count(b"\n") == 1  # no audit in it
+    await store.save("t", update(0, 0, [msg("a")]))
+    assert not (root / "t" / "audit.jsonl").exists()  # made by the first entry only
+
+
+async def test_a_torn_audit_line_is_ignored_then_truncated(store: FileStore, root: Path) -> None:
+    await store.save("s", update(0, 0, [msg("a")], audit=[{"n": 1}]))
+    path = root / "s" / "audit.jsonl"
+    good = path.read_bytes()
+    with path.open("ab") as f:  # a save that appended, then died before replacing head.json
+        f.write(b'{"n": "lost"}\n{"n": "to')
+    s = await store.load("s")
+    assert s is not None and s.audit == [{"n": 1}]
+    await store.save("s", update(1, 1, [msg("b")]))  # nothing to append: the leftovers stay
+    assert await store.audit_trail("s") == [{"n": 1}]
+    await store.save("s", update(2, 2, [], audit=[{"n": 2}]))
+    assert path.read_bytes() == good + b'{"n": 2}\n'
+    assert await store.audit_trail("s") == [{"n": 1}, {"n": 2}]
+
+
+@pytest.mark.parametrize(
+    ("damage", "detail"),
+    [
+        (lambda raw: b"\xff" + raw[1:], "line 1 is not valid JSON"),
+        (lambda raw: b'["n", 1]' + raw[8:], "line 1 is a list, not an object"),
+        (lambda raw: raw[:-3], "holds"),
+    ],
+)
+async def test_a_corrupt_audit_trail_is_reported(
+    store: FileStore, root: Path, damage: Callable[[bytes], bytes], detail: str
+) -> None:
+    await store.save("hurt", update(0, 0, [msg("a")], audit=[{"n": 1}, {"n": 2}]))
+    path = root / "hurt" / "audit.jsonl"
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*audit.jsonl.*{detail}"):
+        await store.load("hurt")
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*audit.jsonl.*{detail}"):
+        await store.audit_trail("hurt")
+    if detail == "holds":  # shorter than head.json says: a save will not append after a gap
+        with pytest.raises(SessionCorruptError, match=r"'hurt'.*audit.jsonl.*holds"):
+            await store.save("hurt", update(1, 1, [], audit=[{"n": 3}]))
+        assert json.loads((root / "hurt" / "head.json").read_text())["version"] == 1
+
+
+async def test_old_heads_have_no_agent_and_no_audit(store: FileStore, root: Path) -> None:
+    await store.save("s", update(0, 0, [msg("a")], agent="triage", audit=[{"n": 1}]))
+    path = root / "s" / "head.json"
+    head = json.loads(path.read_text())
+    for key in ("agent", "audit_count", "audit_bytes"):
+        del head[key]  # a head written before these were stored
+    path.write_text(json.dumps(head))
+    (root / "s" / "audit.jsonl").unlink()
+    old = await store.load("s")
+    assert old is not None and (old.agent, old.audit, old.messages) == (None, [], [msg("a")])
+    assert await store.audit_trail("s") == []
+    await store.save("s", update(1, 1, [], agent="billing", audit=[{"n": 2}]))
+    again = await store.load("s")
+    assert again is not None and (again.agent, again.audit) == ("billing", [{"n": 2}])
+
+
+async def test_expired_interrupts_skip_an_unreadable_session(store: FileStore, root: Path) -> None:
+    late = Interrupt(id="i", name="n", source="before_model_call", raised_at=1, expires_at=5)
+    await store.save("hurt", update(0, 0, [], pending=[late]))
+    await store.save("fine", update(0, 0, [], pending=[late]))
+    (root / "hurt" / "head.json").write_bytes(b"{oops")
+    assert [p.session_id for p in await store.expired_interrupts(10)] == ["fine"]
+    assert [sid for sid, _ in store.skipped] == ["hurt"]

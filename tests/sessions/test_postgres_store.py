@@ -495,3 +495,126 @@ def test_importing_the_sessions_package_does_not_import_psycopg() -> None:
         "assert 'psycopg' not in sys.modules, 'psycopg imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --- agent name, audit trail, deadlines ----------------------------------------------------------
+
+
+def deadline(iid: str, expires_at: float | None) -> dict[str, Any]:
+    return Interrupt(
+        id=iid, name="n", source="before_model_call", raised_at=1.0, expires_at=expires_at
+    ).to_dict()
+
+
+def with_extras(expected: int, pending: list[dict[str, Any]], audit: list[Any]) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=expected,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=pending,
+        tools=[],
+        format_version=1,
+        agent="triage",
+        audit=audit,
+    )
+
+
+def test_a_schema_at_migration_2_gains_agent_audit_and_deadlines() -> None:
+    import psycopg
+    from psycopg import sql as psql
+
+    require_postgres()
+    schema = unique_schema()
+    s = psql.Identifier(schema)
+    try:
+        with psycopg.connect(DSN, autocommit=True) as conn:  # as the release before audits
+            conn.execute(psql.SQL("CREATE SCHEMA {s}").format(s=s))
+            conn.execute(
+                psql.SQL(
+                    "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
+                    "applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(s=s)
+            )
+            for version, statements in enumerate(_MIGRATIONS[:2], start=1):
+                for statement in statements:
+                    conn.execute(psql.SQL(statement).format(s=s))
+                conn.execute(
+                    psql.SQL("INSERT INTO {s}.interlude_migrations VALUES (%s)").format(s=s),
+                    (version,),
+                )
+            conn.execute(
+                psql.SQL(
+                    "INSERT INTO {s}.sessions (id, version, format_version, state, tools, "
+                    "message_count) VALUES ('old', 1, 1, '{{}}', '[]', 0)"
+                ).format(s=s)
+            )
+            conn.execute(
+                psql.SQL("INSERT INTO {s}.pending VALUES ('old', 'q', 'n', null, 1.0, %s)").format(
+                    s=s
+                ),
+                (json.dumps(deadline("q", None)),),
+            )
+        with PostgresStore(DSN, schema=schema) as store:
+            done = sql(store, "SELECT version FROM {s}.interlude_migrations ORDER BY version")
+            assert done == [(v,) for v in range(1, len(_MIGRATIONS) + 1)]
+            old = asyncio.run(store.load("old"))
+            assert old is not None and (old.agent, old.audit) == (None, [])
+            assert asyncio.run(store.expired_interrupts(1e12)) == []
+            asyncio.run(store.save("old", with_extras(1, [deadline("q", 5.0)], [{"n": 1}])))
+            again = asyncio.run(store.load("old"))
+            assert again is not None and (again.agent, again.audit) == ("triage", [{"n": 1}])
+            assert [p.interrupt.id for p in asyncio.run(store.expired_interrupts(5))] == ["q"]
+            assert sql(store, "SELECT session_id, seq, entry FROM {s}.audit") == [
+                ("old", 0, '{"n": 1}')
+            ]
+    finally:
+        drop_schema(schema)
+
+
+def test_expired_uses_the_deadline_index(store: PostgresStore) -> None:
+    for i in range(200):
+        pending = [deadline(f"q{i}", float(i)), deadline(f"free{i}", None)]
+        asyncio.run(store.save(f"s{i:03}", with_extras(0, pending, [])))
+    sql(store, "ANALYZE {s}.pending")
+    plan = sql(
+        store,
+        "EXPLAIN SELECT session_id, data FROM {s}.pending WHERE expires_at <= 10 "
+        "ORDER BY expires_at, session_id, interrupt_id LIMIT 5",
+    )
+    assert "pending_deadline" in str(plan)
+    found = asyncio.run(store.expired_interrupts(2.5))
+    assert [p.session_id for p in found] == ["s000", "s001", "s002"]
+
+
+@pytest.mark.parametrize(
+    ("query", "detail"),
+    [
+        ("UPDATE {s}.audit SET entry = '{oops' WHERE seq = 1", "audit entry 1 is not valid JSON"),
+        ("UPDATE {s}.audit SET entry = '[1]' WHERE seq = 0", "audit entry 0 is a list"),
+        ("DELETE FROM {s}.audit WHERE seq = 0", "audit entry 0 is missing"),
+    ],
+)
+async def test_a_corrupt_audit_row_is_reported(
+    store: PostgresStore, query: str, detail: str
+) -> None:
+    await store.save("hurt", with_extras(0, [], [{"n": 1}, {"n": 2}]))
+    sql(store, query)
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{detail}"):
+        await store.load("hurt")
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{detail}"):
+        await store.audit_trail("hurt")
+
+
+async def test_expired_skips_a_corrupt_pending_row_even_with_a_limit(
+    store: PostgresStore,
+) -> None:
+    await store.save("hurt", with_extras(0, [deadline("i", 1.0)], []))
+    await store.save("fine", with_extras(0, [deadline("f", 2.0)], []))
+    sql(store, "UPDATE {s}.pending SET data = '{oops' WHERE session_id = 'hurt'")
+    found = await store.expired_interrupts(10.0, limit=1)  # the corrupt row comes first
+    assert [p.session_id for p in found] == ["fine"]
+    assert [sid for sid, _ in store.skipped] == ["hurt"] and "'hurt'" in store.skipped[0][1]
+    await store.delete("hurt")
+    assert len(await store.expired_interrupts(10.0)) == 1 and store.skipped == ()
+    assert sql(store, "SELECT count(*) FROM {s}.audit") == [(0,)]

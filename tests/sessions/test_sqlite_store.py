@@ -17,6 +17,7 @@ import pytest
 
 from interlude import ToolUse
 from interlude._interrupt import Interrupt
+from interlude._messages import JsonValue
 from interlude.errors import (
     InvalidSessionIdError,
     SessionConflictError,
@@ -457,3 +458,101 @@ def test_processes_opening_a_new_database_at_once_all_get_it(tmp_path: Path) -> 
         for proc in procs:
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 0, err
+
+
+# --- agent name, audit trail, deadlines ----------------------------------------------------------
+
+
+def deadline(iid: str, expires_at: float | None) -> dict[str, JsonValue]:
+    return Interrupt(
+        id=iid, name="n", source="before_model_call", raised_at=1.0, expires_at=expires_at
+    ).to_dict()
+
+
+def with_extras(
+    expected: int, pending: list[dict[str, JsonValue]], audit: list[dict[str, JsonValue]]
+) -> SessionUpdate:
+    return SessionUpdate(
+        expected_version=expected,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=pending,
+        tools=[],
+        format_version=1,
+        agent="triage",
+        audit=audit,
+    )
+
+
+async def test_a_version_2_database_gains_agent_audit_and_deadlines(db: Path) -> None:
+    from interlude.sessions._sqlite import _MIGRATIONS
+
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:  # as the release before agent names and audit trails
+        for statements in _MIGRATIONS[:2]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 2")
+        conn.execute(
+            "INSERT INTO sessions (id, version, format_version, state, pause, tools, "
+            "message_count, updated_at) VALUES ('old', 1, 1, '{}', null, '[]', 0, 0)"
+        )
+        conn.execute(
+            "INSERT INTO pending VALUES ('old', 'q', 'n', null, 1.0, ?)",
+            (json.dumps(deadline("q", None)),),
+        )
+    conn.close()
+    with SQLiteStore(db) as store:
+        old = await store.load("old")
+        assert old is not None and (old.agent, old.audit) == (None, [])
+        assert [p.interrupt.id for p in await store.pending_interrupts()] == ["q"]
+        assert await store.expired_interrupts(1e12) == []
+        await store.save("old", with_extras(1, [deadline("q", 5.0)], [{"n": 1}]))
+        again = await store.load("old")
+        assert again is not None and (again.agent, again.audit) == ("triage", [{"n": 1}])
+        assert [p.interrupt.id for p in await store.expired_interrupts(5)] == ["q"]
+    assert rows(db, "PRAGMA user_version") == [(len(_MIGRATIONS),)]
+    assert rows(db, "SELECT session_id, seq, entry FROM audit") == [("old", 0, '{"n": 1}')]
+    plan = rows(
+        db,
+        "EXPLAIN QUERY PLAN SELECT data FROM pending WHERE expires_at IS NOT NULL AND "
+        "expires_at <= 1 ORDER BY expires_at, session_id, interrupt_id LIMIT 5",
+    )
+    assert "pending_by_deadline" in str(plan)
+
+
+@pytest.mark.parametrize(
+    ("sql", "detail"),
+    [
+        ("UPDATE audit SET entry = '{oops' WHERE seq = 1", "audit entry 1 is not valid JSON"),
+        ("UPDATE audit SET entry = '[1]' WHERE seq = 0", "audit entry 0 is a list"),
+        ("DELETE FROM audit WHERE seq = 0", "audit entry 0 is missing"),
+    ],
+)
+async def test_a_corrupt_audit_row_is_reported(
+    store: SQLiteStore, db: Path, sql: str, detail: str
+) -> None:
+    await store.save("hurt", with_extras(0, [], [{"n": 1}, {"n": 2}]))
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql)
+    conn.close()
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{detail}"):
+        await store.load("hurt")
+    with pytest.raises(SessionCorruptError, match=f"'hurt'.*{detail}"):
+        await store.audit_trail("hurt")
+
+
+async def test_expired_skips_a_corrupt_pending_row_even_with_a_limit(
+    store: SQLiteStore, db: Path
+) -> None:
+    await store.save("hurt", with_extras(0, [deadline("i", 1.0)], []))
+    await store.save("fine", with_extras(0, [deadline("f", 2.0)], []))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE pending SET data = '{oops' WHERE session_id = 'hurt'")
+    conn.close()
+    found = await store.expired_interrupts(10.0, limit=1)  # the corrupt row comes first
+    assert [p.session_id for p in found] == ["fine"]
+    assert [sid for sid, _ in store.skipped] == ["hurt"] and "'hurt'" in store.skipped[0][1]
+    await store.delete("hurt")
+    assert await store.expired_interrupts(10.0) != [] and store.skipped == ()

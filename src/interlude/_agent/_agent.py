@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._audit import EXPIRY, AuditEntry
 from .._interrupt import Interrupt
 from .._messages import (
     ContentBlock,
@@ -29,7 +31,7 @@ from ..errors import (
     DirectToolInterruptError,
     NotPausedError,
     ResumeInputError,
-    UnknownInterruptError,
+    StateMismatchError,
     UnknownToolError,
 )
 from ..hooks._registry import HookProvider, HookRegistry
@@ -56,6 +58,10 @@ __all__ = ["Agent", "Prompt"]
 Prompt = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 """A new prompt (text or content blocks), or the list form of interrupt answers."""
 
+_Plan = tuple[Step, Progress, bool, list[AuditEntry]]
+"""Where a run starts: the step, the progress, whether it replays a pause, and the audit
+entries of the answers it applies (recorded once the run starts)."""
+
 
 class Agent:
     """An agent: it calls ``model``, runs the ``tools`` it asks for, and repeats until it answers.
@@ -80,6 +86,9 @@ class Agent:
         session_id: str | None = None,
         session_lease: float = 30.0,
         in_doubt: Literal["ask", "rerun"] = "ask",
+        name: str | None = None,
+        signing_key: bytes | str | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if isinstance(model, str):
             from ..models import model_from_string
@@ -91,15 +100,28 @@ class Agent:
             raise ConfigurationError(
                 f"tool_executor must be 'concurrent' or 'sequential', got {tool_executor!r}"
             )
-        for name, value in (("max_cycles", max_cycles), ("max_retries", max_retries)):
+        for what, value in (("max_cycles", max_cycles), ("max_retries", max_retries)):
             if not isinstance(value, int) or value < 0:
-                raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
+                raise ConfigurationError(f"{what} must be a non-negative integer, got {value!r}")
         if in_doubt not in ("ask", "rerun"):
             raise ConfigurationError(f"in_doubt must be 'ask' or 'rerun', got {in_doubt!r}")
         if not isinstance(session_lease, int | float) or not 0 < session_lease < float("inf"):
             raise ConfigurationError(
                 f"session_lease must be a positive number of seconds, got {session_lease!r}"
             )
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
+        self.name = name
+        """The agent's name, recorded with its session: an :class:`~interlude.App` maps it to
+        the code that builds the agent (stored data never names code)."""
+        from ._signing import as_key
+
+        self._key = as_key(signing_key)
+        if clock is not None and not callable(clock):
+            raise ConfigurationError(f"clock must be a function returning epoch seconds: {clock!r}")
+        self.clock: Callable[[], float] = clock or time.time
+        """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
+        self._audit: list[AuditEntry] = []
         self.in_doubt = in_doubt
         """What recovery does with a call whose process stopped while it ran, for tools not
         marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
@@ -135,7 +157,11 @@ class Agent:
             from ._persist import SessionLink
 
             link = SessionLink(session, session_id, session_lease)
-            loaded = link.load()
+            loaded = link.load(self._key, name)
+            if name is not None and link.agent_name not in (None, name):
+                raise ConfigurationError(
+                    f"session {session_id!r} belongs to agent {link.agent_name!r}, not {name!r}"
+                )
             if loaded is not None:
                 if messages:
                     raise ConfigurationError(
@@ -177,6 +203,12 @@ class Agent:
         return [] if self._pause is None else list(self._pause.interrupts)
 
     @property
+    def audit(self) -> list[AuditEntry]:
+        """Every answer applied to this agent's questions, oldest first: who, when, what, and
+        a digest of what was shown (kept with the session and in ``export_state()``)."""
+        return list(self._audit)
+
+    @property
     def session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
 
@@ -195,13 +227,31 @@ class Agent:
         """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
         return await self._start(self._plan(prompt), None)
 
-    def resume(self, answers: Mapping[str, JsonValue]) -> AgentResult:
+    def resume(self, answers: Mapping[str, JsonValue], *, by: str | None = None) -> AgentResult:
         """Answer pending interrupts (``{interrupt_id: answer}``) and carry on, from sync code."""
-        return run_sync(self.resume_async(answers))
+        return run_sync(self.resume_async(answers, by=by))
 
-    async def resume_async(self, answers: Mapping[str, JsonValue]) -> AgentResult:
-        """Answer pending interrupts and carry on from where the run paused."""
-        return await self._start(self._resume_plan(answers), None)
+    async def resume_async(
+        self, answers: Mapping[str, JsonValue], *, by: str | None = None
+    ) -> AgentResult:
+        """Answer pending interrupts and carry on from where the run paused.
+
+        Every answer is checked before anything changes: the id must be pending, the answer
+        JSON and of the question's response type (AnswerValidationError naming the field),
+        and its deadline not passed (InterruptExpiredError). Pending questions whose deadline
+        has passed are settled by expiry in the same resume. Each answer is added to the audit
+        trail as given ``by`` (default ``"unknown"``)."""
+        return await self._start(self._resume_plan(answers, by), None)
+
+    def resume_expired(self) -> AgentResult:
+        """Settle the questions whose deadline has passed and carry on, from sync code."""
+        return run_sync(self.resume_expired_async())
+
+    async def resume_expired_async(self) -> AgentResult:
+        """Settle every pending question whose deadline has passed (with its default, or as
+        declined when it has none: see InterruptExpiredError) and carry on. The others stay
+        pending. ResumeInputError if none has expired; nothing changes then."""
+        return await self._start(self._resume_plan({}, EXPIRY), None)
 
     def recover(self) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
@@ -222,7 +272,7 @@ class Agent:
                 "the agent holds no stopped run to recover"
                 + (" (it is paused: answer it with resume())" if position is not None else "")
             )
-        return await self._start((position.step, position.progress, True), None)
+        return await self._start((position.step, position.progress, True, []), None)
 
     async def stream_async(self, prompt: Prompt) -> AsyncIterator[StreamEvent]:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
@@ -274,13 +324,22 @@ class Agent:
             raise AgentBusyError("cannot export state while a run is going")
         from ._codec import encode_state
 
-        return encode_state(self._messages, self.state, self._pause, list(self._tools))
+        return encode_state(
+            self._messages,
+            self.state,
+            self._pause,
+            list(self._tools),
+            agent=self.name,
+            audit=self._audit,
+            key=self._key,
+        )
 
     def import_state(self, data: Mapping[str, JsonValue]) -> None:
         """Replace this agent's state with ``data`` from :meth:`export_state`.
 
         Raises StateFormatError for an unknown version or malformed data, StateMismatchError if
-        the pause needs a tool this agent lacks; in both cases nothing changes.
+        the pause needs a tool this agent lacks, StateIntegrityError if this agent has a
+        signing key and the pause is not signed with it; in every case nothing changes.
         """
         if self._running:
             raise AgentBusyError("cannot import state while a run is going")
@@ -291,15 +350,19 @@ class Agent:
         from ._codec import check_answered, decode_state
         from ._transitions import adopt
 
-        loaded = decode_state(data)
+        loaded = decode_state(data, self._key, self.name)
         check_answered(loaded)
+        if self.name is not None and loaded.agent not in (None, self.name):
+            raise StateMismatchError(
+                f"the state was saved by agent {loaded.agent!r}; this agent is {self.name!r}"
+            )
         adopt(self, loaded)
 
     # --- internals --------------------------------------------------------------------------
 
-    def _plan(self, prompt: Prompt) -> tuple[Step, Progress, bool]:
+    def _plan(self, prompt: Prompt) -> _Plan:
         if _is_answer_list(prompt):
-            return self._resume_plan(_answers_from_list(prompt))  # type: ignore[arg-type]
+            return self._resume_plan(_answers_from_list(prompt), None)  # type: ignore[arg-type]
         if self._pause is not None and not self._pause.interrupts:
             if self._session is not None:
                 self._session.check_not_running()
@@ -313,9 +376,9 @@ class Agent:
                 f"({', '.join(repr(i.name) for i in self._pause.interrupts)}); answer them with "
                 "resume({interrupt_id: answer}) or call discard_pause() first"
             )
-        return BeforeInvocation(_prompt_message(prompt)), Progress(), False
+        return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
 
-    def _resume_plan(self, answers: Mapping[str, JsonValue]) -> tuple[Step, Progress, bool]:
+    def _resume_plan(self, answers: Mapping[str, JsonValue], by: str | None) -> _Plan:
         pause = self._pause
         if pause is not None and not pause.interrupts and self._session is not None:
             self._session.check_not_running()  # loaded mid-run: say who runs it
@@ -328,48 +391,49 @@ class Agent:
             raise ResumeInputError(
                 f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
             )
-        if not answers:
+        if by is not None and (not isinstance(by, str) or not by.strip()):
+            raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
+        expiry_only = by == EXPIRY and not answers
+        if not answers and not expiry_only:
             raise ResumeInputError("resume() got no answers; answer at least one interrupt")
-        import json
+        from ._answering import check_answers
 
-        pending = {i.id for i in pause.interrupts}
-        for key, value in answers.items():
-            if not isinstance(key, str):
-                raise ResumeInputError(f"interrupt ids are strings, got {key!r}")
-            if key not in pending:
-                raise UnknownInterruptError(
-                    f"no pending interrupt has id {key!r}; pending: {', '.join(sorted(pending))}"
-                )
-            try:
-                json.dumps(value, allow_nan=False)  # NaN: not JSON, and PostgreSQL refuses it
-            except RecursionError:
-                raise ResumeInputError(
-                    f"the answer to {key!r} is nested too deeply to be saved"
-                ) from None
-            except (TypeError, ValueError) as exc:
-                raise ResumeInputError(
-                    f"the answer to {key!r} is not JSON-compatible: {exc}"
-                ) from None
+        now = self.clock()
         asked = {i.id: i for i in pause.interrupts}
-        for key, value in answers.items():
-            if asked[key].source == "in_doubt":
-                from ._batch import in_doubt_problem
-
-                problem = in_doubt_problem(value)
-                if problem is not None:
-                    raise ResumeInputError(f"the answer to {key!r}: {problem}")
+        check_answers(asked, answers, now)
+        expired = [
+            i
+            for i in pause.interrupts
+            if i.id not in answers and i.expires_at is not None and i.expires_at <= now
+        ]
+        if expiry_only and not expired:
+            deadlines = [i.expires_at for i in pause.interrupts if i.expires_at is not None]
+            raise ResumeInputError(
+                "no pending interrupt has expired"
+                + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
+            )
+        who = "unknown" if by is None else by
+        audit = [AuditEntry.of(asked[k], v, who, now) for k, v in answers.items()]
         p = pause.progress
-        progress = Progress(
-            p.cycles, p.model_retries, p.usage, p.answers.with_answers(answers, asked)
-        )
-        return pause.step, progress, True
+        merged = p.answers.with_answers(answers, asked)
+        for i in expired:
+            audit.append(AuditEntry.of_expiry(i, now))
+            merged.expired.add(i.id)
+            if i.has_default:
+                merged = merged.with_answers({i.id: i.default}, asked)
+            else:
+                merged.values.pop(i.id, None)
+        merged.asked = asked
+        progress = Progress(p.cycles, p.model_retries, p.usage, merged)
+        return pause.step, progress, True, audit
 
-    async def _start(self, plan: tuple[Step, Progress, bool], emit: Emit | None) -> AgentResult:
+    async def _start(self, plan: _Plan, emit: Emit | None) -> AgentResult:
         import asyncio
 
         from ._loop import Run
 
-        step, progress, replay = plan
+        step, progress, replay, audit = plan
+        progress.answers.clock = self.clock
         with self._lock:
             if self._running:
                 raise AgentBusyError("the agent is already running; one run at a time")
@@ -381,6 +445,7 @@ class Agent:
         link = self._session
         run = Run(self, progress, emit, link)
         run.step = step
+        run.audit = audit
         try:
             if link is not None:  # the claim lands with the run's first checkpoint
                 link.check_not_running()

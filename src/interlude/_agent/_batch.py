@@ -15,7 +15,7 @@ from .._messages import Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
 from .._tools._context import ToolContext
 from ..errors import InterruptSignal, RetryLimitError
-from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent
+from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
@@ -29,15 +29,28 @@ INVALID_JSON_KEY = "__invalid_json__"
 
 
 async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
-    """Run the batch's unfinished calls; return the interrupts that stop it (empty when done)."""
+    """Open the batch (its ``BeforeToolsEvent``), then run its unfinished calls; return the
+    interrupts that stop it (empty when done)."""
+    if (
+        not batch.opened
+        and run.agent.hooks.has_callbacks(BeforeToolsEvent)
+        and all(c.phase == "pending" for c in batch.calls)  # else too late to show them all
+    ):
+        interrupts = await _open(run, batch, replay)
+        if interrupts:
+            return interrupts
+    cancelled = batch.cancelled
     pending = [c for c in batch.calls if c.phase != "done"]
     if run.agent.tool_executor == "sequential" or len(pending) == 1:
         for call in pending:
-            interrupts = await run_call(run, call, replay)
+            interrupts = await run_call(run, call, replay, cancelled.get(call.tool_use.id))
             if interrupts:
                 return interrupts
         return []
-    tasks = [asyncio.ensure_future(run_call(run, call, replay)) for call in pending]
+    tasks = [
+        asyncio.ensure_future(run_call(run, call, replay, cancelled.get(call.tool_use.id)))
+        for call in pending
+    ]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     finally:
@@ -56,8 +69,32 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
     return gathered
 
 
-async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
-    """Carry one tool use forward from its phase; on an interrupt, leave it in that phase."""
+async def _open(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
+    """Show the whole batch to its ``BeforeToolsEvent`` callbacks; once they pass, record that
+    (and the calls they cancelled) so a later pause inside the batch does not ask again."""
+    agent = run.agent
+    uses = [c.tool_use for c in batch.calls]
+    event = BeforeToolsEvent(
+        agent,
+        uses,
+        [agent._tools.get(u.name) for u in uses],
+        scope=f"b{batch.message_index}",
+        is_replay=replay,
+        answers=run.progress.answers,
+    )
+    interrupts = await run.invoke(agent.hooks, event)
+    if not interrupts:
+        batch.opened, batch.cancelled = True, event.cancelled
+    return interrupts
+
+
+async def run_call(
+    run: Run, call: ToolCall, replay: bool, cancelled: str | None = None
+) -> list[Interrupt]:
+    """Carry one tool use forward from its phase; on an interrupt, leave it in that phase.
+
+    ``cancelled`` is the message of a call its batch's ``BeforeToolsEvent`` cancelled: its
+    before-tool hooks and body do not run (also on a retry); it gets that error result."""
     agent = run.agent
     hooks = agent.hooks
     answers = run.progress.answers
@@ -74,7 +111,9 @@ async def run_call(run: Run, call: ToolCall, replay: bool) -> list[Interrupt]:
             if call.phase in ("pending", "before"):
                 tool_use = call.tool_use
                 tool: AgentTool | None = agent._tools.get(tool_use.name)
-                if hooks.has_callbacks(BeforeToolCallEvent):
+                if cancelled is not None:
+                    cancel_message = cancelled
+                elif hooks.has_callbacks(BeforeToolCallEvent):
                     before = BeforeToolCallEvent(
                         agent,
                         tool_use,

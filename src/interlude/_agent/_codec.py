@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .._audit import AuditEntry
 from .._exceptions import exception_from_dict, exception_to_dict
 from .._interrupt import Answers, Interrupt
 from .._messages import (
@@ -48,11 +49,13 @@ from ._state import (
 __all__ = ["FORMAT", "VERSION", "AgentState", "check_answered", "decode_state", "encode_state"]
 
 FORMAT = "interlude.agent-state"
-VERSION = 2
+VERSION = 3
 """2 added the journal: a pause may hold no questions (a run going, or stopped), tool calls in
 phase ``running`` with their start time, and the model's own id of a tool use made unique.
-Version 1 data reads as it is."""
-READS = (1, 2)
+3 added answers as data: the agent's name, the audit trail, typed and expiring questions
+(``response_schema``, ``expires_at``, ``default``), questions settled by expiry, and the
+pause's signature. Versions 1 and 2 read as they are."""
+READS = (1, 2, 3)
 _PHASES = ("pending", "before", "running", "body", "after", "done")
 _MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
 _RESULT_STOPS = ("end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled")
@@ -65,6 +68,9 @@ class AgentState:
     pause: Pause | None
     tools: list[str]
     """The tool names of the agent that saved the state."""
+    agent: str | None = None
+    """The name of the agent that saved it."""
+    audit: list[AuditEntry] = field(default_factory=list)
 
 
 def encode_state(
@@ -72,6 +78,10 @@ def encode_state(
     state: Mapping[str, JsonValue],
     pause: Pause | None,
     tools: list[str],
+    *,
+    agent: str | None = None,
+    audit: list[AuditEntry] | None = None,
+    key: bytes | None = None,
 ) -> dict[str, JsonValue]:
     try:
         agent_state = json.loads(json.dumps(dict(state)))
@@ -82,15 +92,19 @@ def encode_state(
         "version": VERSION,
         "messages": [m.to_dict() for m in messages],
         "state": agent_state,
-        "pause": None if pause is None else encode_pause(pause),
+        "pause": None if pause is None else encode_pause(pause, key, agent),
         "tools": tools,
+        "agent": agent,
+        "audit": [e.to_dict() for e in audit or ()],
     }
 
 
-def decode_state(data: Any) -> AgentState:
+def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) -> AgentState:
     """The state in ``data``; StateFormatError (and nothing else, quickly) for anything that
     is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
-    objects, NaN), nesting too deep to read, a pause that does not fit its conversation."""
+    objects, NaN), nesting too deep to read, a pause that does not fit its conversation.
+    With a signing ``key``, StateIntegrityError for a pause that is not signed with it for the
+    agent named ``agent`` (or, if None, the name the state records)."""
     try:
         json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -98,12 +112,12 @@ def decode_state(data: Any) -> AgentState:
     except RecursionError:
         raise StateFormatError("the state is nested too deeply to be a saved state") from None
     try:
-        return _decode_state(data)
+        return _decode_state(data, key, agent)
     except RecursionError:
         raise StateFormatError("the state is nested too deeply to be a saved state") from None
 
 
-def _decode_state(data: Any) -> AgentState:
+def _decode_state(data: Any, key: bytes | None, agent: str | None) -> AgentState:
     d = _obj(data, "state")
     if d.get("format") != FORMAT:
         raise StateFormatError(f"not an Interlude agent state (format {_show(d.get('format'))})")
@@ -120,11 +134,22 @@ def _decode_state(data: Any) -> AgentState:
     tools = d.get("tools", [])
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise StateFormatError(f"state.tools: expected a list of tool names, got {_show(tools)}")
+    name = d.get("agent")
+    if name is not None and not isinstance(name, str):
+        raise StateFormatError(f"state.agent: expected a name or null, got {_show(name)}")
+    raw_audit = d.get("audit", [])
+    if not isinstance(raw_audit, list):
+        raise StateFormatError(f"state.audit: expected a list, got {_show(raw_audit)}")
+    if key is not None and raw_pause is not None:
+        from ._signing import verify
+
+        verify(raw_pause, key, agent if agent is not None else name)
     messages = messages_from_dicts(d.get("messages"), "messages")
     pause = None if raw_pause is None else decode_pause(raw_pause, "pause")
     if pause is not None:
         _check_step(pause.step, messages, "pause.step")
-    return AgentState(messages, dict(agent_state), pause, list(tools))
+    audit = [AuditEntry.from_dict(e, f"audit[{i}]") for i, e in enumerate(raw_audit)]
+    return AgentState(messages, dict(agent_state), pause, list(tools), name, audit)
 
 
 def _check_step(step: Step, messages: list[Message], where: str) -> None:
@@ -168,9 +193,12 @@ def check_answered(loaded: AgentState) -> None:
 # --- pause ------------------------------------------------------------------------------------
 
 
-def encode_pause(pause: Pause) -> dict[str, JsonValue]:
+def encode_pause(
+    pause: Pause, key: bytes | None = None, agent: str | None = None
+) -> dict[str, JsonValue]:
+    """The pause as JSON data; signed (see ``_signing``) when a ``key`` is given."""
     p = pause.progress
-    return {
+    out: dict[str, JsonValue] = {
         "step": _encode_step(pause.step),
         "interrupts": [i.to_dict() for i in pause.interrupts],
         "progress": {
@@ -181,6 +209,13 @@ def encode_pause(pause: Pause) -> dict[str, JsonValue]:
             "shown": {k: tool_use_to_dict(v) for k, v in p.answers.shown.items()},
         },
     }
+    if p.answers.expired:
+        out["progress"]["expired"] = sorted(p.answers.expired)
+    if key is not None:
+        from ._signing import sign
+
+        sign(out, key, agent)
+    return out
 
 
 def decode_pause(data: Any, where: str) -> Pause:
@@ -199,6 +234,9 @@ def decode_pause(data: Any, where: str) -> Pause:
     shown = p.get("shown", {})
     if not isinstance(shown, dict):
         raise StateFormatError(f"{pw}.shown: expected an object, got {_show(shown)}")
+    expired = p.get("expired", [])
+    if not isinstance(expired, list) or not all(isinstance(x, str) for x in expired):
+        raise StateFormatError(f"{pw}.expired: expected a list of ids, got {_show(expired)}")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -206,6 +244,7 @@ def decode_pause(data: Any, where: str) -> Pause:
         answers=Answers(
             answers,
             {k: tool_use_from_dict(v, f"{pw}.shown[{k!r}]") for k, v in shown.items()},
+            expired,
         ),
     )
     return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
@@ -228,12 +267,17 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
                 "response": None if response is None else _encode_response(response),
                 "exception": None if exception is None else exception_to_dict(exception),
             }
-        case ToolBatch(message_index, calls):
-            return {
+        case ToolBatch(message_index, calls, opened, cancelled):
+            batch: dict[str, JsonValue] = {
                 "kind": "tool_batch",
                 "message_index": message_index,
                 "calls": [_encode_call(c) for c in calls],
             }
+            if opened:  # only when set: a state without it reads as before
+                batch["opened"] = True
+            if cancelled:
+                batch["cancelled"] = {k: m for k, m in cancelled.items()}
+            return batch
         case AfterInvocation(result):
             return {
                 "kind": "after_invocation",
@@ -267,10 +311,23 @@ def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
         calls = d.get("calls")
         if not isinstance(calls, list) or not calls:
             raise StateFormatError(f"{where}.calls: expected a non-empty list, got {_show(calls)}")
-        return ToolBatch(
+        opened, cancelled = d.get("opened", False), d.get("cancelled", {})
+        if not isinstance(opened, bool):
+            raise StateFormatError(f"{where}.opened: expected true or false, got {_show(opened)}")
+        if not isinstance(cancelled, dict) or any(type(m) is not str for m in cancelled.values()):
+            raise StateFormatError(
+                f"{where}.cancelled: expected tool use ids to messages, got {_show(cancelled)}"
+            )
+        batch = ToolBatch(
             _int(d, "message_index", where),
             [_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)],
+            opened,
+            dict(cancelled),
         )
+        unknown = sorted(set(cancelled) - {c.tool_use.id for c in batch.calls})
+        if unknown:
+            raise StateFormatError(f"{where}.cancelled: no call has tool use id {unknown[0]!r}")
+        return batch
     if kind == "after_invocation":
         stop = d.get("stop_reason")
         if stop not in _RESULT_STOPS:

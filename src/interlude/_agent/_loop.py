@@ -57,6 +57,7 @@ from ._state import (
 )
 
 if TYPE_CHECKING:
+    from .._audit import AuditEntry
     from ..hooks._events import HookEvent
     from ..hooks._registry import HookRegistry
     from ._agent import Agent
@@ -83,6 +84,7 @@ class Run:
 
     __slots__ = (
         "agent",
+        "audit",
         "clean",
         "emit",
         "in_flight",
@@ -107,6 +109,8 @@ class Run:
         self.started = False
         self.seen_ids: dict[str, int] | None = None
         self.clean: bool | None = None
+        self.audit: list[AuditEntry] = []
+        """The audit entries of the answers this run applies (recorded when it starts)."""
         self.in_flight = 0
         """Tool bodies running now (a result is saved at once while siblings still run)."""
         self.progressed = False
@@ -143,6 +147,8 @@ class Run:
             AfterInvocation: self._after_invocation,
         }
         self.started = True
+        audit_mark = len(self.agent._audit)
+        self.agent._audit.extend(self.audit)  # stored with the first checkpoint
         outcome: _Outcome = step
         resumed = self.agent._pause
         self.agent._pause = None  # the run has started: the pause it resumes is used up
@@ -159,7 +165,7 @@ class Run:
                     return result
                 step, replay = outcome, False
         except asyncio.CancelledError:
-            if not await self._give_back(resumed):
+            if not await self._give_back(resumed, audit_mark):
                 await self._abandon("cancelled")
             if not self.agent._cancel_requested:
                 raise
@@ -173,7 +179,7 @@ class Run:
                 interrupts=self.agent.interrupts,
             )
         except BaseException as exc:
-            if not await self._give_back(resumed):
+            if not await self._give_back(resumed, audit_mark):
                 await self._abandon(f"not run: the run failed with {type(exc).__name__}")
             raise
 
@@ -351,13 +357,16 @@ class Run:
         if self.journal is not None:
             await self.journal.save(self.agent, pause, state=True, hold=False)
 
-    async def _give_back(self, resumed: Pause | None) -> bool:
+    async def _give_back(self, resumed: Pause | None, audit_mark: int) -> bool:
         """A run that ends early before doing anything irreversible leaves the pause it was
-        resuming as it was, also in the store. Returns whether it did."""
+        resuming as it was, also in the store (with its answers in the audit trail only if
+        they were stored: the store's trail is append-only). Returns whether it did."""
         if resumed is None or self.progressed:
             return False
         from ._transitions import put_back
 
+        stored = audit_mark if self.journal is None else self.journal.audit_saved
+        del self.agent._audit[max(audit_mark, stored) :]
         await put_back(self.agent, resumed)
         return True
 

@@ -46,6 +46,8 @@ class SessionLink:
         "_lock",
         "_no_pending",
         "_renewer",
+        "agent_name",
+        "audit_saved",
         "claim",
         "lease",
         "legacy_resumed",
@@ -67,6 +69,8 @@ class SessionLink:
         self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
         self.legacy_resumed: Pause | None = None  # a pre-journal run marker's pause
         self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
+        self.agent_name: str | None = None  # the agent name stored with the session
+        self.audit_saved = 0  # audit entries already stored
         self._last: object = None  # the pause slot as last saved
         self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
         self._holding = False  # whether the stored claim is this run's
@@ -75,8 +79,9 @@ class SessionLink:
         self._lock: asyncio.Lock | None = None
         self._renewer: asyncio.Task[None] | None = None
 
-    def load(self) -> AgentState | None:
-        """The stored session, decoded (nothing is kept on error), or None if there is none."""
+    def load(self, key: bytes | None = None, name: str | None = None) -> AgentState | None:
+        """The stored session, decoded (nothing is kept on error), or None if there is none.
+        With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
         from ._codec import FORMAT, decode_pause, decode_state
 
         try:
@@ -102,9 +107,11 @@ class SessionLink:
             "state": stored.state,
             "pause": pause,
             "tools": stored.tools,
+            "agent": getattr(stored, "agent", None),
+            "audit": getattr(stored, "audit", None) or [],
         }
         try:
-            loaded = decode_state(data)
+            loaded = decode_state(data, key, name)
             if isinstance(legacy, dict):
                 self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")
         except StateFormatError as exc:
@@ -112,8 +119,10 @@ class SessionLink:
         if claim is not None and not isinstance(claim, dict):
             raise SessionCorruptError(f"session {self.session_id!r}: claim is {claim!r}")
         self.claim = claim
+        self.agent_name = getattr(stored, "agent", None)
         self.version = stored.version
         self.saved = len(loaded.messages)
+        self.audit_saved = len(loaded.audit)
         self._last = pause
         return loaded
 
@@ -196,8 +205,15 @@ class SessionLink:
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        encoded = None if pause is None else encode_pause(pause)
-        if if_changed and self._holding and count == self.saved and encoded == self._last:
+        encoded = None if pause is None else encode_pause(pause, agent._key, agent.name)
+        audit = agent._audit
+        if (
+            if_changed
+            and self._holding
+            and count == self.saved
+            and encoded == self._last
+            and len(audit) == self.audit_saved
+        ):
             return
         claim = None
         if hold:  # the run's claim, made anew when the run starts and at each renewal
@@ -219,19 +235,22 @@ class SessionLink:
             format_version=VERSION,
             state=_json_state(agent) if state else None,
             claim=claim,
+            agent=agent.name if agent.name != self.agent_name else None,
+            audit=[e.to_dict() for e in audit[self.audit_saved :]],
         )
+        audited = len(audit)
         if self._inline:  # runs to its end without suspending: nothing can cut it
             version = await self.store.save(self.session_id, update)
-            self._saved(version, count, encoded, claim, bool(questions))
+            self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
             return
         saving = asyncio.ensure_future(self.store.save(self.session_id, update))
         try:
             version = await asyncio.shield(saving)
         except asyncio.CancelledError:
             version = await saving  # let it land, note it, then let the cancel go on
-            self._saved(version, count, encoded, claim, bool(questions))
+            self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
             raise
-        self._saved(version, count, encoded, claim, bool(questions))
+        self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
 
     def _saved(
         self,
@@ -240,8 +259,13 @@ class SessionLink:
         encoded: object,
         claim: dict[str, Any] | None,
         questions: bool,
+        agent_name: str | None,
+        audited: int,
     ) -> None:
         self.version, self.saved, self._last, self.claim = version, count, encoded, claim
+        self.audit_saved = audited
+        if agent_name is not None:
+            self.agent_name = agent_name
         self._holding = claim is not None
         self._no_pending = not questions  # the pending index now holds no question
 

@@ -102,10 +102,17 @@ class ToolCall:
 
 @dataclass(slots=True)
 class ToolBatch:
-    """The tool uses of the assistant message at ``message_index``."""
+    """The tool uses of the assistant message at ``message_index``.
+
+    ``opened`` is set once the batch's ``BeforeToolsEvent`` callbacks passed (so a later pause
+    inside the batch does not ask them again); ``cancelled`` maps the tool use id of each call
+    they cancelled to the error message the model gets instead of a result.
+    """
 
     message_index: int
     calls: list[ToolCall]
+    opened: bool = False
+    cancelled: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -34,6 +34,7 @@ def adopt(agent: Agent, loaded: AgentState) -> None:
     agent._messages[:] = loaded.messages
     agent.state = loaded.state
     agent._pause = loaded.pause
+    agent._audit[:] = loaded.audit
 
 
 def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:

@@ -1,8 +1,9 @@
 """The demo agent: it wants to run a risky tool, and a before-tool hook asks a person first.
 
-It is an ordinary agent factory (``build(store, session_id) -> Agent``), the same kind a user
-writes for ``interlude answer --agent module:function``. Offline it runs on a FunctionModel
-that plays a careful ops assistant; with ``model`` (``"provider:name"``) it runs on that model.
+``app`` is the built-in demo application (one agent, ``"demo"``): the ``interlude`` command
+uses it when no ``--app`` is given, the same kind of :class:`~interlude.App` a user passes as
+``--app module:attribute``. Offline the agent runs on a FunctionModel that plays a careful ops
+assistant; with ``model`` (``"provider:name"``) it runs on that model.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .. import Agent, ToolResult, ToolUse, tool
+from .. import Agent, AgentSession, App, ToolResult, ToolUse, tool
 from ..hooks import BeforeToolCallEvent
 from ..models import model_from_string
 from ..testing import FunctionModel, ModelRequest
@@ -18,9 +19,9 @@ from ..testing import FunctionModel, ModelRequest
 if TYPE_CHECKING:
     from ..sessions import SessionStore
 
-__all__ = ["FACTORY", "PROMPT", "build"]
+__all__ = ["NAME", "PROMPT", "app", "build", "choose_model"]
 
-FACTORY = "interlude.cli._demo:build"
+NAME = "demo"
 PROMPT = "Free some disk space: clean up the old log files in /var/log/app."
 RISKY = {"delete_files"}
 
@@ -71,7 +72,7 @@ def _ask_before_risky_tools(event: BeforeToolCallEvent) -> None:
 
 
 def build(store: SessionStore, session_id: str, model: str | None = None) -> Agent:
-    """The demo agent on ``store`` / ``session_id``.
+    """The demo agent on ``store`` / ``session_id`` (agent name ``"demo"``).
 
     It runs offline unless ``model`` (``"provider:name"``) is given; the choice is kept in the
     session's state, so a later ``interlude answer`` carries on with the same model.
@@ -82,11 +83,25 @@ def build(store: SessionStore, session_id: str, model: str | None = None) -> Age
         system_prompt="You are a careful ops assistant. Ask before deleting anything.",
         session=store,
         session_id=session_id,
+        name=NAME,
     )
+    choose_model(agent, model)
+    agent.hooks.add_callback(BeforeToolCallEvent, _ask_before_risky_tools)
+    return agent
+
+
+def choose_model(agent: Agent, model: str | None) -> None:
+    """Run ``agent`` on ``model``, or on the one its session chose before (else offline)."""
     chosen = model or agent.state.get("demo_model")
     if isinstance(chosen, str) and chosen:
         agent.model = model_from_string(chosen)
         agent.state["demo_model"] = chosen
-    agent.state["interlude.factory"] = FACTORY
-    agent.hooks.add_callback(BeforeToolCallEvent, _ask_before_risky_tools)
-    return agent
+
+
+app = App()
+"""The built-in demo application: ``interlude`` commands use it when given no ``--app``."""
+
+
+@app.agent(NAME)
+def _build_demo(session: AgentSession) -> Agent:
+    return build(session.store, session.id)

@@ -1,12 +1,18 @@
 """``interlude``: run the demo, list pending interrupts, answer one, recover a stopped run,
 show, list, discard or delete sessions.
 
-Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE) and
-``--json`` for scripts, before or after the command's name. Only ``demo`` creates a store; the
-other commands report a store that does not exist. Errors are one line on stderr with exit
-code 1 (with ``--json``, also a ``{"error": ..., "session": ...}`` document on stdout). An
-error found before a run changes nothing; when a run itself fails, the line names the session
-and what became of it.
+Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE),
+``--app module:attribute`` (default: $INTERLUDE_APP, else the built-in demo app) and ``--json``
+for scripts, before or after the command's name. Only ``demo`` creates a store; the other
+commands report a store that does not exist.
+
+Commands that run a session's agent (``answer``, ``recover``, ``discard``) build it with the
+factory the ``--app`` registers under the agent name the session records. Nothing named in
+stored data is ever imported: write access to a store does not choose the code that runs here.
+
+Errors are one line on stderr with exit code 1 (with ``--json``, also a
+``{"error": ..., "session": ...}`` document on stdout). An error found before a run changes
+nothing; when a run itself fails, the line names the session and what became of it.
 """
 
 from __future__ import annotations
@@ -17,22 +23,24 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
 from ._render import Output, claim_words, program, short_id, show_command
 
 if TYPE_CHECKING:
-    from .. import Agent, AgentResult
+    from .. import Agent, AgentResult, App
     from .._agent._state import Pause
     from .._messages import Message
     from ..sessions import SessionStore, StoredSession
 
 __all__ = ["run"]
 
+T = TypeVar("T")
+
 DEFAULT_STORE = "sqlite:///.interlude/demo.db"
-FACTORY_KEY = "interlude.factory"
+BUILT_IN_APP = "the built-in demo app"
 
 
 class CliError(InterludeError):
@@ -71,7 +79,7 @@ def run(argv: list[str] | None = None) -> int:
         if "--json" in argv:
             Output(json_mode=True).error_json(str(exc))
         return 2
-    out = Output(json_mode=args.json)
+    out = Output(json_mode=args.json, app=args.app)
     try:
         return int(args.command(args, out))
     except CliError as exc:
@@ -88,6 +96,11 @@ def run(argv: list[str] | None = None) -> int:
         return 0
 
 
+APP_HELP = (
+    "module:attribute naming the interlude.App whose agents run sessions (answer, recover, "
+    "discard); the module is imported from this folder or the Python path. Default: "
+    "$INTERLUDE_APP, else the built-in demo app"
+)
 STORE_HELP = (
     "store URL. sqlite:///relative/path.db (three slashes: relative to this folder), "
     "sqlite:////absolute/path.db (four slashes: absolute), optionally ending in "
@@ -105,6 +118,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--store", default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE), help=STORE_HELP
     )
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        default=os.environ.get("INTERLUDE_APP") or None,
+        help=APP_HELP,
+    )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -112,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.set_defaults(command=fn)
         p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+        p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=APP_HELP)
         p.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
         )
@@ -120,8 +140,9 @@ def _parser() -> argparse.ArgumentParser:
     def agent_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--agent",
-            help="module:function building the session's agent "
-            "(default: the one the session recorded)",
+            metavar="NAME",
+            help="the --app agent to run a session that records no agent name (one saved by "
+            "an older version); the session records it from then on",
         )
 
     demo = command("demo", _demo, "run an agent that stops to ask before a risky tool")
@@ -140,6 +161,11 @@ def _parser() -> argparse.ArgumentParser:
         "interrupt_id", help="the interrupt's id, or the short id `interlude pending` shows"
     )
     answer.add_argument("answer", help='the answer as JSON: true, false, "text", {"k": 1}')
+    answer.add_argument(
+        "--by",
+        metavar="NAME",
+        help="who answers, for the session's audit trail (default: your OS user name)",
+    )
     agent_option(answer)
 
     recover = command(
@@ -148,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     recover.add_argument("session")
     agent_option(recover)
 
-    show = command("show", _show, "show a session's conversation and pause")
+    show = command("show", _show, "show a session's conversation, pause and audit trail")
     show.add_argument("session")
 
     command("sessions", _sessions, "list the sessions in the store and their state")
@@ -184,15 +210,16 @@ def _next_demo_session(store: SessionStore) -> str:
 
 
 def _demo(args: argparse.Namespace, out: Output) -> int:
-    from ._demo import PROMPT, build
+    from ._demo import NAME, PROMPT, app, choose_model
 
     store = _store(args.store, create=True)
     session_id = args.session or _next_demo_session(store)
-    agent = build(store, session_id, args.model)
-    if agent.messages:
+    if _await(store.load(session_id)) is not None:
         raise CliError(
             f"session {session_id!r} already exists; pick another --session", session=session_id
         )
+    agent = app.start(NAME, session_id, store)
+    choose_model(agent, args.model)
     out.intro(args.store, session_id, PROMPT)
     result = _run(out, lambda: agent(PROMPT), session_id, args.store, agent)
     out.outcome(session_id, result, agent.messages, args.store, first=True)
@@ -233,9 +260,10 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
+    by = args.by or _operator()
     before = len(agent.messages)
     result = _run(
-        out, lambda: agent.resume({interrupt_id: answer}), args.session, args.store, agent
+        out, lambda: agent.resume({interrupt_id: answer}, by=by), args.session, args.store, agent
     )
     out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
     return 0
@@ -284,44 +312,123 @@ def _discard(args: argparse.Namespace, out: Output) -> int:
 
 
 def _session_agent(args: argparse.Namespace) -> Agent:
-    """The session's agent, rebuilt by its factory in this process (refused while another
-    process runs the session)."""
-    import asyncio
-
+    """The session's agent, built in this process by the ``--app`` factory of the agent name
+    the session records (refused while another process runs the session)."""
     store = _store(args.store)
-    stored = asyncio.run(store.load(args.session))
+    stored = _await(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
     _refuse_if_running(args.session, _live_claim(stored))
-    factory = args.agent or stored.state.get(FACTORY_KEY)
-    if not isinstance(factory, str):
+    given = args.agent
+    if given is not None and ":" in given:
         raise CliError(
-            f"session {args.session!r} does not say how to build its agent: pass --agent "
-            f"module:function (or set agent.state[{FACTORY_KEY!r}] when you create it)",
+            f"--agent takes an agent name, not module:function ({given!r}): register the "
+            "factory in an interlude.App and pass --app module:attribute",
             session=args.session,
         )
-    build = _load_factory(factory)
+    app, which = _load_app(args.app)
+    name = stored.agent
+    if name is None and given is None:
+        raise CliError(
+            f"session {args.session!r} records no agent name (it was saved by an older version "
+            "of Interlude, or by an Agent without name=), so nothing here knows how to build "
+            "its agent; pass --app module:attribute naming your interlude.App and --agent NAME "
+            "naming the agent of that app that runs this session (it is recorded from then on)",
+            session=args.session,
+        )
+    if name is not None and given is not None and given != name:
+        raise CliError(
+            f"session {args.session!r} records agent {name!r}, not --agent {given!r}",
+            session=args.session,
+        )
+    name = name or given
+    if name not in app:
+        hint = (
+            "pass --app module:attribute (or set INTERLUDE_APP) naming the interlude.App that "
+            "registers it"
+            if args.app is None
+            else "check --app, or register the agent in that app"
+        )
+        raise CliError(
+            f"session {args.session!r} records agent {name!r}, which {which} does not have "
+            f"(its agents: {', '.join(map(repr, app.names)) or 'none'}); nothing was run: {hint}",
+            session=args.session,
+        )
     try:
-        agent = build(store, args.session)
+        return app.open(args.session, store, unnamed=given)
     except InterludeError as exc:
         raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
     except Exception as exc:
         raise CliError(
-            f"the agent factory {factory!r} failed: {_what(exc)}", session=args.session
+            f"session {args.session!r}: the factory of agent {name!r} in {which} failed: "
+            f"{_what(exc)}",
+            session=args.session,
         ) from None
-    agent.state[FACTORY_KEY] = factory  # later answers (and printed commands) need no --agent
-    return agent
+
+
+def _load_app(spec: str | None) -> tuple[App, str]:
+    """The ``--app`` application and how to name it in messages; the built-in demo app when
+    no ``--app`` is given. This folder is first on the import path while the module imports
+    (only then), as users expect of ``module:attribute``."""
+    if spec is None:
+        from ._demo import app
+
+        return app, BUILT_IN_APP
+    import importlib
+
+    from .. import App
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--app takes module:attribute (e.g. myapp:app), got {spec!r}")
+    here = os.getcwd()
+    sys.path.insert(0, here)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import the --app module {module_name!r}: {exc}") from None
+    except Exception as exc:
+        raise CliError(f"importing the --app module {module_name!r} failed: {_what(exc)}") from None
+    finally:
+        if here in sys.path:
+            sys.path.remove(here)  # the first entry, the one inserted above
+    try:
+        found: object = module
+        for part in attr.split("."):
+            found = getattr(found, part)
+    except AttributeError:
+        raise CliError(f"--app {spec!r}: module {module_name!r} has no {attr!r}") from None
+    if not isinstance(found, App):
+        raise CliError(f"--app {spec!r} is a {type(found).__name__}, not an interlude.App")
+    return found, f"--app {spec}"
+
+
+def _operator() -> str:
+    """Who answers when ``--by`` is not given: the OS user name."""
+    import getpass
+
+    try:
+        return getpass.getuser() or "unknown"
+    except Exception:  # no user name in the environment nor the password database
+        return "unknown"
 
 
 def _show(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
-
     store = _store(args.store)
-    stored = asyncio.run(store.load(args.session))
+    stored = _await(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
     messages, pause = _decode(stored)
-    out.show(args.session, stored.version, messages, pause, stored.state, claim=_live_claim(stored))
+    out.show(
+        args.session,
+        stored.version,
+        messages,
+        pause,
+        stored.state,
+        claim=_live_claim(stored),
+        agent=stored.agent,
+        audit=list(stored.audit),
+    )
     return 0
 
 
@@ -469,21 +576,14 @@ def _lost_mid_run(agent: Agent) -> bool:
     return getattr(link, "lost", None) is not None
 
 
+def _await(coro: Coroutine[Any, Any, T]) -> T:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
 def _what(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
-
-
-def _load_factory(spec: str) -> Callable[[SessionStore, str], Agent]:
-    import importlib
-
-    module_name, _, attr = spec.partition(":")
-    try:
-        factory: Any = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise CliError(f"cannot load the agent factory {spec!r}: {exc}") from None
-    if not callable(factory):
-        raise CliError(f"the agent factory {spec!r} is not callable")
-    return factory  # type: ignore[no-any-return]
 
 
 def _duration(text: str) -> float:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .._agent._state import Pause
     from ..sessions import PendingInterrupt
 
-__all__ = ["Output", "claim_words", "program", "short_id", "show_command"]
+__all__ = ["Output", "audit_line", "claim_words", "program", "short_id", "show_command"]
 
 ROW_WIDTH = 120  # `interlude pending` keeps its rows this narrow
 
@@ -60,8 +60,9 @@ class Output:
     """Prints for a person (colour and a spinner when ``rich`` is installed and on a terminal)
     or, with ``json_mode``, one JSON document per command for scripts."""
 
-    def __init__(self, *, json_mode: bool) -> None:
+    def __init__(self, *, json_mode: bool, app: str | None = None) -> None:
         self.json_mode = json_mode
+        self.app = app  # the --app in use (flag or $INTERLUDE_APP), for suggested commands
         self._console: Any = None
         try:
             from rich.console import Console
@@ -142,7 +143,7 @@ class Output:
         me = program()
         self._say(f"  {me} pending{flag}")
         for i in result.interrupts:
-            self._say(f"  {me} answer{flag} {session_id} {i.id} true", "cyan")
+            self._say(f"  {me} answer{flag}{_app_flag(self.app)} {session_id} {i.id} true", "cyan")
         self._say("(answer false, or any JSON, to decline)", "dim")
 
     def pending(self, entries: list[PendingInterrupt], now: float, store: str) -> None:
@@ -182,7 +183,8 @@ class Output:
             what = r[4] if len(r[4]) <= room else r[4][: room - 3] + "..."
             self._say((line + what).rstrip(), "bold" if r is head else None)
         self._say(
-            f"\nAnswer: {program()} answer{_store_flag(store)} SESSION ID true|false|JSON"
+            f"\nAnswer: {program()} answer{_store_flag(store)}{_app_flag(self.app)} SESSION ID "
+            "true|false|JSON"
             " (pending --json lists all in full)",
             "dim",
         )
@@ -228,7 +230,11 @@ class Output:
         state: dict[str, Any],
         *,
         claim: dict[str, Any] | None = None,
+        agent: str | None = None,
+        audit: list[dict[str, Any]] | None = None,
     ) -> None:
+        """A session: its conversation, state of play and audit trail (answers given)."""
+        audit = audit or []
         interrupts = [] if pause is None else pause.interrupts
         stopped = pause is not None and not interrupts and claim is None
         if self.json_mode:
@@ -242,10 +248,15 @@ class Output:
                     "stopped": stopped,
                     "interrupts": [_interrupt_json(i) for i in interrupts],
                     "state": state,
+                    "agent": agent,
+                    "audit": audit,
                 }
             )
             return
-        self._say(f"session {session_id} (version {version}, {len(messages)} messages)", "bold")
+        who = "no agent name" if agent is None else f"agent {agent}"
+        self._say(
+            f"session {session_id} ({who}, version {version}, {len(messages)} messages)", "bold"
+        )
         for line in _transcript(messages):
             self._say(line)
         if claim is not None:
@@ -253,7 +264,7 @@ class Output:
         elif stopped:
             self._say(
                 "\nA run stopped before it finished (its process ended); carry it on with "
-                f"`{program()} recover {session_id}`.",
+                f"`{program()} recover{_app_flag(self.app)} {session_id}`.",
                 "yellow",
             )
         elif pause is None:
@@ -263,6 +274,31 @@ class Output:
             for i in interrupts:
                 self._say(f"  {i.name}: {_shown(i)}")
                 self._say(f"    id: {i.id}", "dim")
+        if audit:
+            self._say(f"\nAudit trail ({len(audit)}):", "bold")
+            for entry in audit:
+                self._say(f"  {audit_line(entry)}")
+
+
+def audit_line(entry: dict[str, Any]) -> str:
+    """One audit entry in words: ``2026-11-23 17:40:02  ana answered approve: true  (shown
+    sha256:1a2b3c4d)``."""
+    at = entry.get("at")
+    when = _clock(at) if isinstance(at, int | float) else "(no time)"
+    name = entry.get("name") or entry.get("interrupt_id") or "?"
+    answer = json.dumps(entry.get("answer"), ensure_ascii=False)
+    if len(answer) > 80:
+        answer = answer[:77] + "..."
+    by = entry.get("by") or "unknown"
+    if entry.get("expired"):
+        line = f"{when}  {name} expired unanswered: {answer}"
+    else:
+        line = f"{when}  {by} answered {name}: {answer}"
+    shown = entry.get("shown")
+    if isinstance(shown, str) and shown:
+        algorithm, _, digest = shown.rpartition(":")
+        line += f"  (shown {algorithm + ':' if algorithm else ''}{digest[:8]})"
+    return line
 
 
 def show_command(session_id: str, store: str) -> str:
@@ -304,6 +340,16 @@ def _state_words(state: str, questions: int) -> str:
     if state == "paused":
         return f"paused: {questions} question{'' if questions == 1 else 's'}"
     return {"stopped": "stopped run", "running": "running", "idle": "idle"}.get(state, state)
+
+
+def _app_flag(app: str | None) -> str:
+    """`` --app X`` unless no --app is in use, or it comes from $INTERLUDE_APP."""
+    import os
+    import shlex
+
+    if app is None or app == os.environ.get("INTERLUDE_APP"):
+        return ""
+    return f" --app {shlex.quote(app)}"
 
 
 def _store_flag(store: str) -> str:

@@ -1,4 +1,8 @@
-"""Hook events and the registry: user code at every step boundary of a run."""
+"""Hook events and the registry: user code at every step boundary of a run.
+
+Tool batches have two before-events: ``BeforeToolsEvent`` once per batch (approve or cancel
+the whole set of tool uses at once), then ``BeforeToolCallEvent`` for each call that goes on.
+"""
 
 from ._events import (
     AfterInvocationEvent,
@@ -7,6 +11,7 @@ from ._events import (
     BeforeInvocationEvent,
     BeforeModelCallEvent,
     BeforeToolCallEvent,
+    BeforeToolsEvent,
     HookEvent,
     MessageAddedEvent,
 )
@@ -19,6 +24,7 @@ __all__ = [
     "BeforeInvocationEvent",
     "BeforeModelCallEvent",
     "BeforeToolCallEvent",
+    "BeforeToolsEvent",
     "HookCallback",
     "HookEvent",
     "HookProvider",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._interrupt import Answers, Interrupter, InterruptSource
 from .._messages import JsonValue, Message, ToolResult, ToolUse
 from .._result import AgentResult
 from .._stream import ModelResponse
-from ..errors import HookEventWriteError
+from ..errors import ConfigurationError, HookEventWriteError
 
 if TYPE_CHECKING:
     from .._agent._agent import Agent
@@ -22,6 +22,7 @@ __all__ = [
     "BeforeInvocationEvent",
     "BeforeModelCallEvent",
     "BeforeToolCallEvent",
+    "BeforeToolsEvent",
     "HookEvent",
     "MessageAddedEvent",
 ]
@@ -155,6 +156,64 @@ class AfterModelCallEvent(HookEvent):
         object.__setattr__(self, "response", response)
         object.__setattr__(self, "exception", exception)
         object.__setattr__(self, "retry", False)
+
+
+class BeforeToolsEvent(HookEvent):
+    """A batch of tool calls (the tool uses of one assistant message) is about to run.
+
+    Runs once per batch, before any call's :class:`BeforeToolCallEvent`, so one question can
+    approve the whole batch. ``tool_uses`` are the calls in order and ``tools`` the tool each
+    would run (None if unknown); both are read-only, so an answer covers the batch as shown.
+    ``cancel(message)`` skips every call, ``cancel_tool(tool_use_id, message)`` one of them: a
+    skipped call's before-tool hooks and body do not run, the model gets ``message`` as an
+    error result (after-tool hooks still see it). Once the callbacks pass, a later pause inside
+    the batch does not run them again.
+    """
+
+    __slots__ = ("_cancel_message", "_cancelled", "tool_uses", "tools")
+    tool_uses: tuple[ToolUse, ...]
+    tools: tuple[AgentTool | None, ...]
+    _cancel_message: str | None
+    _cancelled: dict[str, str]
+    _source: InterruptSource = "before_tools"
+
+    def __init__(
+        self,
+        agent: Agent,
+        tool_uses: Sequence[ToolUse],
+        tools: Sequence[AgentTool | None],
+        **kw: Any,
+    ) -> None:
+        super().__init__(agent, **kw)
+        object.__setattr__(self, "tool_uses", tuple(tool_uses))
+        object.__setattr__(self, "tools", tuple(tools))
+        object.__setattr__(self, "_cancel_message", None)
+        object.__setattr__(self, "_cancelled", {})
+
+    @property
+    def cancel_message(self) -> str | None:
+        """The message given to :meth:`cancel` (the whole batch), or None."""
+        return self._cancel_message
+
+    @property
+    def cancelled(self) -> dict[str, str]:
+        """Tool use id -> error message, for every call skipped so far (a copy)."""
+        if self._cancel_message is not None:
+            return {tu.id: self._cancel_message for tu in self.tool_uses}
+        return dict(self._cancelled)
+
+    def cancel(self, message: str = "the tool calls were cancelled") -> None:
+        """Run none of the calls; each gets ``message`` as an error result."""
+        self._cancel_message = str(message)
+
+    def cancel_tool(self, tool_use_id: str, message: str = "the tool call was cancelled") -> None:
+        """Do not run the call ``tool_use_id``; it gets ``message`` as an error result."""
+        if not any(tu.id == tool_use_id for tu in self.tool_uses):
+            ids = ", ".join(repr(tu.id) for tu in self.tool_uses)
+            raise ConfigurationError(
+                f"cancel_tool: no tool use {tool_use_id!r} in this batch (tool uses: {ids})"
+            )
+        self._cancelled[tool_use_id] = str(message)
 
 
 class BeforeToolCallEvent(HookEvent):

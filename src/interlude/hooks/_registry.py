@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
 from .._interrupt import Interrupt
-from ..errors import ConfigurationError, InterruptSignal
-from ._events import HookEvent
+from ..errors import ConfigurationError, InterruptExpiredError, InterruptSignal
+from ._events import BeforeToolCallEvent, BeforeToolsEvent, HookEvent
 
 __all__ = ["HookCallback", "HookProvider", "HookRegistry"]
 
@@ -53,7 +53,9 @@ class HookRegistry:
         """Run every callback for ``event``; return the interrupts they raised.
 
         A callback that interrupts is stopped; the others still run, so all questions of one
-        step are gathered in one round.
+        step are gathered in one round. A question that expired unanswered
+        (``InterruptExpiredError``) in a before-tool callback cancels the tool (the batch, for
+        ``BeforeToolsEvent``) and the others still run; in any other event it propagates.
         """
         raised: list[Interrupt] = []
         for index, callback in enumerate(self._callbacks.get(type(event), ())):
@@ -64,4 +66,15 @@ class HookRegistry:
                     await outcome
             except InterruptSignal as signal:
                 raised.append(signal.interrupt)
+            except InterruptExpiredError as exc:
+                if not isinstance(event, BeforeToolCallEvent | BeforeToolsEvent):
+                    raise
+                event.cancel(_expired_message(exc))
         return raised
+
+
+def _expired_message(exc: InterruptExpiredError) -> str:
+    """The error result of a tool call not run because its approval expired."""
+    if exc.interrupt is not None:
+        return f"not run: the question {exc.interrupt.name!r} expired without an answer"
+    return f"not run: a question expired without an answer ({exc})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._inbox import Inbox
 from ._memory import MemoryStore
 from ._protocol import (
     PendingInterrupt,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FileStore",
+    "Inbox",
     "MemoryStore",
     "PendingInterrupt",
     "PostgresStore",

@@ -22,12 +22,20 @@ from ..errors import (
     SessionCorruptError,
     StateFormatError,
 )
-from ._memory import matches
-from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+from ._memory import expired_first, matches
+from ._protocol import (
+    PendingInterrupt,
+    SessionUpdate,
+    StoredSession,
+    audit_json,
+    check_session_id,
+    epoch,
+)
 
 __all__ = ["FileStore"]
 
 _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.json.tmp"
+_AUDIT = "audit.jsonl"
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # O_NOFOLLOW on a link: ELOOP (EMLINK on BSDs)
 
@@ -45,6 +53,9 @@ class _Head:
     tools: list[str]
     pending: list[dict[str, JsonValue]]
     claim: dict[str, JsonValue] | None
+    agent: str | None
+    audit_count: int
+    audit_bytes: int
 
 
 def _corrupt(session_id: str, path: Path, detail: str) -> SessionCorruptError:
@@ -75,6 +86,12 @@ def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
         raise _corrupt(session_id, path, f"has claim {claim!r}, not an object or null")
     if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
         raise _corrupt(session_id, path, f"has tools {tools!r}, not a list of names")
+    agent = d.get("agent")  # absent, like the audit counts, in heads written before them
+    if agent is not None and not isinstance(agent, str):
+        raise _corrupt(session_id, path, f"has agent {agent!r}, not a name or null")
+    for key in ("audit_count", "audit_bytes"):
+        if not _count(d.get(key, 0)):
+            raise _corrupt(session_id, path, f"has {key} {d.get(key)!r}, not a count")
     if not isinstance(pending, list) or not all(isinstance(p, dict) for p in pending):
         raise _corrupt(session_id, path, "has pending that is not a list of objects")
     return _Head(
@@ -87,7 +104,36 @@ def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
         tools,
         pending,
         claim,
+        agent,
+        d.get("audit_count", 0),
+        d.get("audit_bytes", 0),
     )
+
+
+def _lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> list[Any]:
+    """The JSON values of the ``count`` lines in ``size`` bytes that head.json says ``raw``
+    (the start of a ``.jsonl`` file) holds; SessionCorruptError if it does not hold them."""
+    if len(raw) != size:
+        raise _corrupt(session_id, path, f"holds {len(raw)} bytes, head.json says {size}")
+    lines = raw.split(b"\n")
+    if lines.pop() != b"" or len(lines) != count:
+        raise _corrupt(session_id, path, f"does not hold the {count} lines head.json says")
+    values = []
+    for number, line in enumerate(lines, 1):
+        try:
+            values.append(json.loads(line))
+        except (ValueError, RecursionError) as exc:
+            raise _corrupt(session_id, path, f"line {number} is not valid JSON ({exc})") from None
+    return values
+
+
+def _audit_entries(session_id: str, path: Path, raw: bytes, head: _Head) -> list[Any]:
+    entries = _lines(session_id, path, raw, head.audit_bytes, head.audit_count)
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            kind = type(entry).__name__
+            raise _corrupt(session_id, path, f"line {number} is a {kind}, not an object")
+    return entries
 
 
 def _link(session_id: str, path: Path) -> SessionCorruptError:
@@ -121,19 +167,22 @@ def _write_all(fd: int, data: bytes, offset: int) -> None:
 
 
 class FileStore:
-    """Sessions as plain files: ``<directory>/<session_id>/messages.jsonl`` and ``head.json``.
+    """Sessions as plain files: ``<directory>/<session_id>/messages.jsonl``, ``audit.jsonl`` and
+    ``head.json``.
 
-    ``messages.jsonl`` holds one JSON message per line and is only appended to. ``head.json``
-    holds the rest (version, state, pause, run claim, tools, pending interrupts, and how many
-    messages, in how many bytes, belong to the session) and is replaced atomically (temporary
-    file and ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock``
+    ``messages.jsonl`` holds one JSON message per line and ``audit.jsonl`` one audit entry per
+    line; both are only appended to. ``head.json`` holds the rest (version, state, pause, run
+    claim, tools, agent name, pending interrupts, and how many messages and audit entries, in
+    how many bytes, belong to the session) and is replaced atomically (temporary file and
+    ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock``
     file, a load a shared one, so the compare-and-swap holds across processes on one machine
     (not on NFS).
 
-    A crash between appending messages and replacing the head leaves extra lines past the
-    head's count: loads ignore them and the next save truncates them. With ``fsync=True`` every
-    save is flushed to disk before it returns. Like SQLiteStore, the async methods do their
-    (short) file work inline on the event loop's thread. POSIX only (``fcntl``).
+    A crash between appending lines and replacing the head leaves extra lines past the head's
+    counts: loads ignore them and the next save appending to that file truncates them. With
+    ``fsync=True`` every save is flushed to disk before it returns. Like SQLiteStore, the async
+    methods do their (short) file work inline on the event loop's thread. POSIX only
+    (``fcntl``).
 
     ``bytes_written`` counts the JSON bytes saved (messages, pause, claim, pending, state when
     given).
@@ -241,9 +290,11 @@ class FileStore:
             return None
         return _parse_head(session_id, folder / _HEAD, raw)
 
-    async def load(self, session_id: str) -> StoredSession | None:
+    def _read(self, session_id: str, *, messages: bool) -> tuple[Path, _Head, bytes, bytes] | None:
+        """Under the shared lock: the folder, the head, the bytes of the messages (when
+        ``messages``) and of the audit trail that the head counts; None if there is no session.
+        Bytes past what the head counts (a crashed save's) are not read."""
         folder = self._folder(session_id)
-        path = folder / _MESSAGES
         with self._locked(session_id, folder, exclusive=False, create=False) as dir_fd:
             if dir_fd is None:
                 return None
@@ -251,27 +302,25 @@ class FileStore:
             head = self._head(session_id, folder, dir_fd)
             if head is None:
                 return None
-            try:
-                raw = _read_in(session_id, folder, dir_fd, _MESSAGES, head.message_bytes)
-            except FileNotFoundError:
-                raw = b""
-        if len(raw) != head.message_bytes:
-            raise _corrupt(
-                session_id, path, f"holds {len(raw)} bytes, head.json says {head.message_bytes}"
-            )
-        lines = raw.split(b"\n")
-        if lines.pop() != b"" or len(lines) != head.message_count:
-            raise _corrupt(
-                session_id, path, f"does not hold the {head.message_count} lines head.json says"
-            )
-        messages = []
-        for number, line in enumerate(lines, 1):
-            try:
-                messages.append(json.loads(line))
-            except (ValueError, RecursionError) as exc:
-                raise _corrupt(
-                    session_id, path, f"line {number} is not valid JSON ({exc})"
-                ) from None
+            parts = []
+            for name, size in (
+                (_MESSAGES, head.message_bytes if messages else 0),
+                (_AUDIT, head.audit_bytes),
+            ):
+                try:
+                    parts.append(_read_in(session_id, folder, dir_fd, name, size) if size else b"")
+                except FileNotFoundError:
+                    parts.append(b"")
+        return folder, head, parts[0], parts[1]
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        read = self._read(session_id, messages=True)
+        if read is None:
+            return None
+        folder, head, raw, audit = read
+        messages = _lines(
+            session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
+        )
         return StoredSession(
             session_id,
             head.version,
@@ -281,7 +330,16 @@ class FileStore:
             head.pause,
             head.tools,
             head.claim,
+            head.agent,
+            _audit_entries(session_id, folder / _AUDIT, audit, head),
         )
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        read = self._read(session_id, messages=False)
+        if read is None:
+            return []
+        folder, head, _, audit = read
+        return _audit_entries(session_id, folder / _AUDIT, audit, head)
 
     _saves_inline = True
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
@@ -296,6 +354,8 @@ class FileStore:
         claim = json.dumps(update.claim)
         state = None if update.state is None else json.dumps(update.state)
         pending = [json.dumps(p) for p in update.pending or ()]
+        audit = audit_json(session_id, update.audit)
+        audit_blob = "".join(a + "\n" for a in audit).encode()
         with self._locked(session_id, folder, exclusive=True, create=True) as dir_fd:
             if dir_fd is None:  # pragma: no cover - create=True always yields a folder
                 raise RuntimeError("no session folder")
@@ -316,21 +376,13 @@ class FileStore:
                     f"{update.first_index}"
                 )
             offset = 0 if head is None else head.message_bytes
-            path = folder / _MESSAGES
-            fd = _open_in(session_id, folder, dir_fd, _MESSAGES, os.O_WRONLY | os.O_CREAT)
-            try:
-                size = os.fstat(fd).st_size
-                if size < offset:
-                    raise _corrupt(session_id, path, f"holds {size} bytes, head.json says {offset}")
-                if size > offset:  # lines left by a save that crashed before its head.json
-                    os.ftruncate(fd, offset)
-                _write_all(fd, blob, offset)
-                if self.fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            self._append(session_id, folder, dir_fd, _MESSAGES, offset, blob)
+            audit_offset = 0 if head is None else head.audit_bytes
+            if audit_blob:  # past audit_offset are only lines of a crashed save: unread
+                self._append(session_id, folder, dir_fd, _AUDIT, audit_offset, audit_blob)
             if state is None:
                 state = json.dumps({} if head is None else head.state)
+            agent = update.agent if update.agent is not None or head is None else head.agent
             text = (
                 f'{{"version": {current + 1}, '
                 f'"format_version": {json.dumps(update.format_version)}, '
@@ -338,12 +390,36 @@ class FileStore:
                 f'"message_bytes": {offset + len(blob)}, '
                 f'"state": {state}, "pause": {pause}, "claim": {claim}, '
                 f'"tools": {json.dumps(list(update.tools))}, '
-                f'"pending": [{", ".join(pending)}]}}'
+                f'"pending": [{", ".join(pending)}], "agent": {json.dumps(agent)}, '
+                f'"audit_count": {(0 if head is None else head.audit_count) + len(audit)}, '
+                f'"audit_bytes": {audit_offset + len(audit_blob)}}}'
             )
             self._replace_head(session_id, folder, dir_fd, text.encode())
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
+        self.bytes_written += sum(map(len, audit))
         return current + 1
+
+    def _append(
+        self, session_id: str, folder: Path, dir_fd: int, name: str, offset: int, blob: bytes
+    ) -> None:
+        """Write ``blob`` at ``offset`` of the append-only file ``name``, first cutting what a
+        save that crashed before its head.json left past ``offset``. We hold the exclusive lock.
+        """
+        fd = _open_in(session_id, folder, dir_fd, name, os.O_WRONLY | os.O_CREAT)
+        try:
+            size = os.fstat(fd).st_size
+            if size < offset:
+                raise _corrupt(
+                    session_id, folder / name, f"holds {size} bytes, head.json says {offset}"
+                )
+            if size > offset:  # lines left by a save that crashed before its head.json
+                os.ftruncate(fd, offset)
+            _write_all(fd, blob, offset)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _replace_head(self, session_id: str, folder: Path, dir_fd: int, data: bytes) -> None:
         # one writer at a time: we hold the exclusive lock
@@ -386,8 +462,9 @@ class FileStore:
         return sorted(ids)
 
     skipped: tuple[tuple[str, str], ...] = ()
-    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
-    entries of, because they could not be read (empty when everything was read)."""
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
+    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
+    when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -407,6 +484,19 @@ class FileStore:
         session id order; it is empty when everything was read.
         """
         older, newer = epoch(older_than), epoch(newer_than)
+        found = [e for e in self._pending() if matches(e, name, tool_name, older, newer)]
+        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+        return found if limit is None else found[:limit]
+
+    async def expired_interrupts(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts whose deadline is at or before ``now``, earliest first; sessions
+        and entries that cannot be read are left out and named in ``self.skipped``, as above."""
+        return expired_first(self._pending(), float(epoch(now) or 0.0), limit)
+
+    def _pending(self) -> list[PendingInterrupt]:
+        """Every readable pending interrupt of every session; sets ``self.skipped``."""
         found = []
         skipped: dict[str, str] = {}
         for sid in self._session_ids():
@@ -431,12 +521,9 @@ class FileStore:
                 except StateFormatError as exc:
                     skipped.setdefault(sid, str(_corrupt(sid, folder / _HEAD, str(exc))))
                     continue
-                entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)
-                if matches(entry, name, tool_name, older, newer):
-                    found.append(entry)
-        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
         self.skipped = tuple(sorted(skipped.items()))
-        return found if limit is None else found[:limit]
+        return found
 
     async def list_sessions(self) -> list[str]:
         return self._session_ids()

@@ -8,10 +8,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .._interrupt import Interrupt
+from .._messages import JsonValue
 from ..errors import SessionConflictError, StateFormatError
-from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+from ._protocol import (
+    PendingInterrupt,
+    SessionUpdate,
+    StoredSession,
+    audit_json,
+    check_session_id,
+    epoch,
+)
 
-__all__ = ["MemoryStore", "matches"]
+__all__ = ["MemoryStore", "expired_first", "matches"]
 
 
 @dataclass(slots=True)
@@ -24,6 +32,8 @@ class _Record:
     claim: str = "null"
     tools: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    agent: str | None = None
+    audit: list[str] = field(default_factory=list)
 
 
 def matches(
@@ -40,6 +50,16 @@ def matches(
         and (older is None or entry.raised_at < older)
         and (newer is None or entry.raised_at > newer)
     )
+
+
+def expired_first(
+    entries: list[PendingInterrupt], now: float, limit: int | None
+) -> list[PendingInterrupt]:
+    """The entries whose deadline is at or before ``now``, earliest deadline first (ties: session
+    id, interrupt id), cut to ``limit`` (shared by the non-SQL stores)."""
+    found = [e for e in entries if e.expires_at is not None and e.expires_at <= now]
+    found.sort(key=lambda e: (e.expires_at, e.session_id, e.interrupt.id))
+    return found if limit is None else found[:limit]
 
 
 class MemoryStore:
@@ -68,6 +88,8 @@ class MemoryStore:
                 json.loads(r.pause),
                 list(r.tools),
                 json.loads(r.claim),
+                r.agent,
+                [json.loads(a) for a in r.audit],
             )
 
     _saves_inline = True
@@ -81,6 +103,7 @@ class MemoryStore:
         state = None if update.state is None else json.dumps(update.state)
         keep = update.pending is None
         pending = [json.dumps(p) for p in update.pending or ()]
+        audit = audit_json(session_id, update.audit)
         with self._lock:
             r = self._sessions.get(session_id)
             current = 0 if r is None else r.version
@@ -102,16 +125,21 @@ class MemoryStore:
             if not keep:
                 r.pending = pending
             r.format_version = update.format_version
+            r.audit.extend(audit)
+            if update.agent is not None:
+                r.agent = update.agent
             if state is not None:
                 r.state = state
             r.version += 1
             self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
             self.bytes_written += len(claim) + (0 if state is None else len(state))
+            self.bytes_written += sum(map(len, audit))
             return r.version
 
     skipped: tuple[tuple[str, str], ...] = ()
-    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
-    entries of, because they could not be read (empty when everything was read)."""
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
+    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
+    when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -129,6 +157,19 @@ class MemoryStore:
         entries left out by this call, in session id order (empty when all were read).
         """
         older, newer = epoch(older_than), epoch(newer_than)
+        found = [e for e in self._pending() if matches(e, name, tool_name, older, newer)]
+        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+        return found if limit is None else found[:limit]
+
+    async def expired_interrupts(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts whose deadline is at or before ``now``, earliest first; entries
+        that cannot be read are left out and named in ``self.skipped``, as above."""
+        return expired_first(self._pending(), float(epoch(now) or 0.0), limit)
+
+    def _pending(self) -> list[PendingInterrupt]:
+        """Every readable pending interrupt; sets ``self.skipped`` for the unreadable ones."""
         with self._lock:
             items = [(sid, p) for sid, r in self._sessions.items() for p in r.pending]
         found = []
@@ -139,12 +180,16 @@ class MemoryStore:
             except (StateFormatError, TypeError, ValueError, RecursionError) as exc:
                 skipped.setdefault(sid, f"session {sid!r} is corrupt: {exc}")
                 continue
-            entry = PendingInterrupt(sid, interrupt, interrupt.raised_at)
-            if matches(entry, name, tool_name, older, newer):
-                found.append(entry)
-        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
         self.skipped = tuple(sorted(skipped.items()))
-        return found if limit is None else found[:limit]
+        return found
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        check_session_id(session_id)
+        with self._lock:
+            r = self._sessions.get(session_id)
+            audit = [] if r is None else list(r.audit)
+        return [json.loads(a) for a in audit]
 
     async def list_sessions(self) -> list[str]:
         with self._lock:

@@ -15,10 +15,11 @@ import re
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from .._interrupt import Interrupt
+from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
     SessionConflictError,
@@ -26,7 +27,15 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS
+from ._protocol import (
+    PendingInterrupt,
+    SessionUpdate,
+    StoredSession,
+    audit_json,
+    check_session_id,
+    epoch,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -37,75 +46,9 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
+_MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
+
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-# Forward-only: append a new tuple of statements to change the schema; never edit a shipped one.
-_MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
-    (
-        """CREATE TABLE {s}.sessions (
-            id text COLLATE "C" PRIMARY KEY,
-            version bigint NOT NULL,
-            format_version int NOT NULL,
-            state text NOT NULL,
-            pause text,
-            tools text NOT NULL,
-            message_count int NOT NULL,
-            updated_at timestamptz NOT NULL DEFAULT now())""",
-        """CREATE TABLE {s}.messages (
-            session_id text COLLATE "C" REFERENCES {s}.sessions (id) ON DELETE CASCADE,
-            idx int,
-            data text NOT NULL,
-            PRIMARY KEY (session_id, idx))""",
-        """CREATE TABLE {s}.pending (
-            session_id text COLLATE "C" REFERENCES {s}.sessions (id) ON DELETE CASCADE,
-            interrupt_id text COLLATE "C",
-            name text NOT NULL,
-            tool_name text,
-            raised_at double precision NOT NULL,
-            data text NOT NULL,
-            PRIMARY KEY (session_id, interrupt_id))""",
-        # Trailing columns match the ORDER BY, so a LIMIT stops early without a sort.
-        "CREATE INDEX pending_name ON {s}.pending (name, raised_at, session_id, interrupt_id)",
-        "CREATE INDEX pending_tool ON {s}.pending (tool_name, raised_at, session_id, interrupt_id)",
-        "CREATE INDEX pending_raised ON {s}.pending (raised_at, session_id, interrupt_id)",
-    ),
-    ("ALTER TABLE {s}.sessions ADD COLUMN claim text",),  # the run claim, beside the pause
-)
-
-_LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
-    s.claim, m.data, m.n, m.lo, m.hi
-FROM {s}.sessions s LEFT JOIN LATERAL (
-    SELECT array_agg(data ORDER BY idx) AS data, count(*) AS n, min(idx) AS lo, max(idx) AS hi
-    FROM {s}.messages WHERE session_id = s.id) m ON true
-WHERE s.id = %(id)s"""
-_CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, claim, tools,
-    message_count)
-VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(claim)s, %(tools)s, %(added)s)
-ON CONFLICT (id) DO NOTHING RETURNING version"""
-_UPDATE = """UPDATE {s}.sessions SET version = version + 1, format_version = %(fv)s,
-    state = coalesce(%(state)s, state), pause = %(pause)s, claim = %(claim)s, tools = %(tools)s,
-    message_count = message_count + %(added)s, updated_at = now()
-WHERE id = %(id)s AND version = %(expected)s AND message_count = %(first)s
-RETURNING version"""
-_CURRENT = "SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s"
-_APPEND = """INSERT INTO {s}.messages (session_id, idx, data)
-SELECT %(id)s, %(first)s + t.n - 1, t.data
-FROM unnest(%(messages)s::text[]) WITH ORDINALITY AS t(data, n)"""
-_CLEAR_PENDING = "DELETE FROM {s}.pending WHERE session_id = %(id)s"
-_ADD_PENDING = """INSERT INTO {s}.pending (session_id, interrupt_id, name, tool_name, raised_at,
-    data)
-SELECT %(id)s, * FROM unnest(%(ids)s::text[], %(names)s::text[], %(tool_names)s::text[],
-    %(raised)s::float8[], %(data)s::text[])"""
-_LIST = "SELECT id FROM {s}.sessions ORDER BY id"
-_DELETE = "DELETE FROM {s}.sessions WHERE id = %(id)s"
-_PENDING_HEAD = "SELECT session_id, data FROM {s}.pending WHERE "
-_PENDING_TAIL = " ORDER BY raised_at, session_id, interrupt_id LIMIT %(limit)s"
-_FILTERS = {
-    "name": "name = %(name)s",
-    "tool_name": "tool_name = %(tool_name)s",
-    "older": "raised_at < %(older)s",
-    "newer": "raised_at > %(newer)s",
-}
 
 
 def _redact(text: str) -> str:
@@ -143,6 +86,20 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
 
 def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
     return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
+
+
+def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
+    """The audit entries of ``(seq, entry)`` rows in seq order; SessionCorruptError if one is
+    unreadable or missing."""
+    entries = []
+    for i, (seq, text) in enumerate(rows):
+        if seq != i:
+            raise _corrupt(session_id, f"audit entry {i} is missing (found {seq!r})")
+        entry = _load_json(text, f"audit entry {i}", session_id)
+        if not isinstance(entry, dict):
+            raise _corrupt(session_id, f"audit entry {i} is a {type(entry).__name__}")
+        entries.append(entry)
+    return entries
 
 
 class PostgresStore:
@@ -276,19 +233,7 @@ class PostgresStore:
         """Every query with the schema filled in, rendered once."""
         from psycopg import sql
 
-        texts: dict[str, LiteralString] = {
-            "load": _LOAD,
-            "create": _CREATE,
-            "update": _UPDATE,
-            "current": _CURRENT,
-            "append": _APPEND,
-            "clear_pending": _CLEAR_PENDING,
-            "add_pending": _ADD_PENDING,
-            "list": _LIST,
-            "delete": _DELETE,
-            "pending_head": _PENDING_HEAD,
-        }
-        return {k: sql.SQL(v).format(s=s).as_bytes(conn) for k, v in texts.items()}
+        return {k: sql.SQL(v).format(s=s).as_bytes(conn) for k, v in STATEMENTS.items()}
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -326,7 +271,7 @@ class PostgresStore:
         if row is None:
             return None
         version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
-        texts, n, lo, hi = row[7:]
+        agent, texts, n, lo, hi, audit_texts, seqs = row[7:]
         texts = texts or []
         if version < 1:
             raise _corrupt(session_id, f"version {version!r} is not positive")
@@ -352,8 +297,9 @@ class PostgresStore:
         tools = _load_json(tools_text, "tools", session_id)
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is not a list of names: {tools!r:.200}")
+        audit = _audit_entries(session_id, list(zip(seqs or [], audit_texts or [], strict=True)))
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim
+            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
@@ -375,6 +321,7 @@ class PostgresStore:
         if len(set(ids)) != len(ids):
             raise StateFormatError(f"session {session_id!r}: pending interrupt ids repeat: {ids}")
         state = None if update.state is None else json.dumps(update.state)
+        audit = audit_json(session_id, update.audit)
         params: dict[str, Any] = {
             "id": session_id,
             "expected": update.expected_version,
@@ -390,12 +337,16 @@ class PostgresStore:
             "names": [it.name for it in interrupts],
             "tool_names": [None if it.tool_use is None else it.tool_use.name for it in interrupts],
             "raised": [it.raised_at for it in interrupts],
+            "expires": [it.expires_at for it in interrupts],
             "data": pending,
             "keep_pending": keep,
+            "agent": update.agent,
+            "audit": audit,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
         size += len(json.dumps(update.claim)) + (0 if state is None else len(state))
+        size += sum(map(len, audit))
         with self._lock:
             self.bytes_written += size
         return version
@@ -419,6 +370,8 @@ class PostgresStore:
                     conn.execute(q["clear_pending"], p)
                 if p["ids"]:
                     conn.execute(q["add_pending"], p)
+                if p["audit"]:
+                    conn.execute(q["add_audit"], p)
                 return int(row[0])
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
@@ -438,8 +391,9 @@ class PostgresStore:
         )
 
     skipped: tuple[tuple[str, str], ...] = ()
-    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
-    entries of, because they could not be read (empty when everything was read)."""
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
+    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
+    when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -475,10 +429,39 @@ class PostgresStore:
         self.skipped = tuple(sorted(skipped.items()))
         return found if limit is None else found[:limit]
 
+    async def expired_interrupts(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts whose deadline is at or before ``now``, earliest first (an indexed
+        query on the ``expires_at`` column); unreadable rows are left out and named in
+        ``self.skipped``, as above."""
+        rows = None if limit is None or limit < 0 else limit
+        params: dict[str, Any] = {"now": float(epoch(now) or 0.0), "limit": rows}
+        query = self._sql["expired"]
+        found, skipped, count = await self._run(
+            "list expired interrupts", self._pending, query, params
+        )
+        if skipped and rows is not None and count >= rows:  # skipped rows took places
+            params["limit"] = None
+            found, skipped, count = await self._run(
+                "list expired interrupts", self._pending, query, params
+            )
+        self.skipped = tuple(sorted(skipped.items()))
+        return found if limit is None else found[:limit]
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        check_session_id(session_id)
+        return await self._run(f"read the audit of {session_id!r}", self._audit, session_id)
+
+    def _audit(self, session_id: str) -> list[dict[str, JsonValue]]:
+        with self._pool.connection() as conn:
+            rows = conn.execute(self._sql["audit"], {"id": session_id}).fetchall()
+        return _audit_entries(session_id, rows)
+
     def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
         """The pending-interrupt query for these filters (None: no filter), and its parameters."""
-        where = [_FILTERS[k] for k, v in params.items() if k in _FILTERS and v is not None]
-        tail = " AND ".join(where or ["true"]) + _PENDING_TAIL
+        where = [FILTERS[k] for k, v in params.items() if k in FILTERS and v is not None]
+        tail = " AND ".join(where or ["true"]) + PENDING_TAIL
         return self._sql["pending_head"] + tail.encode(), params
 
     def _pending(
@@ -516,7 +499,7 @@ class PostgresStore:
         await self._run(f"delete session {session_id!r}", self._delete, session_id)
 
     def _delete(self, session_id: str) -> None:
-        # Messages and pending rows go with the session row (ON DELETE CASCADE), after any save
-        # holding that row commits.
+        # Messages, pending and audit rows go with the session row (ON DELETE CASCADE), after
+        # any save holding that row commits.
         with self._pool.connection() as conn:
             conn.execute(self._sql["delete"], {"id": session_id})

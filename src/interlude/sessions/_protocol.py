@@ -1,8 +1,9 @@
 """The session store protocol: what an agent saves, and the small interface every store meets.
 
 A store keeps, per session id: the conversation (append-only), the agent state, the pause (or
-none), the run claim (or none), the names of the agent's tools, an index of pending interrupts,
-and a version number.
+none), the run claim (or none), the names of the agent's tools, the agent's name (which an
+:class:`~interlude.App` maps to the code that builds it), the audit trail of answers
+(append-only), an index of pending interrupts, and a version number.
 Every save is a compare-and-swap on that version. The JSON pieces are those of
 ``Agent.export_state()``; stores never interpret them beyond the pending-interrupt index.
 """
@@ -16,13 +17,14 @@ from typing import Protocol, runtime_checkable
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ..errors import InvalidSessionIdError
+from ..errors import InvalidSessionIdError, StateFormatError
 
 __all__ = [
     "PendingInterrupt",
     "SessionStore",
     "SessionUpdate",
     "StoredSession",
+    "audit_json",
     "check_session_id",
     "epoch",
 ]
@@ -51,6 +53,19 @@ def epoch(when: datetime | float | None) -> float | None:
     return when.timestamp()
 
 
+def audit_json(session_id: str, entries: list[dict[str, JsonValue]]) -> list[str]:
+    """The JSON text of a save's audit entries; StateFormatError if one is not an object."""
+    import json  # only when saving: importing interlude stays light
+
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise StateFormatError(
+                f"session {session_id!r}: audit entry {i} is a {type(entry).__name__}, "
+                "not an object"
+            )
+    return [json.dumps(entry) for entry in entries]
+
+
 @dataclass(frozen=True, slots=True)
 class StoredSession:
     """A session as loaded from a store: the parts of ``export_state()``, the version and the
@@ -64,6 +79,10 @@ class StoredSession:
     pause: dict[str, JsonValue] | None
     tools: list[str]
     claim: dict[str, JsonValue] | None = None
+    agent: str | None = None
+    """The name of the agent that saved it (None: saved without one)."""
+    audit: list[dict[str, JsonValue]] = field(default_factory=list)
+    """Every audit entry, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +94,9 @@ class SessionUpdate:
     None to leave the index as it is (a running agent's journal saves, which change no question).
     ``state`` is left unchanged when None. ``claim`` is the run claim to store beside the pause
     (an object the store does not interpret), replacing the stored one; None clears it.
+    ``agent`` is the agent's name, stored when not None (None leaves the stored name).
+    ``audit`` entries are appended to the session's audit trail, in order, in the same
+    transaction; stored entries are never changed or removed (but with the session).
     """
 
     expected_version: int
@@ -86,6 +108,8 @@ class SessionUpdate:
     format_version: int
     state: dict[str, JsonValue] | None = None
     claim: dict[str, JsonValue] | None = None
+    agent: str | None = None
+    audit: list[dict[str, JsonValue]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +130,11 @@ class PendingInterrupt:
     @property
     def raised(self) -> datetime:
         return datetime.fromtimestamp(self.raised_at).astimezone()
+
+    @property
+    def expires_at(self) -> float | None:
+        """When the question's deadline passes (epoch seconds), or None if it has none."""
+        return self.interrupt.expires_at
 
 
 @runtime_checkable
@@ -134,6 +163,17 @@ class SessionStore(Protocol):
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered by interrupt name, tool
         name and the time they were raised."""
+        ...
+
+    async def expired_interrupts(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts whose deadline (``expires_at``) is at or before ``now``, across
+        sessions, earliest deadline first."""
+        ...
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        """The session's audit entries, oldest first (empty if there is no such session)."""
         ...
 
     async def list_sessions(self) -> list[str]:

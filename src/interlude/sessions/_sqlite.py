@@ -22,7 +22,14 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._protocol import PendingInterrupt, SessionUpdate, StoredSession, check_session_id, epoch
+from ._protocol import (
+    PendingInterrupt,
+    SessionUpdate,
+    StoredSession,
+    audit_json,
+    check_session_id,
+    epoch,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -60,6 +67,18 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX pending_by_time ON pending (raised_at)",
     ),
     ("ALTER TABLE sessions ADD COLUMN claim TEXT",),  # the run claim, beside the pause
+    (  # the agent's name, the audit trail, question deadlines (no stored row has one yet)
+        "ALTER TABLE sessions ADD COLUMN agent TEXT",
+        """CREATE TABLE audit (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            entry TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID""",
+        "ALTER TABLE pending ADD COLUMN expires_at REAL",
+        "CREATE INDEX pending_by_deadline ON pending (expires_at, session_id, interrupt_id) "
+        "WHERE expires_at IS NOT NULL",
+    ),
 )
 
 
@@ -103,7 +122,7 @@ def _is_int(value: object) -> bool:
 
 def pending_rows(
     session_id: str, pending: list[dict[str, JsonValue]]
-) -> list[tuple[str, str, str, str | None, float, str]]:
+) -> list[tuple[str, str, str, str | None, float, float | None, str]]:
     """The pending-index rows of a save: checked, keyed columns plus the interrupt's JSON."""
     rows = []
     seen: set[str] = set()
@@ -116,7 +135,15 @@ def pending_rows(
         seen.add(interrupt.id)
         tool = None if interrupt.tool_use is None else interrupt.tool_use.name
         rows.append(
-            (session_id, interrupt.id, interrupt.name, tool, interrupt.raised_at, json.dumps(data))
+            (
+                session_id,
+                interrupt.id,
+                interrupt.name,
+                tool,
+                interrupt.raised_at,
+                interrupt.expires_at,
+                json.dumps(data),
+            )
         )
     return rows
 
@@ -240,13 +267,14 @@ class SQLiteStore:
         with self._transaction("BEGIN") as conn:
             row = conn.execute(
                 "SELECT version, format_version, message_count, CAST(state AS BLOB), "
-                "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB) "
+                "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB), agent "
                 "FROM sessions WHERE id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
                 return None
-            version, format_version, count, state_raw, pause_raw, tools_raw, claim_raw = row
+            version, format_version, count, state_raw, pause_raw, tools_raw, claim_raw = row[:7]
+            agent = row[7]
             for what, value in (
                 ("version", version),
                 ("format_version", format_version),
@@ -259,6 +287,9 @@ class SQLiteStore:
                 "WHERE session_id = ? AND idx < ? ORDER BY idx",
                 (session_id, count),
             ).fetchall()
+            audit = self._audit(conn, session_id)
+        if not (agent is None or isinstance(agent, str)):
+            raise _corrupt(session_id, f"agent is {agent!r}, not a name")
         if len(rows) != count or any(idx != i for i, (idx, _) in enumerate(rows)):
             raise _corrupt(session_id, f"{count} messages expected, {len(rows)} stored")
         messages = [_json(session_id, f"message {i}", raw) for i, (_, raw) in enumerate(rows)]
@@ -275,8 +306,31 @@ class SQLiteStore:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is {tools!r}, not a list of names")
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim
+            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
         )
+
+    @staticmethod
+    def _audit(conn: sqlite3.Connection, session_id: str) -> list[dict[str, JsonValue]]:
+        """The session's audit entries, oldest first; SessionCorruptError if one is unreadable
+        or one is missing."""
+        rows = conn.execute(
+            "SELECT seq, CAST(entry AS BLOB) FROM audit WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+        entries = []
+        for i, (seq, raw) in enumerate(rows):
+            if seq != i:
+                raise _corrupt(session_id, f"audit entry {i} is missing (found {seq!r})")
+            entry = _json(session_id, f"audit entry {i}", raw)
+            if not isinstance(entry, dict):
+                raise _corrupt(session_id, f"audit entry {i} is a {type(entry).__name__}")
+            entries.append(entry)
+        return entries
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        check_session_id(session_id)
+        with self._transaction("BEGIN") as conn:
+            return self._audit(conn, session_id)
 
     _saves_inline = True
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
@@ -289,13 +343,14 @@ class SQLiteStore:
         state = None if update.state is None else json.dumps(update.state)
         tools = self._tools_json(update.tools)
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
+        audit = audit_json(session_id, update.audit)
         first, expected = update.first_index, update.expected_version
         with self._transaction("BEGIN IMMEDIATE") as conn:
             if expected == 0 and first == 0:
                 inserted = conn.execute(
                     "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
-                    "tools, message_count, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (id) DO NOTHING",
+                    "tools, message_count, updated_at, agent) "
+                    "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                     (
                         session_id,
                         update.format_version,
@@ -305,6 +360,7 @@ class SQLiteStore:
                         tools,
                         len(messages),
                         time.time(),
+                        update.agent,
                     ),
                 ).rowcount
                 ok = inserted == 1
@@ -315,7 +371,8 @@ class SQLiteStore:
                     conn.execute(
                         "UPDATE sessions SET version = version + 1, format_version = ?, "
                         "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
-                        "message_count = message_count + ?, updated_at = ? "
+                        "message_count = message_count + ?, updated_at = ?, "
+                        "agent = coalesce(?, agent) "
                         "WHERE id = ? AND version = ? AND message_count = ?",
                         (
                             update.format_version,
@@ -325,6 +382,7 @@ class SQLiteStore:
                             tools,
                             len(messages),
                             time.time(),
+                            update.agent,
                             session_id,
                             expected,
                             first,
@@ -347,12 +405,21 @@ class SQLiteStore:
             if pending:
                 conn.executemany(
                     "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
-                    "raised_at, data) VALUES (?, ?, ?, ?, ?, ?)",
+                    "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     pending,
+                )
+            if audit:
+                (start,) = conn.execute(
+                    "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
+                    (session_id,),
+                ).fetchone()
+                conn.executemany(
+                    "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
+                    [(session_id, start + i, entry) for i, entry in enumerate(audit)],
                 )
         self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
         self.bytes_written += sum(len(p[-1]) for p in pending or ())
-        self.bytes_written += 0 if state is None else len(state)
+        self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))
         return expected + 1
 
     def _tools_json(self, tools: list[str]) -> str:
@@ -382,8 +449,9 @@ class SQLiteStore:
         )
 
     skipped: tuple[tuple[str, str], ...] = ()
-    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` call left out
-    entries of, because they could not be read (empty when everything was read)."""
+    """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
+    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
+    when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -415,6 +483,26 @@ class SQLiteStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY raised_at, session_id, interrupt_id"
+        return self._read_pending(sql, params, limit)
+
+    async def expired_interrupts(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[PendingInterrupt]:
+        """Pending interrupts whose deadline is at or before ``now``, earliest first (an indexed
+        query on the ``expires_at`` column); unreadable rows are left out and named in
+        ``self.skipped``, as above."""
+        sql = (
+            "SELECT session_id, CAST(data AS BLOB) FROM pending "
+            "WHERE expires_at IS NOT NULL AND expires_at <= ? "
+            "ORDER BY expires_at, session_id, interrupt_id"
+        )
+        return self._read_pending(sql, [float(epoch(now) or 0.0)], limit)
+
+    def _read_pending(
+        self, sql: str, params: list[str | float], limit: int | None
+    ) -> list[PendingInterrupt]:
+        """The readable interrupts of a pending-index query, up to ``limit``; sets
+        ``self.skipped``."""
 
         def read(query: str) -> tuple[list[PendingInterrupt], dict[str, str], int]:
             with self._transaction("BEGIN") as conn:
@@ -452,4 +540,5 @@ class SQLiteStore:
         with self._transaction("BEGIN IMMEDIATE") as conn:
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM audit WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))

@@ -20,7 +20,8 @@ fresh agent, two resumers racing (processes when the store has a URL), a process
 after a pause, pending-interrupt queries (one corrupt session hides no other's question: a
 store that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a
 sequence of ``(session_id, why)``), listing and deleting, bad ids, corrupt data and unknown
-versions.
+versions; agent names, audit trails (appended with the save, kept across store objects,
+gone with the session) and expired interrupts (earliest deadline first).
 The checks are sync functions (they drive the async store API with ``asyncio.run``), so no
 pytest plugin is needed. Stores must count the JSON bytes they write in ``bytes_written``.
 """
@@ -34,13 +35,19 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._interrupt import Interrupt, interrupt_id
 from .._messages import ToolUse
-from ..errors import InvalidSessionIdError, SessionConflictError, SessionCorruptError
-from ..sessions._protocol import SessionStore, SessionUpdate
+from ..errors import (
+    InvalidSessionIdError,
+    SessionConflictError,
+    SessionCorruptError,
+    StateFormatError,
+)
+from ..sessions._protocol import SessionStore, SessionUpdate, StoredSession
 from ._models import ScriptedModel
 
 __all__ = ["SessionStoreConformance", "build_agent"]
@@ -99,7 +106,36 @@ def _update(version: int, first: int, messages: list[Any], **kw: Any) -> Session
         format_version=kw.get("format_version", 1),
         state=kw.get("state"),
         claim=kw.get("claim"),
+        agent=kw.get("agent"),
+        audit=kw.get("audit", []),
     )
+
+
+async def _loaded(store: SessionStore, session_id: str) -> StoredSession:
+    got = await store.load(session_id)
+    assert got is not None, f"session {session_id!r} was not stored"
+    return got
+
+
+async def _refused(store: SessionStore, session_id: str, update: SessionUpdate) -> None:
+    try:
+        await store.save(session_id, update)
+    except SessionConflictError:
+        return
+    raise AssertionError(f"a stale save was accepted: {update}")
+
+
+def _question(
+    iid: str, expires_at: float | None, raised_at: float = 1.0, **kw: Any
+) -> dict[str, Any]:
+    return Interrupt(
+        id=iid,
+        name="ask",
+        source="before_model_call",
+        raised_at=raised_at,
+        expires_at=expires_at,
+        **kw,
+    ).to_dict()
 
 
 def _text(i: int, size: int = 10) -> dict[str, Any]:
@@ -484,6 +520,135 @@ class SessionStoreConformance:
         resumer = build_agent(store, "p2", ["done"], tmp_path / "p2")
         resumer.resume({approve: True})
         assert [e.session_id for e in asyncio.run(q())] == ["p1", "p3"]
+
+    # --- agent names, audit trails, deadlines -------------------------------------------------
+
+    def test_agent_name_is_stored_kept_and_overwritten(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        async def go() -> tuple[list[str | None], str | None]:
+            await store.save("s", _update(0, 0, [_text(0)]))  # saved without a name
+            names = [(await _loaded(store, "s")).agent]
+            v = await store.save("s", _update(1, 1, [], agent="triage"))
+            names.append((await _loaded(store, "s")).agent)
+            v = await store.save("s", _update(v, 1, [_text(1)]))  # None keeps the name
+            names.append((await _loaded(store, "s")).agent)
+            v = await store.save("s", _update(v, 2, [], agent="billing"))
+            await _refused(store, "s", _update(1, 1, [], agent="late"))
+            names.append((await _loaded(store, "s")).agent)
+            await store.save("t", _update(0, 0, [], agent="first"))
+            return names, (await _loaded(store, "t")).agent
+
+        assert asyncio.run(go()) == ([None, "triage", "triage", "billing"], "first")
+
+    def test_audit_entries_are_appended_with_the_save(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+        a1 = {"event": "asked", "interrupt": "i1", "at": 1.5}
+        a2 = {"event": "answered", "interrupt": "i1", "answer": {"ok": True, "note": "é"}}
+        a3 = {"event": "expired", "interrupt": "i2", "nested": [1, None, "x", 2.5]}
+        lost = {"event": "lost"}
+
+        async def go() -> tuple[StoredSession, list[Any]]:
+            assert await store.audit_trail("s") == []  # no such session
+            v = await store.save("s", _update(0, 0, [_text(0)], audit=[a1]))
+            assert await store.audit_trail("s") == [a1]
+            v = await store.save("s", _update(v, 1, [_text(1)]))  # no entries: none added
+            await _refused(store, "s", _update(1, 1, [_text(9)], audit=[lost]))  # stale version
+            await _refused(store, "s", _update(v, 0, [], audit=[lost]))  # wrong message index
+            await _refused(store, "s", _update(0, 0, [], audit=[lost]))  # "new" but stored
+            v = await store.save("s", _update(v, 2, [], audit=[a2, a3]))
+            try:  # an entry that is not an object is refused before anything is written
+                await store.save("s", _update(v, 2, [], audit=[lost, ["not", "an", "object"]]))
+            except StateFormatError:
+                pass
+            else:
+                raise AssertionError("an audit entry that is not an object was stored")
+            await _refused(store, "new", _update(0, 1, [_text(1)], audit=[lost]))
+            assert await store.audit_trail("new") == [] and await store.load("new") is None
+            return await _loaded(store, "s"), await store.audit_trail("s")
+
+        got, trail = asyncio.run(go())
+        assert got.audit == trail == [a1, a2, a3]
+        assert got.version == 3 and got.messages == [_text(0), _text(1)]
+
+    def test_audit_and_agent_survive_reopening_the_store(self, tmp_path: Path) -> None:
+        url = self.store_url(tmp_path)
+        if url is None:
+            import pytest
+
+            pytest.skip("this store lives in one process")
+        from ..sessions import open_store
+
+        store = self.make_store(tmp_path)
+        e1, e2, e3 = {"n": 1}, {"n": 2, "who": "ann"}, {"n": 3}
+        asyncio.run(store.save("s", _update(0, 0, [_text(0)], agent="a", audit=[e1, e2])))
+        getattr(store, "close", lambda: None)()
+        again = self.make_store(tmp_path)  # a new store object on the same path or database
+        assert asyncio.run(again.audit_trail("s")) == [e1, e2]
+        asyncio.run(again.save("s", _update(1, 1, [], audit=[e3])))
+        other = open_store(url)
+        try:
+            got = asyncio.run(_loaded(other, "s"))
+            assert (got.agent, got.audit) == ("a", [e1, e2, e3])
+            assert asyncio.run(other.audit_trail("s")) == [e1, e2, e3]
+        finally:
+            getattr(other, "close", lambda: None)()
+
+    def test_delete_removes_the_audit_trail(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        async def go() -> tuple[list[Any], list[Any], list[Any], str | None]:
+            pending = [_question("q", 5.0)]
+            await store.save("s", _update(0, 0, [_text(0)], pending=pending, audit=[{"n": 1}]))
+            await store.save("kept", _update(0, 0, [], audit=[{"kept": True}]))
+            await store.delete("s")
+            gone = await store.audit_trail("s"), await store.expired_interrupts(10.0)
+            await store.save("s", _update(0, 0, [], audit=[{"n": 2}]))  # a new session
+            again = await _loaded(store, "s")
+            return [*gone], again.audit, await store.audit_trail("kept"), again.agent
+
+        assert asyncio.run(go()) == ([[], []], [{"n": 2}], [{"kept": True}], None)
+
+    def test_expired_interrupts(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        async def fill() -> None:
+            b = [_question("i2", 30), _question("free", None)]  # an int deadline is a time too
+            await store.save("b", _update(0, 0, [], pending=b))
+            await store.save("b", _update(1, 0, [], pending=None))  # the index as it is
+            await store.save("b", _update(2, 0, [], pending=[*b, _question("i1", 30.0)]))
+            late = _question("late", 50.0, default="no", has_default=True)
+            await store.save("a", _update(0, 0, [], pending=[_question("i9", 30.0), late]))
+            await store.save("c", _update(0, 0, [], pending=[_question("first", 10, 20.0)]))
+            await store.save("d", _update(0, 0, [], pending=[_question("never", None, 0.5)]))
+
+        asyncio.run(fill())
+
+        def expired(now: datetime | float, limit: int | None = None) -> list[tuple[str, str]]:
+            found = asyncio.run(store.expired_interrupts(now, limit=limit))
+            return [(e.session_id, e.interrupt.id) for e in found]
+
+        at_30 = [("c", "first"), ("a", "i9"), ("b", "i1"), ("b", "i2")]
+        assert expired(30.0) == at_30  # at the deadline counts; ties by session, then id
+        assert expired(30) == at_30
+        assert expired(datetime.fromtimestamp(30.0)) == at_30
+        assert expired(29.999) == [("c", "first")]
+        assert expired(9.0) == []
+        assert expired(30.0, limit=2) == at_30[:2]
+        assert expired(30.0, limit=0) == []
+        everything = asyncio.run(store.expired_interrupts(1e12))
+        assert [(e.session_id, e.interrupt.id) for e in everything] == [*at_30, ("a", "late")]
+        assert [e.expires_at for e in everything] == [10.0, 30.0, 30.0, 30.0, 50.0]
+        late = everything[-1].interrupt
+        assert (late.default, late.has_default, late.name) == ("no", True, "ask")
+        assert everything[0].raised_at == 20.0
+        # questions without a deadline are pending, but never expire
+        assert len(asyncio.run(store.pending_interrupts())) == 7
+        ids = {e.interrupt.id for e in asyncio.run(store.expired_interrupts(float("1e300")))}
+        assert not ids & {"free", "never"}
+        asyncio.run(store.save("c", _update(1, 0, [], pending=[])))  # answered: not expired
+        asyncio.run(store.save("a", _update(1, 0, [], pending=None)))  # still waiting
+        assert expired(1e12) == [("a", "i9"), ("b", "i1"), ("b", "i2"), ("a", "late")]
 
     def test_a_corrupt_session_hides_no_other_pending_interrupt(self, tmp_path: Path) -> None:
         store = self.make_store(tmp_path)
