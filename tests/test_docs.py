@@ -40,7 +40,8 @@ def test_the_user_pages_have_examples() -> None:
 def test_docs_python_block_runs(page: Path, code: str) -> None:
     assert "assert " in code, f"every example in {page.name} shows its outcome with asserts"
     namespace: dict[str, object] = {"__name__": f"__docs_{page.stem}__"}
-    exec(compile(code, str(page), "exec"), namespace)
+    # dont_inherit: the block runs as a user module would, without this file's __future__ flags
+    exec(compile(code, str(page), "exec", dont_inherit=True), namespace)
 
 
 def test_design_points_inside_the_project() -> None:

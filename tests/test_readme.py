@@ -59,7 +59,8 @@ def test_readme_python_block_runs(code: str, monkeypatch: pytest.MonkeyPatch) ->
     }.items():
         monkeypatch.setenv(name, value)
     namespace: dict[str, object] = {"__name__": "__readme__"}
-    exec(compile(code, str(README), "exec"), namespace)
+    # dont_inherit: the block runs as a user module would, without this file's __future__ flags
+    exec(compile(code, str(README), "exec", dont_inherit=True), namespace)
 
 
 def test_readme_quick_start_commands() -> None:
