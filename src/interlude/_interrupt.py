@@ -69,6 +69,14 @@ class Interrupt:
     default: JsonValue = None
     has_default: bool = False
 
+    @property
+    def digest(self) -> str:
+        """``sha256:<hex>`` of what this question shows (id, name, reason, source, tool use):
+        pass it back as ``resume(..., shown={id: digest})`` to answer only this question."""
+        from ._audit import shown_digest
+
+        return shown_digest(self)
+
     def to_dict(self) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {
             "id": self.id,
@@ -152,8 +160,9 @@ class Answers:
         """Questions settled by their deadline passing: with a default, ``values`` holds it;
         without one, the question has no value and asking it raises InterruptExpiredError."""
         self.asked: dict[str, Interrupt] = {}
-        """Questions of the pause being resumed that are asked again: a question keeps the
-        time it was first raised, and so its deadline (not saved: set by each resume)."""
+        """Questions of a pause that was resumed and may be asked again (those with a
+        deadline): asked again, a question keeps the time it was first raised, and so its
+        deadline, also across a crash and ``recover`` (saved with the pause)."""
         self.clock: Callable[[], float] = time.time
         """The agent's clock (set by the run)."""
 
@@ -169,6 +178,7 @@ class Answers:
     def with_answers(self, new: Mapping[str, JsonValue], asked: Mapping[str, Interrupt]) -> Answers:
         """A copy with ``new`` answers added to the questions in ``asked``."""
         merged = Answers(self.values, self.shown, self.expired)
+        merged.asked = dict(self.asked)
         for iid, answer in new.items():
             merged.values[iid] = answer
             shown = asked[iid].tool_use
@@ -188,12 +198,14 @@ class Answers:
         """Keep only the answers a later step can still ask for, once message ``index`` is
         appended: those of steps about message ``index`` or later. Answers about tool uses go
         when their batch's results are appended, so a pause holds only what its step needs."""
-        if not self.values and not self.expired:
+        if not self.values and not self.expired and not self.asked:
             return
         for iid in [i for i in self.values if not _still_asked(i, index)]:
             del self.values[iid]
             self.shown.pop(iid, None)
         self.expired = {i for i in self.expired if _still_asked(i, index)}
+        if self.asked:
+            self.asked = {i: q for i, q in self.asked.items() if _still_asked(i, index)}
 
 
 _MESSAGE_SOURCES = frozenset(
@@ -373,16 +385,18 @@ class Interrupter:
         if found:
             if response_type is None:
                 return answer
-            from ._typed import convert
+            from ._typed import AnswerTypeError, convert
 
             try:
                 return convert(response_type, answer)
-            except ValueError as exc:  # the stored schema and this type disagree
+            except AnswerTypeError as exc:  # the stored schema let through what the type refuses
                 from .errors import AnswerValidationError
 
+                kind = getattr(response_type, "__name__", None) or repr(response_type)
                 raise AnswerValidationError(
-                    f"the answer to {name!r} ({iid}) does not fit {response_type!r}: {exc}",
+                    f"the answer to {name!r} ({iid}) does not fit its response type {kind}: {exc}",
                     interrupt_id=iid,
+                    path=exc.path,
                 ) from None
         _check_json(name, "reason", reason)
         extra = _typed_and_timed(name, response_type, expires_in, default)

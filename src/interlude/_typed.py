@@ -44,8 +44,8 @@ def _schema(response_type: Any) -> dict[str, JsonValue]:
 
 
 def convert(response_type: Any, value: JsonValue) -> Any:
-    """``value`` (a JSON answer) as an instance of ``response_type``; ValueError naming the
-    first bad field if it does not fit."""
+    """``value`` (a JSON answer) as an instance of ``response_type``; AnswerTypeError naming
+    the first bad field if it does not fit."""
     from pydantic import ValidationError
 
     try:
@@ -56,8 +56,16 @@ def convert(response_type: Any, value: JsonValue) -> Any:
         return adapter.validate_python(value)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the answer"
-        raise ValueError(f"at {where}: {first.get('msg')}") from None
+        raise AnswerTypeError(tuple(first.get("loc", ())), str(first.get("msg"))) from None
+
+
+class AnswerTypeError(ValueError):
+    """An answer that does not convert to its response type: ``path`` and ``message``."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        where = ".".join(str(p) for p in path) or "the answer"
+        super().__init__(f"at {where}: {message}")
+        self.path = path
 
 
 def to_json(response_type: Any, value: Any) -> JsonValue:
@@ -78,7 +86,7 @@ def _validator(schema_text: str) -> Any:
 
     schema = json.loads(schema_text)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def answer_problem(
@@ -97,7 +105,14 @@ def answer_problem(
         validator = _validator(json.dumps(schema, sort_keys=True))
     except SchemaError as exc:
         return (), f"its question's response schema is not valid JSON Schema ({exc.message})"
-    error = best_match(validator.iter_errors(answer))
+    except (ValueError, RecursionError):
+        return (), "its question's response schema cannot be read"
+    try:
+        error = best_match(validator.iter_errors(answer))
+    except RecursionError:
+        return (), "its question's response schema refers to itself without end"
+    except Exception as exc:  # an unresolvable $ref and the like: the schema is unusable
+        return (), f"its question's response schema cannot be used ({type(exc).__name__})"
     if error is None:
         return None
     return tuple(error.absolute_path), error.message

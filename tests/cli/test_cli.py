@@ -26,7 +26,17 @@ from models.openai_server import OpenAIServer, error_reply, tool_reply  # tests/
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "interlude"]
 PATHS = [f"/var/log/app/app-2026-0{i}.log" for i in range(1, 4)]
-INTERRUPT_KEYS = {"id", "name", "reason", "source", "tool", "input"}
+INTERRUPT_KEYS = {
+    "id",
+    "name",
+    "reason",
+    "source",
+    "tool",
+    "input",
+    "shown",
+    "response_schema",
+    "expires_at",
+}
 RESULT_KEYS = {"session", "stop_reason", "reply", "interrupts"}
 SHOW_KEYS = {"session", "messages", "paused", "interrupts", "state", "version"}
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test"
@@ -117,9 +127,10 @@ def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
 
 
 def assert_one_line_error(ran: Ran, *fragments: str) -> None:
-    """A failed command: non-zero exit, nothing on stdout, one clear line on stderr."""
+    """A failed command: non-zero exit, one clear line on stderr, and nothing on stdout but,
+    for an answer that got as far as running, the line saying which question it answered."""
     assert ran.returncode != 0, str(ran)
-    assert ran.stdout == "", str(ran)
+    assert all(line.startswith("answering ") for line in ran.stdout.splitlines()), str(ran)
     lines = ran.stderr.strip().splitlines()
     assert len(lines) == 1, f"expected a one-line error\n{ran}"
     assert "Traceback" not in ran.stderr, str(ran)
@@ -1090,3 +1101,104 @@ def test_cli_errors_are_in_the_error_tree() -> None:
     from interlude.errors import InterludeError
 
     assert issubclass(CliError, InterludeError)
+
+
+DEADLINE_APP = '''
+from interlude import Agent, AgentSession, App, ToolResult, ToolUse, tool
+from interlude.hooks import BeforeToolCallEvent
+from interlude.testing import FunctionModel
+
+app = App()
+
+
+@tool
+def pay(to: str, cents: int) -> str:
+    """Pay someone.
+
+    Args:
+        to: Who.
+        cents: How much.
+    """
+    with open("paid.txt", "a") as f:
+        f.write(f"{to} {cents}\\n")
+    return "paid"
+
+
+def reply(request):
+    if any(isinstance(b, ToolResult) for b in request.messages[-1].content):
+        return "finished"
+    return [ToolUse("p1", "pay", {"to": "ana", "cents": 10})]
+
+
+def ask(event: BeforeToolCallEvent) -> None:
+    if event.interrupt("approve", "pay?", expires_in=EXPIRES, default=False) is not True:
+        event.cancel("not approved")
+
+
+@app.agent("payer")
+def build(session: AgentSession) -> Agent:
+    agent = Agent(FunctionModel(reply), tools=[pay], session=session.store, session_id=session.id)
+    agent.hooks.add_callback(BeforeToolCallEvent, ask)
+    return agent
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(app.start("payer", sys.argv[2], sys.argv[1])("pay ana").stop_reason)
+'''
+
+
+def _deadline_session(tmp_path: Path, expires: float) -> dict[str, str]:
+    (tmp_path / "deadline_app.py").write_text(DEADLINE_APP.replace("EXPIRES", repr(expires)))
+    (tmp_path / ".interlude").mkdir()
+    env = _env(INTERLUDE_APP="deadline_app:app")
+    started = subprocess.run(
+        [sys.executable, "deadline_app.py", "sqlite:///.interlude/demo.db", "s1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert started.stdout.strip() == "interrupt", started.stderr
+    return env
+
+
+def test_a_changed_pending_index_cannot_make_a_person_approve_a_decoy(tmp_path: Path) -> None:
+    """The pending index is not what an answer applies to: `answer` says which question it
+    answers from the session's pause, and `--shown` refuses when that is not what was seen."""
+    import sqlite3
+
+    env = _deadline_session(tmp_path, 3600)
+    db = tmp_path / ".interlude" / "demo.db"
+    with sqlite3.connect(db) as conn:  # someone who can write the store edits the index only
+        (data,) = conn.execute("SELECT data FROM pending").fetchone()
+        decoy = json.loads(data)
+        decoy["tool_use"]["input"]["cents"] = 1
+        conn.execute("UPDATE pending SET data = ?", (json.dumps(decoy),))
+    (listed,) = json.loads(run(tmp_path, "pending", "--json", env=env).ok().stdout)
+    assert listed["input"] == {"to": "ana", "cents": 1}  # the index shows the decoy
+    refused = run(
+        tmp_path, "answer", "s1", listed["id"], "true", "--shown", listed["shown"], env=env
+    )
+    assert_one_line_error(refused, "is not the one that was shown", "nothing was answered")
+    assert 'pay {"to": "ana", "cents": 10}' in refused.stdout  # it said what was pending
+    assert not (tmp_path / "paid.txt").exists()
+    shown = json.loads(run(tmp_path, "show", "s1", "--json", env=env).ok().stdout)
+    (real,) = shown["interrupts"]
+    run(tmp_path, "answer", "s1", real["id"], "true", "--shown", real["shown"], env=env).ok()
+    assert (tmp_path / "paid.txt").read_text() == "ana 10\n"
+
+
+def test_an_expired_question_is_refused_then_settled_by_expire(tmp_path: Path) -> None:
+    env = _deadline_session(tmp_path, 0)  # the deadline is when it is asked: already passed
+    table = run(tmp_path, "pending", env=env).ok().stdout
+    assert "[expired " in table and "settle with expire]" in table
+    (listed,) = json.loads(run(tmp_path, "pending", "--json", env=env).ok().stdout)
+    late = run(tmp_path, "answer", "s1", listed["id"], "true", env=env)
+    assert_one_line_error(late, "expired", "refused")
+    done = run(tmp_path, "expire", "s1", env=env).ok().stdout
+    assert "The run ended (end_turn)" in done
+    assert not (tmp_path / "paid.txt").exists()  # the default (False) declined it
+    audit = json.loads(run(tmp_path, "show", "s1", "--json", env=env).ok().stdout)["audit"]
+    assert [(e["by"], e["answer"], e["expired"]) for e in audit] == [("expiry", False, True)]

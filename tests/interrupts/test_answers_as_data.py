@@ -537,3 +537,123 @@ def test_golden_version_3_pause_loads_and_resumes() -> None:
         == "end_turn"
     )
     assert paid == [30] and agent.audit[0].by == "ana"
+
+
+# --- what a hostile review found, tried again --------------------------------------------------
+
+
+def test_shown_refuses_an_answer_to_a_question_that_is_not_the_one_seen() -> None:
+    agent = _agent(lambda e: None if e.interrupt("approve", "pay?") is True else e.cancel())
+    (question,) = agent("go").interrupts
+    before = agent.export_state()
+    with pytest.raises(ResumeInputError, match="not the one that was shown"):
+        agent.resume({question.id: True}, shown={question.id: "sha256:" + "0" * 64})
+    assert agent.export_state() == before and paid == []
+    agent.resume({question.id: True}, shown={question.id: question.digest})
+    assert paid == [30] and agent.audit[0].shown == question.digest
+
+
+def test_by_is_printable_and_expiry_is_kept_for_deadlines() -> None:
+    agent = _agent(lambda e: e.interrupt("approve"))
+    (question,) = agent("go").interrupts
+    for by in ["ana\n2026-01-01 00:00:00  root answered approve: true", "\x1b[2Jana", "expiry"]:
+        with pytest.raises(ResumeInputError, match="by="):
+            agent.resume({question.id: True}, by=by)
+    assert agent.is_paused and agent.audit == []
+
+
+def test_a_deadline_survives_a_crash_and_recovery(tmp_path: Path) -> None:
+    """Two questions, one answered; the process dies while that call runs. After recovery the
+    other question is asked again with the deadline it was first given, not a new one."""
+    import sqlite3
+
+    clock = Clock()
+    db, crashed = tmp_path / "s.db", tmp_path / "crashed.db"
+
+    @tool(idempotent=True)
+    def step(n: int) -> str:
+        """A step.
+
+        Args:
+            n: Which.
+        """
+        if n == 1:  # snapshot the store as a SIGKILL here would leave it
+            with sqlite3.connect(db) as src, sqlite3.connect(crashed) as dst:
+                src.backup(dst)
+                # Its process is gone: a claim that has run out (as a dead owner's does).
+                dst.execute("UPDATE sessions SET claim = json_set(claim, '$.expires_at', 0)")
+        return f"step {n}"
+
+    def build(store_path: Path, turns: list[Any]) -> Agent:
+        agent = Agent(
+            ScriptedModel(turns),
+            tools=[step],
+            clock=clock,
+            session=SQLiteStore(store_path),
+            session_id="s",
+        )
+        agent.hooks.add_callback(
+            BeforeToolCallEvent,
+            lambda e: None if e.interrupt("approve", expires_in=100) else e.cancel("no"),
+        )
+        return agent
+
+    calls = [ToolUse("t1", "step", {"n": 1}), ToolUse("t2", "step", {"n": 2})]
+    agent = build(db, [calls, "done"])
+    first = agent("go").interrupts
+    assert len(first) == 2
+    t1, t2 = sorted(first, key=lambda i: i.tool_use.id)
+    clock.now += 60
+    agent.resume({t1.id: True})  # t1 runs (and is snapshotted mid-body), t2 asks again
+    clock.now += 90  # t2's deadline (t0 + 100) has passed by the time anyone recovers
+    recovered = build(crashed, ["done"])
+    assert recovered.needs_recovery
+    again = recovered.recover()
+    (still,) = again.interrupts
+    assert still.id == t2.id and still.expires_at == t2.expires_at  # not moved by the crash
+    with pytest.raises(InterruptExpiredError):
+        recovered.resume({t2.id: True})
+    assert recovered.resume_expired().stop_reason == "end_turn"
+
+
+def test_a_format_the_schema_names_is_checked_before_anything_changes() -> None:
+    from datetime import datetime
+
+    class When(pydantic.BaseModel):
+        at: datetime
+
+    agent = _typed_agent(When, [])
+    (question,) = agent("go").interrupts
+    before = agent.export_state()
+    with pytest.raises(AnswerValidationError) as info:
+        agent.resume({question.id: {"at": "not a date"}}, by="mallory")
+    assert info.value.path == ("at",)
+    assert agent.export_state() == before and agent.audit == []
+    agent.resume({question.id: {"at": "2026-11-23T17:00:00Z"}}, by="ana")
+    assert [e.by for e in agent.audit] == ["ana"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"$ref": "#/$defs/missing"}, {"$ref": "https://example.invalid/s.json"}, {"$ref": "#"}],
+    ids=["dangling-ref", "remote-ref", "self-ref"],
+)
+def test_an_unusable_stored_schema_is_reported_as_an_interlude_error(
+    schema: dict[str, Any],
+) -> None:
+    agent = _typed_agent(bool, [])
+    agent("go")
+    state = json.loads(json.dumps(agent.export_state()))
+    state["pause"]["interrupts"][0]["response_schema"] = schema
+    other = _typed_agent(bool, [])
+    other.import_state(state)
+    before = other.export_state()
+    with pytest.raises(AnswerValidationError, match="response schema"):
+        other.resume({other.interrupts[0].id: True})
+    assert other.export_state() == before
+
+
+def test_an_unnamed_agent_refuses_a_pause_signed_for_a_named_one() -> None:
+    _, state = _signed_pause(name="admin")
+    with pytest.raises(StateIntegrityError):
+        _fresh(signing_key=KEY).import_state(state)

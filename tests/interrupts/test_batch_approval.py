@@ -450,3 +450,215 @@ def test_an_expired_question_elsewhere_propagates(event_type: type[HookEvent]):
     agent.hooks.add_callback(event_type, expires)
     with pytest.raises(InterruptExpiredError, match="too late"):
         agent("go")
+
+
+# --- a call changed after the batch was approved -------------------------------------------------
+
+
+def _changed(approved: str, changed: str) -> str:
+    return (
+        "not run: the call was changed after the batch was approved "
+        f"(approved: {approved}; changed to: {changed})"
+    )
+
+
+def test_a_call_changed_after_the_batch_was_approved_does_not_run(executor):
+    """The review's repro: the batch was approved showing amount 10; a per-call hook rewrote
+    it to 1,000,000 and nobody approved that."""
+    paid: list[tuple[str, int]] = []
+
+    @tool
+    def pay(to: str, amount: int) -> str:
+        """Pay someone.
+
+        Args:
+            to: Whom.
+            amount: How much.
+        """
+        paid.append((to, amount))
+        return f"paid {to} {amount}"
+
+    def fee(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.input["to"] == "ana":
+            event.tool_use = ToolUse(
+                event.tool_use.id, "pay", {**event.tool_use.input, "amount": 1_000_000}
+            )
+
+    uses = [tu("t1", "pay", to="ana", amount=10), tu("t2", "pay", to="bob", amount=5)]
+    agent = Agent(ScriptedModel([uses, "done"]), tools=[pay], tool_executor=executor)
+    agent.hooks.add_callback(BeforeToolsEvent, approve_batch)
+    agent.hooks.add_callback(BeforeToolCallEvent, fee)
+
+    [question] = agent("pay them").interrupts
+    assert question.tool_use is None and question.reason == [
+        "pay {'to': 'ana', 'amount': 10}",
+        "pay {'to': 'bob', 'amount': 5}",
+    ]
+    done = agent.resume({question.id: True})
+    assert done.stop_reason == "end_turn"
+    assert paid == [("bob", 5)]  # the unchanged sibling ran, once; the changed call did not
+    assert results(agent) == [
+        (
+            "t1",
+            "error",
+            _changed('pay {"amount": 10, "to": "ana"}', 'pay {"amount": 1000000, "to": "ana"}'),
+        ),
+        ("t2", "success", "paid bob 5"),
+    ]
+    assert_valid_conversation(agent.messages)
+
+
+def test_a_call_switched_to_another_tool_after_the_batch_was_approved_does_not_run(executor):
+    @tool
+    def wipe(path: str) -> str:
+        """Wipe a path.
+
+        Args:
+            path: Which.
+        """
+        raise AssertionError("must not run")
+
+    def switch(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2":
+            event.tool = wipe
+
+    bench = Bench(executor, approve_batch, switch)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    assert agent.resume({BATCH_ID: True}).stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "c": 1})
+    assert results(agent)[1] == (
+        "t2",
+        "error",
+        _changed('delete {"path": "/x"}', 'wipe {"path": "/x"}'),
+    )
+    assert bench.after["t2"] == results(agent)[1][2]  # after-hooks see why it did not run
+
+
+def test_a_changed_call_runs_when_its_own_question_was_answered_for_the_change(executor):
+    def redirect_and_ask(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2":
+            event.tool_use = tu("t2", "delete", path="/tmp/x")
+            if event.interrupt("approve") is not True:
+                event.cancel("not approved")
+
+    bench = Bench(executor, approve_batch, redirect_and_ask)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    [question] = agent.resume({BATCH_ID: True}).interrupts
+    assert question.id == iid("before_tool_call", "t2", "approve")
+    assert question.tool_use == tu("t2", "delete", path="/tmp/x")  # the person sees the change
+
+    assert agent.resume({question.id: True}).stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "/tmp/x": 1, "c": 1})
+    assert results(agent)[1] == ("t2", "success", "deleted /tmp/x")
+    assert bench.log.count("batch") == 2
+
+
+def test_a_question_answered_before_a_later_change_is_asked_again_for_the_final_call(executor):
+    def ask(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2" and event.interrupt("approve") is not True:
+            event.cancel("not approved")
+
+    def redirect(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2":
+            event.tool_use = tu("t2", "delete", path="/tmp/x")
+
+    bench = Bench(executor, approve_batch, ask)
+    agent = bench.agent(TURNS)
+    agent.hooks.add_callback(BeforeToolCallEvent, redirect)
+    agent("tidy up")
+    [question] = agent.resume({BATCH_ID: True}).interrupts
+    assert question.tool_use == BATCH[1]  # asked before the change
+    [again] = agent.resume({question.id: True}).interrupts  # answered, then changed: ask again
+    assert again.id == question.id and again.tool_use == tu("t2", "delete", path="/tmp/x")
+    assert "/tmp/x" not in bench.ran and "/x" not in bench.ran
+    assert agent.resume({again.id: True}).stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "/tmp/x": 1, "c": 1})
+
+
+def test_without_a_batch_answer_per_call_changes_are_not_restricted(executor):
+    def look(event: BeforeToolsEvent) -> None:  # passes without asking anything
+        assert len(event.tool_uses) == 3
+
+    def redirect(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2":
+            event.tool_use = tu("t2", "delete", path="/tmp/x")
+
+    bench = Bench(executor, look, redirect)
+    agent = bench.agent(TURNS)
+    assert agent("tidy up").stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "/tmp/x": 1, "c": 1})
+    assert results(agent)[1] == ("t2", "success", "deleted /tmp/x")
+
+
+def test_an_approved_call_replaced_by_an_equal_one_runs(executor):
+    def same(event: BeforeToolCallEvent) -> None:
+        use = event.tool_use
+        event.tool_use = ToolUse("other-id", use.name, dict(use.input))  # equal name and input
+
+    bench = Bench(executor, approve_batch, same)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    assert agent.resume({BATCH_ID: True}).stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "/x": 1, "c": 1})
+    assert [s for _, s, _ in results(agent)] == ["success"] * 3
+
+
+def test_state_round_trip_between_the_batch_answer_and_a_per_call_question(executor):
+    def redirect_and_ask(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t2":
+            event.tool_use = tu("t2", "delete", path="/tmp/x")
+            if event.interrupt("approve") is not True:
+                event.cancel("not approved")
+
+    bench = Bench(executor, approve_batch, redirect_and_ask)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    [question] = agent.resume({BATCH_ID: True}).interrupts
+    step = agent.export_state()["pause"]["step"]
+    assert step["opened"] is True and step["approved"] is True
+
+    fresh = roundtrip(agent, bench, TURNS[1:])
+    assert fresh.resume({question.id: True}).stop_reason == "end_turn"
+    assert bench.log.count("batch") == 2
+    assert bench.ran == Counter({"a": 1, "/tmp/x": 1, "c": 1})
+    assert_valid_conversation(fresh.messages)
+
+
+def test_state_round_trip_keeps_the_batch_approval_binding(executor):
+    """Paused at t1's own question; after a restart, t2 (changed, asking nothing) still does
+    not run: the approval is kept with the batch."""
+
+    def ask_t1_redirect_t2(event: BeforeToolCallEvent) -> None:
+        if event.tool_use.id == "t1" and event.interrupt("approve") is not True:
+            event.cancel("not approved")
+        if event.tool_use.id == "t2":
+            event.tool_use = tu("t2", "delete", path="/etc")
+
+    bench = Bench(executor, approve_batch, ask_t1_redirect_t2)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    [question] = agent.resume({BATCH_ID: True}).interrupts
+    assert question.id == iid("before_tool_call", "t1", "approve")
+    assert agent.export_state()["pause"]["step"]["approved"] is True
+
+    fresh = roundtrip(agent, bench, TURNS[1:])
+    assert fresh.resume({question.id: True}).stop_reason == "end_turn"
+    assert bench.ran == Counter({"a": 1, "c": 1})
+    assert results(fresh)[1] == (
+        "t2",
+        "error",
+        _changed('delete {"path": "/x"}', 'delete {"path": "/etc"}'),
+    )
+
+
+def test_a_batch_that_passed_without_an_answer_is_not_marked_approved():
+    def look(event: BeforeToolsEvent) -> None:
+        pass
+
+    bench = Bench("sequential", look, ask_for_deletes)
+    agent = bench.agent(TURNS)
+    agent("tidy up")
+    step = agent.export_state()["pause"]["step"]
+    assert step["opened"] is True and "approved" not in step  # written only when set

@@ -227,12 +227,22 @@ class Agent:
         """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
         return await self._start(self._plan(prompt), None)
 
-    def resume(self, answers: Mapping[str, JsonValue], *, by: str | None = None) -> AgentResult:
+    def resume(
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        shown: Mapping[str, str] | None = None,
+    ) -> AgentResult:
         """Answer pending interrupts (``{interrupt_id: answer}``) and carry on, from sync code."""
-        return run_sync(self.resume_async(answers, by=by))
+        return run_sync(self.resume_async(answers, by=by, shown=shown))
 
     async def resume_async(
-        self, answers: Mapping[str, JsonValue], *, by: str | None = None
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        shown: Mapping[str, str] | None = None,
     ) -> AgentResult:
         """Answer pending interrupts and carry on from where the run paused.
 
@@ -240,8 +250,12 @@ class Agent:
         JSON and of the question's response type (AnswerValidationError naming the field),
         and its deadline not passed (InterruptExpiredError). Pending questions whose deadline
         has passed are settled by expiry in the same resume. Each answer is added to the audit
-        trail as given ``by`` (default ``"unknown"``)."""
-        return await self._start(self._resume_plan(answers, by), None)
+        trail as given ``by`` (default ``"unknown"``; names are plain text, and ``"expiry"`` is
+        kept for deadlines). ``shown`` maps interrupt ids to the digest of the question the
+        person was shown (``Interrupt.digest``, as in ``AuditEntry.shown``): if the pending
+        question differs (its data changed meanwhile), the resume is refused and nothing
+        changes."""
+        return await self._start(self._resume_plan(answers, by, shown), None)
 
     def resume_expired(self) -> AgentResult:
         """Settle the questions whose deadline has passed and carry on, from sync code."""
@@ -251,7 +265,7 @@ class Agent:
         """Settle every pending question whose deadline has passed (with its default, or as
         declined when it has none: see InterruptExpiredError) and carry on. The others stay
         pending. ResumeInputError if none has expired; nothing changes then."""
-        return await self._start(self._resume_plan({}, EXPIRY), None)
+        return await self._start(self._resume_plan({}, EXPIRY, expiry_only=True), None)
 
     def recover(self) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
@@ -378,7 +392,14 @@ class Agent:
             )
         return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
 
-    def _resume_plan(self, answers: Mapping[str, JsonValue], by: str | None) -> _Plan:
+    def _resume_plan(
+        self,
+        answers: Mapping[str, JsonValue],
+        by: str | None,
+        shown: Mapping[str, str] | None = None,
+        *,
+        expiry_only: bool = False,
+    ) -> _Plan:
         pause = self._pause
         if pause is not None and not pause.interrupts and self._session is not None:
             self._session.check_not_running()  # loaded mid-run: say who runs it
@@ -391,16 +412,15 @@ class Agent:
             raise ResumeInputError(
                 f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
             )
-        if by is not None and (not isinstance(by, str) or not by.strip()):
-            raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
-        expiry_only = by == EXPIRY and not answers
+        if by is not None and not expiry_only:
+            _check_by(by)
         if not answers and not expiry_only:
             raise ResumeInputError("resume() got no answers; answer at least one interrupt")
         from ._answering import check_answers
 
         now = self.clock()
         asked = {i.id: i for i in pause.interrupts}
-        check_answers(asked, answers, now)
+        check_answers(asked, answers, now, shown)
         expired = [
             i
             for i in pause.interrupts
@@ -423,7 +443,8 @@ class Agent:
                 merged = merged.with_answers({i.id: i.default}, asked)
             else:
                 merged.values.pop(i.id, None)
-        merged.asked = asked
+        # Questions with a deadline keep their first raising when asked again.
+        merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
         progress = Progress(p.cycles, p.model_retries, p.usage, merged)
         return pause.step, progress, True, audit
 
@@ -560,6 +581,19 @@ def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
             raise ResumeInputError(f"item {i}: interruptId must be a string, got {iid!r}")
         answers[iid] = body["response"]
     return answers
+
+
+def _check_by(by: object) -> None:
+    """ResumeInputError unless ``by`` is a printable name, not the one kept for deadlines."""
+    if not isinstance(by, str) or not by.strip():
+        raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
+    if not by.isprintable() or len(by) > 200:
+        raise ResumeInputError(
+            f"by= must be printable text of at most 200 characters (no control characters), "
+            f"got {by[:40]!r}"
+        )
+    if by == EXPIRY:
+        raise ResumeInputError(f"by={EXPIRY!r} is kept for answers given by a deadline")
 
 
 def _prompt_message(prompt: Prompt) -> Message:

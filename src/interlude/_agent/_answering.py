@@ -24,9 +24,13 @@ __all__ = ["check_answers"]
 
 
 def check_answers(
-    asked: Mapping[str, Interrupt], answers: Mapping[str, JsonValue], now: float
+    asked: Mapping[str, Interrupt],
+    answers: Mapping[str, JsonValue],
+    now: float,
+    shown: Mapping[str, str] | None = None,
 ) -> None:
-    """Raise the first problem of ``answers`` to the pending questions ``asked``."""
+    """Raise the first problem of ``answers`` to the pending questions ``asked``; ``shown``
+    gives the digests of the questions as the person saw them (see ``shown_digest``)."""
     for key, value in answers.items():
         if not isinstance(key, str):
             raise ResumeInputError(f"interrupt ids are strings, got {key!r}")
@@ -42,6 +46,8 @@ def check_answers(
             ) from None
         except (TypeError, ValueError) as exc:
             raise ResumeInputError(f"the answer to {key!r} is not JSON-compatible: {exc}") from None
+    if shown is not None:
+        _check_shown(asked, answers, shown)
     for key, value in answers.items():
         question = asked[key]
         if question.expires_at is not None and question.expires_at <= now:
@@ -69,3 +75,22 @@ def check_answers(
                     interrupt_id=key,
                     path=path,
                 )
+
+
+def _check_shown(
+    asked: Mapping[str, Interrupt], answers: Mapping[str, JsonValue], shown: Mapping[str, str]
+) -> None:
+    from .._audit import shown_digest
+
+    if not isinstance(shown, Mapping):
+        raise ResumeInputError(f"shown= maps interrupt ids to digests, got {type(shown).__name__}")
+    for key, digest in shown.items():
+        if key not in answers:
+            raise ResumeInputError(f"shown= names {key!r}, which is not answered here")
+        actual = shown_digest(asked[key])
+        if digest != actual:
+            raise ResumeInputError(
+                f"question {asked[key].name!r} ({key}) is not the one that was shown (shown "
+                f"{str(digest)[:19]}..., pending {actual[:19]}...): its data changed since; "
+                "nothing was answered, look at it again"
+            )

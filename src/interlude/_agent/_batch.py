@@ -39,16 +39,20 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
         interrupts = await _open(run, batch, replay)
         if interrupts:
             return interrupts
-    cancelled = batch.cancelled
+    cancelled, approved = batch.cancelled, batch.approved
     pending = [c for c in batch.calls if c.phase != "done"]
     if run.agent.tool_executor == "sequential" or len(pending) == 1:
         for call in pending:
-            interrupts = await run_call(run, call, replay, cancelled.get(call.tool_use.id))
+            interrupts = await run_call(
+                run, call, replay, cancelled.get(call.tool_use.id), approved
+            )
             if interrupts:
                 return interrupts
         return []
     tasks = [
-        asyncio.ensure_future(run_call(run, call, replay, cancelled.get(call.tool_use.id)))
+        asyncio.ensure_future(
+            run_call(run, call, replay, cancelled.get(call.tool_use.id), approved)
+        )
         for call in pending
     ]
     try:
@@ -71,7 +75,8 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
 
 async def _open(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
     """Show the whole batch to its ``BeforeToolsEvent`` callbacks; once they pass, record that
-    (and the calls they cancelled) so a later pause inside the batch does not ask again."""
+    (and the calls they cancelled) so a later pause inside the batch does not ask again, and
+    whether they used an answer (then the calls are approved as shown: see ``_changed``)."""
     agent = run.agent
     uses = [c.tool_use for c in batch.calls]
     event = BeforeToolsEvent(
@@ -85,16 +90,23 @@ async def _open(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
     interrupts = await run.invoke(agent.hooks, event)
     if not interrupts:
         batch.opened, batch.cancelled = True, event.cancelled
+        batch.approved = bool(event._answered)
     return interrupts
 
 
 async def run_call(
-    run: Run, call: ToolCall, replay: bool, cancelled: str | None = None
+    run: Run,
+    call: ToolCall,
+    replay: bool,
+    cancelled: str | None = None,
+    approved: bool = False,
 ) -> list[Interrupt]:
     """Carry one tool use forward from its phase; on an interrupt, leave it in that phase.
 
     ``cancelled`` is the message of a call its batch's ``BeforeToolsEvent`` cancelled: its
-    before-tool hooks and body do not run (also on a retry); it gets that error result."""
+    before-tool hooks and body do not run (also on a retry); it gets that error result.
+    ``approved``: the batch event's callbacks passed using an answer, so a call its before-tool
+    hooks change is not run unless one of their own answers covers it (``_changed``)."""
     agent = run.agent
     hooks = agent.hooks
     answers = run.progress.answers
@@ -128,8 +140,10 @@ async def run_call(
                     if interrupts:
                         call.phase = "before"
                         return interrupts
-                    tool_use, tool = before.tool_use, before.tool
                     cancel_message = before.cancel_message
+                    if approved and cancel_message is None and not before._answered:
+                        cancel_message = _changed(call.tool_use, tool, before)
+                    tool_use, tool = before.tool_use, before.tool
                     if tool_use.id != call.tool_use.id:  # the result must answer the model's id
                         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
                 call.active_use, call.tool = tool_use, tool
@@ -274,6 +288,40 @@ def _unbound(before: BeforeToolCallEvent, answers: Answers) -> list[Interrupt]:
             )
         )
     return again
+
+
+def _changed(
+    shown: ToolUse, shown_tool: AgentTool | None, before: BeforeToolCallEvent
+) -> str | None:
+    """Why a call of an approved batch does not run, or None if it runs.
+
+    The batch answer approved the call as its ``BeforeToolsEvent`` showed it (``shown``, run
+    by ``shown_tool``). If the before-tool hooks changed it (another input, tool use name or
+    tool) and no answer of theirs covers the final call (the caller checks: ``_unbound`` has
+    bound any such answer to it), it does not run: fail closed."""
+    final, tool = before.tool_use, before.tool
+    if tool is None:  # runs nothing anyway
+        return None
+    if tool is shown_tool and (final.name, final.input) == (shown.name, shown.input):
+        return None
+    approved = _show_call(shown.name, shown.input)
+    changed = _show_call(tool.name if tool is not shown_tool else final.name, final.input)
+    if changed == approved:
+        changed += " (another tool of that name)"
+    return (
+        f"not run: the call was changed after the batch was approved "
+        f"(approved: {approved}; changed to: {changed})"
+    )
+
+
+def _show_call(name: str, tool_input: object) -> str:
+    import json
+
+    try:
+        shown = json.dumps(tool_input, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = repr(tool_input)
+    return f"{name} {shown}"
 
 
 IN_DOUBT_CHOICES = "'rerun', 'fail' or {'result': <what the tool returned>}"

@@ -104,7 +104,7 @@ def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) 
     is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
     objects, NaN), nesting too deep to read, a pause that does not fit its conversation.
     With a signing ``key``, StateIntegrityError for a pause that is not signed with it for the
-    agent named ``agent`` (or, if None, the name the state records)."""
+    agent named ``agent`` (the loading agent's name; None for an unnamed agent)."""
     try:
         json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -143,7 +143,7 @@ def _decode_state(data: Any, key: bytes | None, agent: str | None) -> AgentState
     if key is not None and raw_pause is not None:
         from ._signing import verify
 
-        verify(raw_pause, key, agent if agent is not None else name)
+        verify(raw_pause, key, agent)  # the loader's name: a stored name is not trusted
     messages = messages_from_dicts(d.get("messages"), "messages")
     pause = None if raw_pause is None else decode_pause(raw_pause, "pause")
     if pause is not None:
@@ -211,6 +211,8 @@ def encode_pause(
     }
     if p.answers.expired:
         out["progress"]["expired"] = sorted(p.answers.expired)
+    if p.answers.asked:
+        out["progress"]["asked"] = [i.to_dict() for i in p.answers.asked.values()]
     if key is not None:
         from ._signing import sign
 
@@ -237,6 +239,9 @@ def decode_pause(data: Any, where: str) -> Pause:
     expired = p.get("expired", [])
     if not isinstance(expired, list) or not all(isinstance(x, str) for x in expired):
         raise StateFormatError(f"{pw}.expired: expected a list of ids, got {_show(expired)}")
+    asked = p.get("asked", [])
+    if not isinstance(asked, list):
+        raise StateFormatError(f"{pw}.asked: expected a list, got {_show(asked)}")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -247,6 +252,9 @@ def decode_pause(data: Any, where: str) -> Pause:
             expired,
         ),
     )
+    for i, x in enumerate(asked):
+        question = Interrupt.from_dict(x, f"{pw}.asked[{i}]")
+        progress.answers.asked[question.id] = question
     return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
 
 
@@ -267,7 +275,7 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
                 "response": None if response is None else _encode_response(response),
                 "exception": None if exception is None else exception_to_dict(exception),
             }
-        case ToolBatch(message_index, calls, opened, cancelled):
+        case ToolBatch(message_index, calls, opened, cancelled, approved):
             batch: dict[str, JsonValue] = {
                 "kind": "tool_batch",
                 "message_index": message_index,
@@ -277,6 +285,8 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
                 batch["opened"] = True
             if cancelled:
                 batch["cancelled"] = {k: m for k, m in cancelled.items()}
+            if approved:
+                batch["approved"] = True
             return batch
         case AfterInvocation(result):
             return {
@@ -314,6 +324,11 @@ def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
         opened, cancelled = d.get("opened", False), d.get("cancelled", {})
         if not isinstance(opened, bool):
             raise StateFormatError(f"{where}.opened: expected true or false, got {_show(opened)}")
+        approved = d.get("approved", False)
+        if not isinstance(approved, bool):
+            raise StateFormatError(
+                f"{where}.approved: expected true or false, got {_show(approved)}"
+            )
         if not isinstance(cancelled, dict) or any(type(m) is not str for m in cancelled.values()):
             raise StateFormatError(
                 f"{where}.cancelled: expected tool use ids to messages, got {_show(cancelled)}"
@@ -323,6 +338,7 @@ def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
             [_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)],
             opened,
             dict(cancelled),
+            approved,
         )
         unknown = sorted(set(cancelled) - {c.tool_use.id for c in batch.calls})
         if unknown:

@@ -106,13 +106,17 @@ class ToolBatch:
 
     ``opened`` is set once the batch's ``BeforeToolsEvent`` callbacks passed (so a later pause
     inside the batch does not ask them again); ``cancelled`` maps the tool use id of each call
-    they cancelled to the error message the model gets instead of a result.
+    they cancelled to the error message the model gets instead of a result. ``approved`` is
+    set when they passed using at least one answer: then a call that its before-tool hooks
+    change from what the batch event showed runs only if one of its own questions, answered
+    for the changed call, covers it (fail closed: the batch answer approved the calls shown).
     """
 
     message_index: int
     calls: list[ToolCall]
     opened: bool = False
     cancelled: dict[str, str] = field(default_factory=dict)
+    approved: bool = False
 
 
 @dataclass(slots=True)

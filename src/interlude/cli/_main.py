@@ -166,7 +166,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="who answers, for the session's audit trail (default: your OS user name)",
     )
+    answer.add_argument(
+        "--shown",
+        metavar="DIGEST",
+        help="the digest of the question as you saw it (`pending --json` gives it as "
+        '"shown"): refused if the session\'s question differs',
+    )
     agent_option(answer)
+
+    expire = command(
+        "expire", _expire, "settle a session's questions whose deadline passed, and carry on"
+    )
+    expire.add_argument("session")
+    agent_option(expire)
 
     recover = command(
         "recover", _recover, "carry on a run whose process stopped before it finished"
@@ -261,9 +273,16 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
     by = args.by or _operator()
+    question = next(i for i in agent.interrupts if i.id == interrupt_id)
+    out.answering(question)  # what is answered, from the session's pause (not the index)
+    shown = None if args.shown is None else {interrupt_id: args.shown}
     before = len(agent.messages)
     result = _run(
-        out, lambda: agent.resume({interrupt_id: answer}, by=by), args.session, args.store, agent
+        out,
+        lambda: agent.resume({interrupt_id: answer}, by=by, shown=shown),
+        args.session,
+        args.store,
+        agent,
     )
     out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
     return 0
@@ -282,6 +301,16 @@ def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
         f"session {session!r} {what} pending interrupt {given!r} (pending: {listed})",
         session=session,
     )
+
+
+def _expire(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
+    before = len(agent.messages)
+    result = _run(out, agent.resume_expired, args.session, args.store, agent)
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
 
 
 def _recover(args: argparse.Namespace, out: Output) -> int:

@@ -111,6 +111,12 @@ class Output:
         self._say("Interlude demo: an agent that stops to ask before a risky tool.", "bold")
         self._say(f"store: {store}   session: {session_id}\n", "dim")
 
+    def answering(self, question: Interrupt) -> None:
+        """The question an answer goes to, as the session's pause holds it (not the pending
+        index, which is not signed)."""
+        if not self.json_mode:
+            self._say(f"answering {question.name}: {_shown(question)}", "dim")
+
     def outcome(
         self, session_id: str, result: AgentResult, new: list[Message], store: str, *, first: bool
     ) -> None:
@@ -372,13 +378,28 @@ def _interrupt_json(i: Interrupt) -> dict[str, Any]:
         "source": i.source,
         "tool": None if i.tool_use is None else i.tool_use.name,
         "input": None if i.tool_use is None else i.tool_use.input,
+        "shown": i.digest,
+        "response_schema": i.response_schema,
+        "expires_at": i.expires_at,
+        **({"default": i.default} if i.has_default else {}),
     }
 
 
 def _shown(i: Interrupt) -> str:
     what = "" if i.tool_use is None else f"{i.tool_use.name} {json.dumps(i.tool_use.input)}"
     reason = "" if i.reason is None else json.dumps(i.reason, ensure_ascii=False)
-    return " - ".join(x for x in (what, reason) if x) or "(no details)"
+    shown = " - ".join(x for x in (what, reason) if x) or "(no details)"
+    if i.expires_at is not None:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.expires_at))
+        passed = i.expires_at <= time.time()  # first, so that a narrow row keeps it
+        shown = (
+            f"[expired {when}: settle with expire] {shown}"
+            if passed
+            else (f"[deadline {when}] {shown}")
+        )
+    return shown
 
 
 def _age(seconds: float) -> str:

@@ -168,13 +168,20 @@ class BeforeToolsEvent(HookEvent):
     skipped call's before-tool hooks and body do not run, the model gets ``message`` as an
     error result (after-tool hooks still see it). Once the callbacks pass, a later pause inside
     the batch does not run them again.
+
+    If they pass using an answer (the batch was approved), a call that its
+    :class:`BeforeToolCallEvent` callbacks then change (another tool use or tool) does not run,
+    unless a question those callbacks asked was answered for the changed call: it gets an error
+    result saying so. The questions asked here show no single tool use (``Interrupt.tool_use``
+    is None): put what the person approves, from ``tool_uses``, in ``reason``.
     """
 
-    __slots__ = ("_cancel_message", "_cancelled", "tool_uses", "tools")
+    __slots__ = ("_answered", "_cancel_message", "_cancelled", "tool_uses", "tools")
     tool_uses: tuple[ToolUse, ...]
     tools: tuple[AgentTool | None, ...]
     _cancel_message: str | None
     _cancelled: dict[str, str]
+    _answered: dict[str, tuple[str, JsonValue]] | None
     _source: InterruptSource = "before_tools"
 
     def __init__(
@@ -189,6 +196,7 @@ class BeforeToolsEvent(HookEvent):
         object.__setattr__(self, "tools", tuple(tools))
         object.__setattr__(self, "_cancel_message", None)
         object.__setattr__(self, "_cancelled", {})
+        object.__setattr__(self, "_answered", {})  # the answers used: the batch was approved
 
     @property
     def cancel_message(self) -> str | None:
