@@ -41,6 +41,7 @@ from ._stream import (
 from ._tools._context import ToolContext
 from ._tools._function import FunctionTool, tool
 from ._tools._spec import AgentTool, ToolSpec
+from ._worker import Worker
 
 __version__ = "0.1.0"
 
@@ -83,6 +84,7 @@ __all__ = [
     "ToolUseDelta",
     "ToolUseStart",
     "Usage",
+    "Worker",
     "__version__",
     "errors",
     "hooks",

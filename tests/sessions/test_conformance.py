@@ -22,6 +22,10 @@ class TestMemoryStore(SessionStoreConformance):
         assert isinstance(store, MemoryStore)
         store._sessions[session_id].messages[0] = json.dumps({"role": "robot", "content": []})
 
+    def corrupt_answers(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        assert isinstance(store, MemoryStore)
+        store._sessions[session_id].answers[0] = (1, '{"interrupt_id": "q"')
+
 
 class TestSQLiteStore(SessionStoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
@@ -37,6 +41,10 @@ class TestSQLiteStore(SessionStoreConformance):
                 ('{"role": "robot", "content": []', session_id),  # truncated JSON
             )
 
+    def corrupt_answers(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        with sqlite3.connect(tmp_path / "s.db") as conn:
+            conn.execute("UPDATE answers SET data = '[1]' WHERE session_id = ?", (session_id,))
+
 
 class TestFileStore(SessionStoreConformance):
     def make_store(self, tmp_path: Path) -> SessionStore:
@@ -49,6 +57,10 @@ class TestFileStore(SessionStoreConformance):
         path = tmp_path / "fs" / session_id / "messages.jsonl"
         data = path.read_bytes()
         path.write_bytes(b"\xff" + data[1:])
+
+    def corrupt_answers(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        path = tmp_path / "fs" / session_id / "answers.json"
+        path.write_text('{"last_seq": 1, "answers": [{"seq": 1, "interrupt_id": "q"}]}')
 
 
 class TestPostgresStore(SessionStoreConformance):
@@ -87,4 +99,16 @@ class TestPostgresStore(SessionStoreConformance):
                     "UPDATE {}.messages SET data = %s WHERE session_id = %s AND idx = 0"
                 ).format(sql.Identifier(self.schema)),
                 ('{"role": "robot"', session_id),
+            )
+
+    def corrupt_answers(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(pg.DSN, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("UPDATE {}.answers SET data = %s WHERE session_id = %s").format(
+                    sql.Identifier(self.schema)
+                ),
+                ('{"interrupt_id": ', session_id),
             )

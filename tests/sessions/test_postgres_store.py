@@ -618,3 +618,119 @@ async def test_expired_skips_a_corrupt_pending_row_even_with_a_limit(
     await store.delete("hurt")
     assert len(await store.expired_interrupts(10.0)) == 1 and store.skipped == ()
     assert sql(store, "SELECT count(*) FROM {s}.audit") == [(0,)]
+
+
+# --- recorded answers --------------------------------------------------------------------------
+
+_RECORDER = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    from interlude.errors import SessionConflictError
+    from interlude.sessions import PostgresStore
+
+    dsn, schema, name, start = sys.argv[1:5]
+    store = PostgresStore(dsn, schema=schema, min_size=1, max_size=1)
+    answers = [{"interrupt_id": "q", "answer": name, "by": name, "at": 1.0, "shown": None}]
+    asyncio.run(store.load("s"))  # connected: now wait for the others
+    while time.time() < float(start):
+        pass
+    try:
+        got = asyncio.run(store.record_answers("s", answers))
+        print(json.dumps({"won": [a.seq for a in got]}), flush=True)
+    except SessionConflictError:
+        print(json.dumps({"lost": name}), flush=True)
+    store.close()
+    """
+)
+
+
+def test_concurrent_recorders_from_several_processes_exactly_one_wins(
+    store: PostgresStore,
+) -> None:
+    import time
+
+    asyncio.run(store.save("s", update(0, 0, [msg(0)])))
+    for attempt in range(3):
+        start = time.time() + 1.5
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _RECORDER, DSN, store.schema, f"w{i}", str(start)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(5)
+        ]
+        outcomes = []
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+            outcomes.append(json.loads(out.strip().splitlines()[-1]))
+        won = [o for o in outcomes if "won" in o]
+        assert len(won) == 1 and won[0]["won"] == [attempt + 1], outcomes
+        recorded = asyncio.run(store.recorded_answers("s"))
+        assert [a.interrupt_id for a in recorded] == ["q"]
+        assert {"lost": recorded[0].by} not in outcomes
+        asyncio.run(store.clear_answers("s", attempt + 1))
+
+
+async def test_concurrent_recorders_on_one_store_exactly_one_wins(store: PostgresStore) -> None:
+    await store.save("s", update(0, 0, [msg(0)]))
+
+    async def one(i: int) -> str:
+        answer = {"interrupt_id": "q", "answer": i, "by": f"w{i}", "at": 1.0, "shown": None}
+        try:
+            await store.record_answers("s", [answer])
+        except SessionConflictError:
+            return "lost"
+        return "won"
+
+    outcomes = await asyncio.gather(*(one(i) for i in range(8)))
+    assert sorted(outcomes) == ["lost"] * 7 + ["won"]
+    assert [a.seq for a in await store.recorded_answers("s")] == [1]
+
+
+def test_a_schema_at_migration_3_gains_answers_and_claim_leases() -> None:
+    schema = unique_schema()
+    try:
+        import psycopg
+        from psycopg import sql as psql
+
+        require_postgres()
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            s = psql.Identifier(schema)
+            conn.execute(psql.SQL("CREATE SCHEMA {s}").format(s=s))
+            conn.execute(
+                psql.SQL(
+                    "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
+                    "applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(s=s)
+            )
+            for version, statements in enumerate(_MIGRATIONS[:3], start=1):
+                for statement in statements:
+                    conn.execute(psql.SQL(statement).format(s=s))
+                conn.execute(
+                    psql.SQL("INSERT INTO {s}.interlude_migrations VALUES (%s)").format(s=s),
+                    (version,),
+                )
+            for sid, claim in (
+                ("dead", '{"owner": "h", "expires_at": 5}'),
+                ("none", '{"owner": "h", "expires_at": null}'),
+                ("nul", '{"owner": "h\\u0000", "expires_at": 1}'),  # jsonb cannot read it
+                ("junk", "{oops"),
+                ("free", None),
+            ):
+                conn.execute(
+                    psql.SQL(
+                        "INSERT INTO {s}.sessions (id, version, format_version, state, tools, "
+                        "message_count, claim) VALUES (%s, 1, 1, '{{}}', '[]', 0, %s)"
+                    ).format(s=s),
+                    (sid, claim),
+                )
+        store = PostgresStore(DSN, schema=schema)
+        try:
+            assert asyncio.run(store.sessions_to_resume(10.0)) == ["dead"]
+        finally:
+            store.close()
+    finally:
+        drop_schema(schema)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._inbox import Inbox
+from ._inbox import Inbox, SessionView
 from ._memory import MemoryStore
 from ._protocol import (
     PendingInterrupt,
+    RecordedAnswer,
     SessionStore,
     SessionUpdate,
     StoredSession,
@@ -31,9 +32,11 @@ __all__ = [
     "MemoryStore",
     "PendingInterrupt",
     "PostgresStore",
+    "RecordedAnswer",
     "SQLiteStore",
     "SessionStore",
     "SessionUpdate",
+    "SessionView",
     "StoredSession",
     "check_session_id",
     "open_store",

@@ -9,10 +9,8 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -22,9 +20,31 @@ from ..errors import (
     SessionCorruptError,
     StateFormatError,
 )
-from ._memory import expired_first, matches
+from ._answers import (
+    answer_entries,
+    claim_deadline,
+    conflict,
+    no_session,
+    read_answer,
+    resume_order,
+)
+from ._file_format import (
+    NOFOLLOW,
+    Head,
+    audit_entries,
+    corrupt,
+    lines,
+    link_error,
+    open_in,
+    parse_answers,
+    parse_head,
+    read_in,
+    write_all,
+)
+from ._memory import expired_first, matches, resume_times
 from ._protocol import (
     PendingInterrupt,
+    RecordedAnswer,
     SessionUpdate,
     StoredSession,
     audit_json,
@@ -35,135 +55,7 @@ from ._protocol import (
 __all__ = ["FileStore"]
 
 _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.json.tmp"
-_AUDIT = "audit.jsonl"
-_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
-_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # O_NOFOLLOW on a link: ELOOP (EMLINK on BSDs)
-
-
-@dataclass(frozen=True, slots=True)
-class _Head:
-    """A parsed ``head.json``: everything but the messages, and where the messages end."""
-
-    version: int
-    format_version: int
-    message_count: int
-    message_bytes: int
-    state: dict[str, JsonValue]
-    pause: dict[str, JsonValue] | None
-    tools: list[str]
-    pending: list[dict[str, JsonValue]]
-    claim: dict[str, JsonValue] | None
-    agent: str | None
-    audit_count: int
-    audit_bytes: int
-
-
-def _corrupt(session_id: str, path: Path, detail: str) -> SessionCorruptError:
-    return SessionCorruptError(f"session {session_id!r} is corrupt: {str(path)!r} {detail}")
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _parse_head(session_id: str, path: Path, raw: bytes) -> _Head:
-    try:
-        d: Any = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
-        raise _corrupt(session_id, path, f"is not valid JSON ({exc})") from None
-    if not isinstance(d, dict):
-        raise _corrupt(session_id, path, f"holds a {type(d).__name__}, not an object")
-    for key in ("version", "format_version", "message_count", "message_bytes"):
-        if not _count(d.get(key)):
-            raise _corrupt(session_id, path, f"has {key} {d.get(key)!r}, not a count")
-    state, pause, tools, pending = d.get("state"), d.get("pause"), d.get("tools"), d.get("pending")
-    if not isinstance(state, dict):
-        raise _corrupt(session_id, path, f"has state {state!r}, not an object")
-    if pause is not None and not isinstance(pause, dict):
-        raise _corrupt(session_id, path, f"has pause {pause!r}, not an object or null")
-    claim = d.get("claim")  # absent in heads written before claims were stored
-    if claim is not None and not isinstance(claim, dict):
-        raise _corrupt(session_id, path, f"has claim {claim!r}, not an object or null")
-    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        raise _corrupt(session_id, path, f"has tools {tools!r}, not a list of names")
-    agent = d.get("agent")  # absent, like the audit counts, in heads written before them
-    if agent is not None and not isinstance(agent, str):
-        raise _corrupt(session_id, path, f"has agent {agent!r}, not a name or null")
-    for key in ("audit_count", "audit_bytes"):
-        if not _count(d.get(key, 0)):
-            raise _corrupt(session_id, path, f"has {key} {d.get(key)!r}, not a count")
-    if not isinstance(pending, list) or not all(isinstance(p, dict) for p in pending):
-        raise _corrupt(session_id, path, "has pending that is not a list of objects")
-    return _Head(
-        d["version"],
-        d["format_version"],
-        d["message_count"],
-        d["message_bytes"],
-        state,
-        pause,
-        tools,
-        pending,
-        claim,
-        agent,
-        d.get("audit_count", 0),
-        d.get("audit_bytes", 0),
-    )
-
-
-def _lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> list[Any]:
-    """The JSON values of the ``count`` lines in ``size`` bytes that head.json says ``raw``
-    (the start of a ``.jsonl`` file) holds; SessionCorruptError if it does not hold them."""
-    if len(raw) != size:
-        raise _corrupt(session_id, path, f"holds {len(raw)} bytes, head.json says {size}")
-    lines = raw.split(b"\n")
-    if lines.pop() != b"" or len(lines) != count:
-        raise _corrupt(session_id, path, f"does not hold the {count} lines head.json says")
-    values = []
-    for number, line in enumerate(lines, 1):
-        try:
-            values.append(json.loads(line))
-        except (ValueError, RecursionError) as exc:
-            raise _corrupt(session_id, path, f"line {number} is not valid JSON ({exc})") from None
-    return values
-
-
-def _audit_entries(session_id: str, path: Path, raw: bytes, head: _Head) -> list[Any]:
-    entries = _lines(session_id, path, raw, head.audit_bytes, head.audit_count)
-    for number, entry in enumerate(entries, 1):
-        if not isinstance(entry, dict):
-            kind = type(entry).__name__
-            raise _corrupt(session_id, path, f"line {number} is a {kind}, not an object")
-    return entries
-
-
-def _link(session_id: str, path: Path) -> SessionCorruptError:
-    return _corrupt(
-        session_id, path, "is a symbolic link (a session folder holds no links; refused)"
-    )
-
-
-def _open_in(session_id: str, folder: Path, dir_fd: int, name: str, flags: int) -> int:
-    """Open ``name`` in the session folder (``dir_fd``) without following a link."""
-    try:
-        return os.open(name, flags | _NOFOLLOW, 0o644, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno in _LINK_ERRNOS:
-            raise _link(session_id, folder / name) from None
-        raise
-
-
-def _read_in(session_id: str, folder: Path, dir_fd: int, name: str, size: int = -1) -> bytes:
-    """Up to ``size`` bytes (all with -1) of ``name``; FileNotFoundError if there is none."""
-    fd = _open_in(session_id, folder, dir_fd, name, os.O_RDONLY)
-    with open(fd, "rb") as f:
-        return f.read(size)
-
-
-def _write_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
+_AUDIT, _ANSWERS, _ANSWERS_TEMP = "audit.jsonl", "answers.json", ".answers.json.tmp"
 
 
 class FileStore:
@@ -215,12 +107,12 @@ class FileStore:
         SessionCorruptError if it is a symbolic link.
         """
         try:
-            return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+            return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
         except FileNotFoundError:
             return None
         except OSError as exc:
             if os.path.islink(folder):
-                raise _corrupt(
+                raise corrupt(
                     session_id, folder, "is a symbolic link, not a session folder (refused)"
                 ) from None
             if exc.errno == errno.ENOTDIR:
@@ -233,7 +125,7 @@ class FileStore:
         with os.scandir(dir_fd) as entries:
             links = sorted(e.name for e in entries if e.is_symlink())
         if links:
-            raise _link(session_id, folder / links[0])
+            raise link_error(session_id, folder / links[0])
 
     @contextmanager
     def _locked(
@@ -258,7 +150,7 @@ class FileStore:
                 return
             try:
                 try:
-                    fd = _open_in(session_id, folder, dir_fd, _LOCK, os.O_RDWR | os.O_CREAT)
+                    fd = open_in(session_id, folder, dir_fd, _LOCK, os.O_RDWR | os.O_CREAT)
                 except FileNotFoundError:  # the folder was deleted meanwhile
                     continue
                 try:
@@ -283,14 +175,14 @@ class FileStore:
             finally:
                 os.close(dir_fd)
 
-    def _head(self, session_id: str, folder: Path, dir_fd: int) -> _Head | None:
+    def _head(self, session_id: str, folder: Path, dir_fd: int) -> Head | None:
         try:
-            raw = _read_in(session_id, folder, dir_fd, _HEAD)
+            raw = read_in(session_id, folder, dir_fd, _HEAD)
         except FileNotFoundError:
             return None
-        return _parse_head(session_id, folder / _HEAD, raw)
+        return parse_head(session_id, folder / _HEAD, raw)
 
-    def _read(self, session_id: str, *, messages: bool) -> tuple[Path, _Head, bytes, bytes] | None:
+    def _read(self, session_id: str, *, messages: bool) -> tuple[Path, Head, bytes, bytes] | None:
         """Under the shared lock: the folder, the head, the bytes of the messages (when
         ``messages``) and of the audit trail that the head counts; None if there is no session.
         Bytes past what the head counts (a crashed save's) are not read."""
@@ -308,7 +200,7 @@ class FileStore:
                 (_AUDIT, head.audit_bytes),
             ):
                 try:
-                    parts.append(_read_in(session_id, folder, dir_fd, name, size) if size else b"")
+                    parts.append(read_in(session_id, folder, dir_fd, name, size) if size else b"")
                 except FileNotFoundError:
                     parts.append(b"")
         return folder, head, parts[0], parts[1]
@@ -318,7 +210,7 @@ class FileStore:
         if read is None:
             return None
         folder, head, raw, audit = read
-        messages = _lines(
+        messages = lines(
             session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
         )
         return StoredSession(
@@ -331,7 +223,7 @@ class FileStore:
             head.tools,
             head.claim,
             head.agent,
-            _audit_entries(session_id, folder / _AUDIT, audit, head),
+            audit_entries(session_id, folder / _AUDIT, audit, head),
         )
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
@@ -339,7 +231,7 @@ class FileStore:
         if read is None:
             return []
         folder, head, _, audit = read
-        return _audit_entries(session_id, folder / _AUDIT, audit, head)
+        return audit_entries(session_id, folder / _AUDIT, audit, head)
 
     _saves_inline = True
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
@@ -406,30 +298,39 @@ class FileStore:
         """Write ``blob`` at ``offset`` of the append-only file ``name``, first cutting what a
         save that crashed before its head.json left past ``offset``. We hold the exclusive lock.
         """
-        fd = _open_in(session_id, folder, dir_fd, name, os.O_WRONLY | os.O_CREAT)
+        fd = open_in(session_id, folder, dir_fd, name, os.O_WRONLY | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
             if size < offset:
-                raise _corrupt(
+                raise corrupt(
                     session_id, folder / name, f"holds {size} bytes, head.json says {offset}"
                 )
             if size > offset:  # lines left by a save that crashed before its head.json
                 os.ftruncate(fd, offset)
-            _write_all(fd, blob, offset)
+            write_all(fd, blob, offset)
             if self.fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)
 
-    def _replace_head(self, session_id: str, folder: Path, dir_fd: int, data: bytes) -> None:
+    def _replace_head(
+        self,
+        session_id: str,
+        folder: Path,
+        dir_fd: int,
+        data: bytes,
+        names: tuple[str, str] = (_TEMP, _HEAD),
+    ) -> None:
+        """Replace the file ``names[1]`` (head.json) atomically, writing ``names[0]`` first."""
         # one writer at a time: we hold the exclusive lock
-        fd = _open_in(session_id, folder, dir_fd, _TEMP, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        temp, name = names
+        fd = open_in(session_id, folder, dir_fd, temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         with open(fd, "wb") as f:
             f.write(data)
             if self.fsync:
                 f.flush()
                 os.fsync(f.fileno())
-        os.replace(_TEMP, _HEAD, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         if self.fsync:
             os.fsync(dir_fd)
 
@@ -463,8 +364,8 @@ class FileStore:
 
     skipped: tuple[tuple[str, str], ...] = ()
     """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
-    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
-    when everything was read)."""
+    :meth:`expired_interrupts`, or :meth:`sessions_to_resume`) call left out entries of,
+    because they could not be read (empty when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -474,6 +375,8 @@ class FileStore:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered as the protocol says.
 
@@ -483,8 +386,10 @@ class FileStore:
         ``(session_id, why)`` of each session left out (or partly left out) by this call, in
         session id order; it is empty when everything was read.
         """
-        older, newer = epoch(older_than), epoch(newer_than)
-        found = [e for e in self._pending() if matches(e, name, tool_name, older, newer)]
+        older, newer, expiring = epoch(older_than), epoch(newer_than), epoch(expiring_before)
+        found = [
+            e for e in self._pending() if matches(e, name, tool_name, older, newer, agent, expiring)
+        ]
         found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
         return found if limit is None else found[:limit]
 
@@ -495,8 +400,12 @@ class FileStore:
         and entries that cannot be read are left out and named in ``self.skipped``, as above."""
         return expired_first(self._pending(), float(epoch(now) or 0.0), limit)
 
-    def _pending(self) -> list[PendingInterrupt]:
-        """Every readable pending interrupt of every session; sets ``self.skipped``."""
+    def _pending(
+        self, answered: dict[str, float] | None = None, claims: dict[str, float] | None = None
+    ) -> list[PendingInterrupt]:
+        """Every readable pending interrupt of every session; sets ``self.skipped``. Given
+        ``answered`` and ``claims``, also fills in each session's first recorded answer's time
+        and its run claim's lease."""
         found = []
         skipped: dict[str, str] = {}
         for sid in self._session_ids():
@@ -508,6 +417,13 @@ class FileStore:
                 try:  # head.json is replaced atomically, so no lock is needed to read it
                     self._check_links(sid, folder, dir_fd)
                     head = self._head(sid, folder, dir_fd)
+                    if head is not None and answered is not None and claims is not None:
+                        first = self._answers(sid, folder, dir_fd)[1][:1]
+                        if first:
+                            answered[sid] = first[0].at
+                        lease = claim_deadline(head.claim)
+                        if lease is not None:
+                            claims[sid] = lease
                 finally:
                     os.close(dir_fd)
             except (SessionCorruptError, InvalidSessionIdError) as exc:
@@ -519,9 +435,9 @@ class FileStore:
                 try:
                     interrupt = Interrupt.from_dict(data, f"pending[{i}]")
                 except StateFormatError as exc:
-                    skipped.setdefault(sid, str(_corrupt(sid, folder / _HEAD, str(exc))))
+                    skipped.setdefault(sid, str(corrupt(sid, folder / _HEAD, str(exc))))
                     continue
-                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at, head.agent))
         self.skipped = tuple(sorted(skipped.items()))
         return found
 
@@ -548,3 +464,75 @@ class FileStore:
             os.unlink(trash)  # a link moved here
         except OSError:  # a folder: rmtree removes the links in it, it does not follow them
             shutil.rmtree(trash, ignore_errors=True)
+
+    # -- recorded answers, and what a worker has to do ------------------------------------------
+
+    @staticmethod
+    def _answers(session_id: str, folder: Path, dir_fd: int) -> tuple[int, list[RecordedAnswer]]:
+        """The session's ``answers.json``: the highest seq given and the answers kept."""
+        try:
+            raw = read_in(session_id, folder, dir_fd, _ANSWERS)
+        except FileNotFoundError:
+            return 0, []
+        return parse_answers(session_id, folder / _ANSWERS, raw)
+
+    def _write_answers(
+        self, session_id: str, folder: Path, dir_fd: int, last: int, kept: list[RecordedAnswer]
+    ) -> None:
+        text = json.dumps({"last_seq": last, "answers": [a.to_dict() for a in kept]})
+        self._replace_head(session_id, folder, dir_fd, text.encode(), (_ANSWERS_TEMP, _ANSWERS))
+
+    async def record_answers(
+        self, session_id: str, answers: list[dict[str, JsonValue]]
+    ) -> list[RecordedAnswer]:
+        """Record the answers under the session's exclusive lock, replacing ``answers.json``
+        atomically (it is rewritten, not appended to: clearing removes entries)."""
+        folder = self._folder(session_id)
+        entries = answer_entries(session_id, answers)
+        with self._locked(session_id, folder, exclusive=True, create=False) as dir_fd:
+            if dir_fd is None:
+                raise no_session(session_id)
+            self._check_links(session_id, folder, dir_fd)
+            if self._head(session_id, folder, dir_fd) is None:
+                raise no_session(session_id)
+            last, kept = self._answers(session_id, folder, dir_fd)
+            taken = {a.interrupt_id for a in kept}
+            for e in entries:
+                if e["interrupt_id"] in taken:
+                    raise conflict(session_id, str(e["interrupt_id"]))
+            new = [read_answer(session_id, last + 1 + i, e) for i, e in enumerate(entries)]
+            if new:
+                self._write_answers(session_id, folder, dir_fd, last + len(new), kept + new)
+        self.bytes_written += sum(len(json.dumps(e)) for e in entries)
+        return new
+
+    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
+        folder = self._folder(session_id)
+        with self._locked(session_id, folder, exclusive=False, create=False) as dir_fd:
+            if dir_fd is None:
+                return []
+            self._check_links(session_id, folder, dir_fd)
+            return self._answers(session_id, folder, dir_fd)[1]
+
+    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
+        folder = self._folder(session_id)
+        with self._locked(session_id, folder, exclusive=True, create=False) as dir_fd:
+            if dir_fd is None:
+                return
+            self._check_links(session_id, folder, dir_fd)
+            last, kept = self._answers(session_id, folder, dir_fd)
+            left = [a for a in kept if a.seq > upto_seq]
+            if len(left) != len(kept):
+                self._write_answers(session_id, folder, dir_fd, last, left)
+
+    async def sessions_to_resume(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[str]:
+        """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
+        work first (a scan of every session); unreadable sessions are named in
+        ``self.skipped``."""
+        answered: dict[str, float] = {}
+        claims: dict[str, float] = {}
+        pending = self._pending(answered, claims)
+        due = resume_times(pending, answered, claims, float(epoch(now) or 0.0))
+        return resume_order(due, limit)

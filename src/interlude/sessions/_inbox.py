@@ -1,17 +1,50 @@
-"""Inbox: the questions waiting in a store and its audit trails, from sync or async code."""
+"""Inbox: the questions waiting in a store, answers recorded for workers, audit trails.
+
+Answering without the agent: ``record`` checks answers as ``resume`` would (against the
+stored pause: ids pending, JSON, response types, deadlines, the digest of what was shown) and
+stores them; a :class:`~interlude.Worker` then builds the agent through the operator's
+:class:`~interlude.App` and applies them. Every query works from sync and async code.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from .._messages import JsonValue
+from .._messages import JsonValue, Message
 from .._sync import run_sync
-from ._protocol import PendingInterrupt, SessionStore
+from ._protocol import PendingInterrupt, RecordedAnswer, SessionStore, StoredSession
 from ._url import open_store
 
-__all__ = ["Inbox"]
+if TYPE_CHECKING:
+    from .._audit import AuditEntry
+    from .._interrupt import Interrupt
+
+__all__ = ["Inbox", "SessionView"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionView:
+    """A stored session as a person answering it needs to see it (read from the store, not
+    verified: a signed pause is verified by the agent that applies the answers)."""
+
+    session_id: str
+    agent: str | None
+    version: int
+    messages: list[Message]
+    interrupts: list[Interrupt]
+    """The pending questions, exactly as they were shown."""
+    audit: list[AuditEntry]
+    recorded: list[RecordedAnswer] = field(default_factory=list)
+    """Answers recorded and waiting for a worker."""
+    running: bool = False
+    """A run holds the session now (a live claim)."""
+    stopped: bool = False
+    """A run stopped before it finished (its process died): a worker recovers it."""
 
 
 class Inbox:
@@ -26,9 +59,12 @@ class Inbox:
     a store passed in is left open.
     """
 
-    def __init__(self, store: SessionStore | str) -> None:
+    def __init__(
+        self, store: SessionStore | str, *, clock: Callable[[], float] | None = None
+    ) -> None:
         self._owned = isinstance(store, str)
         self.store: SessionStore = open_store(store) if isinstance(store, str) else store
+        self.clock: Callable[[], float] = clock or time.time
 
     @property
     def skipped(self) -> tuple[tuple[str, str], ...]:
@@ -42,6 +78,8 @@ class Inbox:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first (the store's filters)."""
         return await self.store.pending_interrupts(
@@ -50,6 +88,8 @@ class Inbox:
             older_than=older_than,
             newer_than=newer_than,
             limit=limit,
+            agent=agent,
+            expiring_before=expiring_before,
         )
 
     def pending(
@@ -60,6 +100,8 @@ class Inbox:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """:meth:`pending_async`, from sync code."""
         return run_sync(
@@ -69,6 +111,8 @@ class Inbox:
                 older_than=older_than,
                 newer_than=newer_than,
                 limit=limit,
+                agent=agent,
+                expiring_before=expiring_before,
             )
         )
 
@@ -93,6 +137,83 @@ class Inbox:
         """:meth:`audit_async`, from sync code."""
         return run_sync(self.audit_async(session_id))
 
+    async def session_async(self, session_id: str) -> SessionView:
+        """The session's conversation, pending questions, audit trail and recorded answers.
+        SessionError if there is no such session; SessionCorruptError if it cannot be read."""
+        stored = await self._load(session_id)
+        recorded = await self.store.recorded_answers(session_id)
+        return _view(session_id, stored, recorded)
+
+    def session(self, session_id: str) -> SessionView:
+        """:meth:`session_async`, from sync code."""
+        return run_sync(self.session_async(session_id))
+
+    async def record_async(
+        self,
+        session_id: str,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str,
+        shown: Mapping[str, str] | None = None,
+    ) -> list[RecordedAnswer]:
+        """Record answers to the session's pending questions for a worker to apply.
+
+        They are checked first exactly as ``resume`` checks them, against the stored pause
+        (NotPausedError, UnknownInterruptError, ResumeInputError, AnswerValidationError,
+        InterruptExpiredError; nothing is recorded then). ``by`` is who answers, for the audit
+        trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
+        the stored question's), which the worker's resume checks again. SessionConflictError
+        if a question already has a recorded answer (the first one wins)."""
+        from .._agent._agent import _check_by
+        from .._agent._answering import check_answers
+        from ..errors import NotPausedError, ResumeInputError
+
+        if not isinstance(answers, Mapping) or not answers:
+            raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
+        _check_by(by)
+        view = _view(session_id, await self._load(session_id), [])
+        if not view.interrupts:
+            raise NotPausedError(
+                f"session {session_id!r} waits on no question"
+                + (" (a run holds it now)" if view.running else "")
+            )
+        asked = {i.id: i for i in view.interrupts}
+        now = self.clock()
+        check_answers(asked, answers, now, shown)
+        digests = dict(shown or {})
+        return await self.store.record_answers(
+            session_id,
+            [
+                {
+                    "interrupt_id": iid,
+                    "answer": answer,
+                    "by": by,
+                    "at": now,
+                    "shown": digests.get(iid) or asked[iid].digest,
+                }
+                for iid, answer in answers.items()
+            ],
+        )
+
+    def record(
+        self,
+        session_id: str,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str,
+        shown: Mapping[str, str] | None = None,
+    ) -> list[RecordedAnswer]:
+        """:meth:`record_async`, from sync code."""
+        return run_sync(self.record_async(session_id, answers, by=by, shown=shown))
+
+    async def _load(self, session_id: str) -> StoredSession:
+        from ..errors import SessionError
+
+        stored = await self.store.load(session_id)
+        if stored is None:
+            raise SessionError(f"no session {session_id!r} in the store")
+        return stored
+
     def close(self) -> None:
         """Close the store if this inbox opened it from a URL (idempotent)."""
         close = getattr(self.store, "close", None)
@@ -110,3 +231,42 @@ class Inbox:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _view(session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]) -> SessionView:
+    """The stored session decoded (SessionCorruptError if it cannot be)."""
+    from .._agent._codec import FORMAT, decode_state
+    from .._agent._persist import claim_is_live, split_marker
+    from ..errors import SessionCorruptError, StateFormatError
+
+    pause, marker = split_marker(stored.pause)
+    data = {
+        "format": FORMAT,
+        "version": stored.format_version,
+        "messages": stored.messages,
+        "state": stored.state,
+        "pause": pause,
+        "tools": stored.tools,
+        "agent": stored.agent,
+        "audit": stored.audit,
+    }
+    try:
+        loaded = decode_state(data)
+    except RecursionError:
+        raise SessionCorruptError(f"session {session_id!r}: nested too deeply to read") from None
+    except StateFormatError as exc:
+        raise SessionCorruptError(f"session {session_id!r}: {exc}") from None
+    claim = stored.claim
+    live = isinstance(claim, dict) and claim_is_live(claim)
+    journal = loaded.pause is not None and not loaded.pause.interrupts
+    return SessionView(
+        session_id=session_id,
+        agent=stored.agent,
+        version=stored.version,
+        messages=loaded.messages,
+        interrupts=[] if loaded.pause is None else list(loaded.pause.interrupts),
+        audit=loaded.audit,
+        recorded=recorded,
+        running=live,
+        stopped=not live and (journal or marker is not None),
+    )

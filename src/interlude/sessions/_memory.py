@@ -9,9 +9,18 @@ from datetime import datetime
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ..errors import SessionConflictError, StateFormatError
+from ..errors import SessionConflictError, SessionCorruptError, StateFormatError
+from ._answers import (
+    answer_entries,
+    claim_deadline,
+    conflict,
+    no_session,
+    read_answer,
+    resume_order,
+)
 from ._protocol import (
     PendingInterrupt,
+    RecordedAnswer,
     SessionUpdate,
     StoredSession,
     audit_json,
@@ -19,7 +28,7 @@ from ._protocol import (
     epoch,
 )
 
-__all__ = ["MemoryStore", "expired_first", "matches"]
+__all__ = ["MemoryStore", "expired_first", "matches", "resume_times"]
 
 
 @dataclass(slots=True)
@@ -34,6 +43,8 @@ class _Record:
     pending: list[str] = field(default_factory=list)
     agent: str | None = None
     audit: list[str] = field(default_factory=list)
+    answers: list[tuple[int, str]] = field(default_factory=list)  # (seq, JSON text), by seq
+    answer_seq: int = 0  # the highest seq ever given: a cleared seq is never reused
 
 
 def matches(
@@ -42,14 +53,38 @@ def matches(
     tool_name: str | None,
     older: float | None,
     newer: float | None,
+    agent: str | None = None,
+    expiring: float | None = None,
 ) -> bool:
     """Whether ``entry`` passes the pending-interrupt filters (shared by the non-SQL stores)."""
+    deadline = entry.expires_at
     return (
         (name is None or entry.interrupt.name == name)
         and (tool_name is None or entry.tool_name == tool_name)
         and (older is None or entry.raised_at < older)
         and (newer is None or entry.raised_at > newer)
+        and (agent is None or entry.agent == agent)
+        and (expiring is None or (deadline is not None and deadline < expiring))
     )
+
+
+def resume_times(
+    pending: list[PendingInterrupt],
+    answered: dict[str, float],
+    claims: dict[str, float],
+    now: float,
+) -> dict[str, float]:
+    """When each session's oldest work became due: its first recorded answer's time
+    (``answered``), an overdue question's deadline, a run claim's lapsed lease (``claims``)
+    (shared by the non-SQL stores)."""
+    due = dict(answered)
+    for e in pending:
+        if e.expires_at is not None and e.expires_at <= now:
+            due[e.session_id] = min(due.get(e.session_id, e.expires_at), e.expires_at)
+    for sid, expires in claims.items():
+        if expires <= now:
+            due[sid] = min(due.get(sid, expires), expires)
+    return due
 
 
 def expired_first(
@@ -138,8 +173,8 @@ class MemoryStore:
 
     skipped: tuple[tuple[str, str], ...] = ()
     """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
-    :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
-    when everything was read)."""
+    :meth:`expired_interrupts`, or :meth:`sessions_to_resume`) call left out entries of,
+    because they could not be read (empty when everything was read)."""
 
     async def pending_interrupts(
         self,
@@ -149,6 +184,8 @@ class MemoryStore:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered as the protocol says.
 
@@ -156,8 +193,10 @@ class MemoryStore:
         out, and ``self.skipped`` is set to the ``(session_id, why)`` of each session with
         entries left out by this call, in session id order (empty when all were read).
         """
-        older, newer = epoch(older_than), epoch(newer_than)
-        found = [e for e in self._pending() if matches(e, name, tool_name, older, newer)]
+        older, newer, expiring = epoch(older_than), epoch(newer_than), epoch(expiring_before)
+        found = [
+            e for e in self._pending() if matches(e, name, tool_name, older, newer, agent, expiring)
+        ]
         found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
         return found if limit is None else found[:limit]
 
@@ -171,18 +210,81 @@ class MemoryStore:
     def _pending(self) -> list[PendingInterrupt]:
         """Every readable pending interrupt; sets ``self.skipped`` for the unreadable ones."""
         with self._lock:
-            items = [(sid, p) for sid, r in self._sessions.items() for p in r.pending]
+            items = [(sid, r.agent, p) for sid, r in self._sessions.items() for p in r.pending]
         found = []
         skipped: dict[str, str] = {}
-        for sid, text in items:
+        for sid, agent, text in items:
             try:
                 interrupt = Interrupt.from_dict(json.loads(text), "pending interrupt")
             except (StateFormatError, TypeError, ValueError, RecursionError) as exc:
                 skipped.setdefault(sid, f"session {sid!r} is corrupt: {exc}")
                 continue
-            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at, agent))
         self.skipped = tuple(sorted(skipped.items()))
         return found
+
+    async def record_answers(
+        self, session_id: str, answers: list[dict[str, JsonValue]]
+    ) -> list[RecordedAnswer]:
+        check_session_id(session_id)
+        entries = answer_entries(session_id, answers)
+        texts = [json.dumps(e) for e in entries]
+        with self._lock:
+            r = self._sessions.get(session_id)
+            if r is None:
+                raise no_session(session_id)
+            taken = {self._answer(session_id, seq, t).interrupt_id for seq, t in r.answers}
+            for e in entries:
+                if e["interrupt_id"] in taken:
+                    raise conflict(session_id, str(e["interrupt_id"]))
+            first = r.answer_seq + 1
+            r.answers.extend((first + i, t) for i, t in enumerate(texts))
+            r.answer_seq += len(texts)
+            self.bytes_written += sum(map(len, texts))
+        return [self._answer(session_id, first + i, t) for i, t in enumerate(texts)]
+
+    @staticmethod
+    def _answer(session_id: str, seq: int, text: str) -> RecordedAnswer:
+        return read_answer(session_id, seq, text, "in memory")
+
+    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
+        check_session_id(session_id)
+        with self._lock:
+            r = self._sessions.get(session_id)
+            stored = [] if r is None else list(r.answers)
+        return [self._answer(session_id, seq, text) for seq, text in stored]
+
+    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
+        check_session_id(session_id)
+        with self._lock:
+            r = self._sessions.get(session_id)
+            if r is not None:
+                r.answers = [(seq, t) for seq, t in r.answers if seq > upto_seq]
+
+    async def sessions_to_resume(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[str]:
+        """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
+        work first; sessions whose entries cannot be read are named in ``self.skipped``."""
+        when = float(epoch(now) or 0.0)
+        pending = self._pending()
+        skipped = dict(self.skipped)
+        with self._lock:
+            stored = {sid: (r.answers[:1], r.claim) for sid, r in self._sessions.items()}
+        answered: dict[str, float] = {}
+        claims: dict[str, float] = {}
+        for sid, (first, claim_text) in stored.items():
+            try:
+                if first:
+                    answered[sid] = self._answer(sid, *first[0]).at
+                expires = claim_deadline(json.loads(claim_text))
+            except (SessionCorruptError, ValueError, RecursionError) as exc:
+                skipped.setdefault(sid, str(exc))
+                continue
+            if expires is not None:
+                claims[sid] = expires
+        self.skipped = tuple(sorted(skipped.items()))
+        return resume_order(resume_times(pending, answered, claims, when), limit)
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
         check_session_id(session_id)

@@ -27,9 +27,11 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS
+from ._answers import answer_entries, claim_deadline, conflict, no_session, read_answer
+from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
+    RecordedAnswer,
     SessionUpdate,
     StoredSession,
     audit_json,
@@ -184,56 +186,15 @@ class PostgresStore:
 
     @staticmethod
     def _migrate(conn: psycopg.Connection[Any], s: sql.Identifier) -> None:
-        """Apply the migrations this schema lacks, in one transaction, under an advisory lock
-        so that workers starting together migrate once."""
-        from psycopg import sql
-
-        with conn.transaction():
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"interlude.migrate:{s.as_string(conn)}",),  # same key for the same schema
-            )
-            # No DDL when up to date, so workers need no CREATE privilege once migrated.
-            name = s.as_string(conn)
-            table = f"{name}.interlude_migrations"
-            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
-                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=s))
-                conn.execute(
-                    sql.SQL(
-                        "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
-                        "applied_at timestamptz NOT NULL DEFAULT now())"
-                    ).format(s=s)
-                )
-            done = {
-                row[0]
-                for row in conn.execute(
-                    sql.SQL("SELECT version FROM {s}.interlude_migrations").format(s=s)
-                )
-            }
-            newest = max(done, default=0)
-            if newest > len(_MIGRATIONS):
-                raise SessionError(
-                    f"schema {name} is at migration {newest}, newer than this "
-                    f"interlude knows ({len(_MIGRATIONS)}); upgrade interlude"
-                )
-            for version, statements in enumerate(_MIGRATIONS, start=1):
-                if version in done:
-                    continue
-                for statement in statements:
-                    conn.execute(sql.SQL(statement).format(s=s))
-                conn.execute(
-                    sql.SQL("INSERT INTO {s}.interlude_migrations (version) VALUES (%s)").format(
-                        s=s
-                    ),
-                    (version,),
-                )
+        migrate(conn, s)
 
     @staticmethod
     def _statements(conn: psycopg.Connection[Any], s: sql.Identifier) -> dict[str, bytes]:
         """Every query with the schema filled in, rendered once."""
         from psycopg import sql
 
-        return {k: sql.SQL(v).format(s=s).as_bytes(conn) for k, v in STATEMENTS.items()}
+        filters = {f"filter_{k}": v for k, v in FILTERS.items()}
+        return {k: sql.SQL(v).format(s=s).as_bytes(conn) for k, v in (STATEMENTS | filters).items()}
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -331,6 +292,7 @@ class PostgresStore:
             "state": state,
             "pause": None if update.pause is None else json.dumps(update.pause),
             "claim": None if update.claim is None else json.dumps(update.claim),
+            "lease": claim_deadline(update.claim),  # indexed, for sessions_to_resume
             "tools": json.dumps(list(update.tools)),
             "messages": messages,
             "ids": ids,
@@ -393,7 +355,7 @@ class PostgresStore:
     skipped: tuple[tuple[str, str], ...] = ()
     """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
-    when everything was read)."""
+    when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
     async def pending_interrupts(
         self,
@@ -403,6 +365,8 @@ class PostgresStore:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered as the protocol says.
 
@@ -415,6 +379,8 @@ class PostgresStore:
             "tool_name": tool_name,
             "older": epoch(older_than),
             "newer": epoch(newer_than),
+            "agent": agent,
+            "expiring": epoch(expiring_before),
         }
         rows = None if limit is None or limit < 0 else limit
         query, params = self._pending_query(**filters, limit=rows)
@@ -460,9 +426,11 @@ class PostgresStore:
 
     def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
         """The pending-interrupt query for these filters (None: no filter), and its parameters."""
-        where = [FILTERS[k] for k, v in params.items() if k in FILTERS and v is not None]
-        tail = " AND ".join(where or ["true"]) + PENDING_TAIL
-        return self._sql["pending_head"] + tail.encode(), params
+        where = [
+            self._sql[f"filter_{k}"] for k, v in params.items() if k in FILTERS and v is not None
+        ]
+        tail = b" AND ".join(where or [b"true"]) + PENDING_TAIL.encode()
+        return self._sql["pending_head"] + tail, params
 
     def _pending(
         self, query: bytes, params: dict[str, Any]
@@ -473,7 +441,7 @@ class PostgresStore:
             rows = conn.execute(query, params).fetchall()
         found: list[PendingInterrupt] = []
         skipped: dict[str, str] = {}
-        for sid, text in rows:
+        for sid, text, agent in rows:
             try:
                 interrupt = Interrupt.from_dict(_load_json(text, "pending interrupt", sid))
             except SessionCorruptError as exc:
@@ -484,7 +452,7 @@ class PostgresStore:
                     sid, str(_corrupt(sid, f"a pending interrupt is malformed ({exc})"))
                 )
                 continue
-            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+            found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at, agent))
         return found, skipped, len(rows)
 
     async def list_sessions(self) -> list[str]:
@@ -503,3 +471,79 @@ class PostgresStore:
         # any save holding that row commits.
         with self._pool.connection() as conn:
             conn.execute(self._sql["delete"], {"id": session_id})
+
+    # -- recorded answers, and what a worker has to do ------------------------------------------
+
+    async def record_answers(
+        self, session_id: str, answers: list[dict[str, JsonValue]]
+    ) -> list[RecordedAnswer]:
+        """Record the answers in one transaction. Bumping the session's answer seq locks its
+        row, so concurrent callers take turns and the later one sees the earlier one's answers;
+        the unique (session, interrupt) key backs that up."""
+        check_session_id(session_id)
+        entries = answer_entries(session_id, answers)
+        params: dict[str, Any] = {
+            "id": session_id,
+            "n": len(entries),
+            "ids": [e["interrupt_id"] for e in entries],
+            "ats": [e["at"] for e in entries],
+            "data": [json.dumps(e) for e in entries],
+        }
+        first = await self._run(f"record answers for session {session_id!r}", self._record, params)
+        with self._lock:
+            self.bytes_written += sum(map(len, params["data"]))
+        return [read_answer(session_id, first + i, e) for i, e in enumerate(entries)]
+
+    def _record(self, p: dict[str, Any]) -> int:
+        """Store the answers; the seq of the first."""
+        sid, q = p["id"], self._sql
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                row = conn.execute(q["answer_seq"], p).fetchone()
+                if row is None:
+                    raise no_session(sid)
+                taken = conn.execute(q["answer_taken"], p).fetchone()
+                if taken is not None:
+                    raise conflict(sid, taken[0])
+                p["first"] = int(row[0]) - p["n"] + 1
+                if p["n"]:
+                    conn.execute(q["add_answers"], p)
+                return int(p["first"])
+        except self._integrity_error as exc:  # a row the seq counter did not account for
+            raise _corrupt(sid, f"its answer rows clash with this call ({exc})") from exc
+
+    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
+        check_session_id(session_id)
+        rows = await self._run(
+            f"read the answers of {session_id!r}", self._rows, "answers", {"id": session_id}
+        )
+        found = []
+        for seq, iid, text in rows:
+            answer = read_answer(session_id, seq, text, "in the database")
+            if answer.interrupt_id != iid:
+                raise _corrupt(session_id, f"recorded answer {seq} is filed under {iid!r}")
+            found.append(answer)
+        return found
+
+    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
+        check_session_id(session_id)
+        params = {"id": session_id, "upto": int(upto_seq)}
+        await self._run(f"clear the answers of {session_id!r}", self._rows, "clear_answers", params)
+
+    async def sessions_to_resume(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[str]:
+        """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
+        work first: one query over the (small) answers table and two partial indexes."""
+        rows = None if limit is None or limit < 0 else int(limit)
+        params = {"now": float(epoch(now) or 0.0), "limit": rows}
+        found = [
+            r[0]
+            for r in await self._run("list sessions to resume", self._rows, "to_resume", params)
+        ]
+        return found if limit is None else found[:limit]
+
+    def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        with self._pool.connection() as conn:
+            cursor = conn.execute(self._sql[statement], params)
+            return cursor.fetchall() if cursor.description else []

@@ -3,9 +3,15 @@ the schema name (filled in once, when the store opens)."""
 
 from __future__ import annotations
 
-from typing import LiteralString
+from typing import TYPE_CHECKING, Any, LiteralString
 
-__all__ = ["FILTERS", "MIGRATIONS", "PENDING_TAIL", "STATEMENTS"]
+from ..errors import SessionError
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import sql
+
+__all__ = ["FILTERS", "MIGRATIONS", "PENDING_TAIL", "STATEMENTS", "migrate"]
 
 # Forward-only: append a new tuple of statements to change the schema; never edit a shipped one.
 MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
@@ -50,6 +56,34 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "CREATE INDEX pending_deadline ON {s}.pending (expires_at, session_id, interrupt_id) "
         "WHERE expires_at IS NOT NULL",
     ),
+    (  # recorded answers; the run claim's lease and the agent, indexed for the worker queries
+        """CREATE TABLE {s}.answers (
+            session_id text COLLATE "C" REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+            seq bigint,
+            interrupt_id text COLLATE "C" NOT NULL,
+            at double precision NOT NULL,
+            data text NOT NULL,
+            PRIMARY KEY (session_id, seq),
+            UNIQUE (session_id, interrupt_id))""",
+        # the highest answer seq ever given, so a cleared seq is never reused
+        "ALTER TABLE {s}.sessions ADD COLUMN answer_seq bigint NOT NULL DEFAULT 0",
+        "ALTER TABLE {s}.sessions ADD COLUMN claim_expires_at double precision",
+        # Stored claims' leases; a claim jsonb cannot read (\u0000 in a string) is left out.
+        """DO $$ DECLARE r record; BEGIN
+            FOR r IN SELECT id, claim FROM {s}.sessions WHERE claim IS NOT NULL LOOP
+                BEGIN
+                    UPDATE {s}.sessions
+                    SET claim_expires_at = (r.claim::jsonb ->> 'expires_at')::float8
+                    WHERE id = r.id AND jsonb_typeof(r.claim::jsonb) = 'object'
+                        AND jsonb_typeof(r.claim::jsonb -> 'expires_at') = 'number';
+                EXCEPTION WHEN others THEN NULL;
+                END;
+            END LOOP;
+        END $$""",
+        "CREATE INDEX sessions_claim_expiry ON {s}.sessions (claim_expires_at) "
+        "WHERE claim_expires_at IS NOT NULL",
+        "CREATE INDEX sessions_agent ON {s}.sessions (agent)",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -62,13 +96,14 @@ LEFT JOIN LATERAL (
     FROM {s}.audit WHERE session_id = s.id) a ON true
 WHERE s.id = %(id)s"""
 CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, claim, tools,
-    message_count, agent)
-VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(claim)s, %(tools)s, %(added)s, %(agent)s)
+    message_count, agent, claim_expires_at)
+VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(claim)s, %(tools)s, %(added)s, %(agent)s,
+    %(lease)s)
 ON CONFLICT (id) DO NOTHING RETURNING version"""
 UPDATE = """UPDATE {s}.sessions SET version = version + 1, format_version = %(fv)s,
     state = coalesce(%(state)s, state), pause = %(pause)s, claim = %(claim)s, tools = %(tools)s,
     message_count = message_count + %(added)s, updated_at = now(),
-    agent = coalesce(%(agent)s, agent)
+    agent = coalesce(%(agent)s, agent), claim_expires_at = %(lease)s
 WHERE id = %(id)s AND version = %(expected)s AND message_count = %(first)s
 RETURNING version"""
 CURRENT = "SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s"
@@ -86,17 +121,49 @@ SELECT %(id)s, base.next + t.n - 1, t.entry
 FROM (SELECT coalesce(max(seq) + 1, 0) AS next FROM {s}.audit WHERE session_id = %(id)s) base,
     unnest(%(audit)s::text[]) WITH ORDINALITY AS t(entry, n)"""
 AUDIT = "SELECT seq, entry FROM {s}.audit WHERE session_id = %(id)s ORDER BY seq"
-EXPIRED = """SELECT session_id, data FROM {s}.pending WHERE expires_at <= %(now)s
-ORDER BY expires_at, session_id, interrupt_id LIMIT %(limit)s"""
+# The agent comes from the session row (a scalar subquery keeps the plans on the pending index).
+PENDING_COLUMNS = """SELECT p.session_id, p.data,
+    (SELECT s.agent FROM {s}.sessions s WHERE s.id = p.session_id)
+FROM {s}.pending p WHERE """
+EXPIRED = (
+    PENDING_COLUMNS
+    + """p.expires_at <= %(now)s
+ORDER BY p.expires_at, p.session_id, p.interrupt_id LIMIT %(limit)s"""
+)
+# Locks the session row: callers recording answers for one session take turns.
+ANSWER_SEQ = """UPDATE {s}.sessions SET answer_seq = answer_seq + %(n)s WHERE id = %(id)s
+RETURNING answer_seq"""
+ANSWER_TAKEN = """SELECT interrupt_id FROM {s}.answers
+WHERE session_id = %(id)s AND interrupt_id = ANY(%(ids)s::text[]) ORDER BY seq LIMIT 1"""
+ADD_ANSWERS = """INSERT INTO {s}.answers (session_id, seq, interrupt_id, at, data)
+SELECT %(id)s, %(first)s + t.k - 1, t.iid, t.at, t.data
+FROM unnest(%(ids)s::text[], %(ats)s::float8[], %(data)s::text[])
+    WITH ORDINALITY AS t(iid, at, data, k)"""
+ANSWERS = "SELECT seq, interrupt_id, data FROM {s}.answers WHERE session_id = %(id)s ORDER BY seq"
+CLEAR_ANSWERS = "DELETE FROM {s}.answers WHERE session_id = %(id)s AND seq <= %(upto)s"
+# Each session with work, by when its oldest work became due: its first recorded answer, its
+# earliest overdue question (the partial deadline index), a lapsed run claim (the partial
+# lease index). The answers table holds only answers not yet applied, so it stays small.
+TO_RESUME = """SELECT id, min(due) AS due FROM (
+    (SELECT DISTINCT ON (session_id) session_id AS id, at AS due FROM {s}.answers
+        ORDER BY session_id, seq)
+    UNION ALL
+    (SELECT session_id, min(expires_at) FROM {s}.pending WHERE expires_at <= %(now)s
+        GROUP BY session_id)
+    UNION ALL
+    (SELECT id, claim_expires_at FROM {s}.sessions WHERE claim_expires_at <= %(now)s)
+) work GROUP BY id ORDER BY due, id LIMIT %(limit)s"""
 LIST = "SELECT id FROM {s}.sessions ORDER BY id"
 DELETE = "DELETE FROM {s}.sessions WHERE id = %(id)s"
-PENDING_HEAD = "SELECT session_id, data FROM {s}.pending WHERE "
-PENDING_TAIL = " ORDER BY raised_at, session_id, interrupt_id LIMIT %(limit)s"
-FILTERS = {
-    "name": "name = %(name)s",
-    "tool_name": "tool_name = %(tool_name)s",
-    "older": "raised_at < %(older)s",
-    "newer": "raised_at > %(newer)s",
+PENDING_HEAD = PENDING_COLUMNS
+PENDING_TAIL = " ORDER BY p.raised_at, p.session_id, p.interrupt_id LIMIT %(limit)s"
+FILTERS: dict[str, LiteralString] = {
+    "name": "p.name = %(name)s",
+    "tool_name": "p.tool_name = %(tool_name)s",
+    "older": "p.raised_at < %(older)s",
+    "newer": "p.raised_at > %(newer)s",
+    "agent": "p.session_id IN (SELECT id FROM {s}.sessions WHERE agent = %(agent)s)",
+    "expiring": "p.expires_at < %(expiring)s",
 }
 
 STATEMENTS: dict[str, LiteralString] = {
@@ -113,4 +180,54 @@ STATEMENTS: dict[str, LiteralString] = {
     "add_audit": ADD_AUDIT,
     "audit": AUDIT,
     "expired": EXPIRED,
+    "answer_seq": ANSWER_SEQ,
+    "answer_taken": ANSWER_TAKEN,
+    "add_answers": ADD_ANSWERS,
+    "answers": ANSWERS,
+    "clear_answers": CLEAR_ANSWERS,
+    "to_resume": TO_RESUME,
 }
+
+
+def migrate(conn: psycopg.Connection[Any], s: sql.Identifier) -> None:
+    """Apply the migrations this schema lacks, in one transaction, under an advisory lock
+    so that workers starting together migrate once."""
+    from psycopg import sql
+
+    with conn.transaction():
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"interlude.migrate:{s.as_string(conn)}",),  # same key for the same schema
+        )
+        # No DDL when up to date, so workers need no CREATE privilege once migrated.
+        name = s.as_string(conn)
+        table = f"{name}.interlude_migrations"
+        if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone() == (None,):
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {s}").format(s=s))
+            conn.execute(
+                sql.SQL(
+                    "CREATE TABLE {s}.interlude_migrations (version int PRIMARY KEY, "
+                    "applied_at timestamptz NOT NULL DEFAULT now())"
+                ).format(s=s)
+            )
+        done = {
+            row[0]
+            for row in conn.execute(
+                sql.SQL("SELECT version FROM {s}.interlude_migrations").format(s=s)
+            )
+        }
+        newest = max(done, default=0)
+        if newest > len(MIGRATIONS):
+            raise SessionError(
+                f"schema {name} is at migration {newest}, newer than this "
+                f"interlude knows ({len(MIGRATIONS)}); upgrade interlude"
+            )
+        for version, statements in enumerate(MIGRATIONS, start=1):
+            if version in done:
+                continue
+            for statement in statements:
+                conn.execute(sql.SQL(statement).format(s=s))
+            conn.execute(
+                sql.SQL("INSERT INTO {s}.interlude_migrations (version) VALUES (%s)").format(s=s),
+                (version,),
+            )

@@ -21,6 +21,7 @@ from ..errors import InvalidSessionIdError, StateFormatError
 
 __all__ = [
     "PendingInterrupt",
+    "RecordedAnswer",
     "SessionStore",
     "SessionUpdate",
     "StoredSession",
@@ -122,6 +123,8 @@ class PendingInterrupt:
     session_id: str
     interrupt: Interrupt
     raised_at: float = field(default=0.0)
+    agent: str | None = None
+    """The name of the session's agent (None: it records none)."""
 
     @property
     def tool_name(self) -> str | None:
@@ -135,6 +138,30 @@ class PendingInterrupt:
     def expires_at(self) -> float | None:
         """When the question's deadline passes (epoch seconds), or None if it has none."""
         return self.interrupt.expires_at
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedAnswer:
+    """An answer recorded for a session's pending question, not yet applied: a worker applies
+    it (``agent.resume``) and then clears it. ``seq`` orders a session's recorded answers;
+    ``shown`` is the digest of the question as the person saw it (``Interrupt.digest``)."""
+
+    seq: int
+    interrupt_id: str
+    answer: JsonValue
+    by: str
+    at: float
+    shown: str | None = None
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "seq": self.seq,
+            "interrupt_id": self.interrupt_id,
+            "answer": self.answer,
+            "by": self.by,
+            "at": self.at,
+            "shown": self.shown,
+        }
 
 
 @runtime_checkable
@@ -160,9 +187,38 @@ class SessionStore(Protocol):
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered by interrupt name, tool
-        name and the time they were raised."""
+        name, the time they were raised, the session's agent name, and a deadline before
+        ``expiring_before`` (questions without a deadline never match that filter)."""
+        ...
+
+    async def record_answers(
+        self, session_id: str, answers: list[dict[str, JsonValue]]
+    ) -> list[RecordedAnswer]:
+        """Record answers (each ``{"interrupt_id", "answer", "by", "at", "shown"}``) for the
+        session's pending questions, atomically, and return them with their ``seq``.
+        SessionConflictError, recording nothing, if a question already has a recorded answer
+        (the first answer wins); SessionError if there is no such session. The store does not
+        check the answers: ``Inbox.record`` does, and the worker's resume again."""
+        ...
+
+    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
+        """The session's recorded answers not yet cleared, by ``seq``."""
+        ...
+
+    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
+        """Remove the session's recorded answers with ``seq <= upto_seq``."""
+        ...
+
+    async def sessions_to_resume(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[str]:
+        """Sessions a worker has something to do for: with recorded answers, with a pending
+        question whose deadline is at or before ``now``, or with a run claim whose lease ran
+        out before ``now`` (a run whose process died). Oldest work first."""
         ...
 
     async def expired_interrupts(

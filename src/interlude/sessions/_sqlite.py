@@ -22,64 +22,29 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
+from ._answers import answer_entries, claim_deadline, conflict, no_session, read_answer
 from ._protocol import (
     PendingInterrupt,
+    RecordedAnswer,
     SessionUpdate,
     StoredSession,
     audit_json,
     check_session_id,
     epoch,
 )
+from ._sqlite_sql import (
+    FILTERS,
+    MIGRATIONS,
+    PENDING_HEAD,
+    TO_RESUME,
+    migrate,
+    pending_rows,
+    use_wal,
+)
 
 __all__ = ["SQLiteStore"]
 
-# Forward-only: never edit an applied entry, append a new one. ``PRAGMA user_version`` holds how
-# many are applied. Each entry is a list of statements (executescript would commit on its own).
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            version INTEGER NOT NULL,
-            format_version INTEGER NOT NULL,
-            state TEXT NOT NULL,
-            pause TEXT,
-            tools TEXT NOT NULL,
-            message_count INTEGER NOT NULL,
-            updated_at REAL NOT NULL
-        )""",
-        """CREATE TABLE messages (
-            session_id TEXT NOT NULL,
-            idx INTEGER NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY (session_id, idx)
-        ) WITHOUT ROWID""",
-        """CREATE TABLE pending (
-            session_id TEXT NOT NULL,
-            interrupt_id TEXT NOT NULL,
-            name TEXT NOT NULL,
-            tool_name TEXT,
-            raised_at REAL NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY (session_id, interrupt_id)
-        )""",
-        "CREATE INDEX pending_by_name ON pending (name, raised_at)",
-        "CREATE INDEX pending_by_tool ON pending (tool_name, raised_at)",
-        "CREATE INDEX pending_by_time ON pending (raised_at)",
-    ),
-    ("ALTER TABLE sessions ADD COLUMN claim TEXT",),  # the run claim, beside the pause
-    (  # the agent's name, the audit trail, question deadlines (no stored row has one yet)
-        "ALTER TABLE sessions ADD COLUMN agent TEXT",
-        """CREATE TABLE audit (
-            session_id TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            entry TEXT NOT NULL,
-            PRIMARY KEY (session_id, seq)
-        ) WITHOUT ROWID""",
-        "ALTER TABLE pending ADD COLUMN expires_at REAL",
-        "CREATE INDEX pending_by_deadline ON pending (expires_at, session_id, interrupt_id) "
-        "WHERE expires_at IS NOT NULL",
-    ),
-)
+_MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
 
 
 def _corrupt(session_id: str, detail: str) -> SessionCorruptError:
@@ -96,56 +61,8 @@ def _json(session_id: str, what: str, raw: object) -> Any:
         raise _corrupt(session_id, f"{what} is not valid JSON ({exc})") from None
 
 
-def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
-    """Put the database in WAL mode. Switching needs a moment alone with the file and SQLite
-    does not wait for that (no busy handler): when two processes open a new database at once,
-    one is told "database is locked" at once. Retry until ``timeout``, or until the other
-    process has switched it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-                return
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise SessionError(f"the session database stays locked: {exc}") from exc
-            time.sleep(0.005)
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def pending_rows(
-    session_id: str, pending: list[dict[str, JsonValue]]
-) -> list[tuple[str, str, str, str | None, float, float | None, str]]:
-    """The pending-index rows of a save: checked, keyed columns plus the interrupt's JSON."""
-    rows = []
-    seen: set[str] = set()
-    for i, data in enumerate(pending):
-        interrupt = Interrupt.from_dict(data, f"pending[{i}]")
-        if interrupt.id in seen:
-            raise SessionError(
-                f"session {session_id!r}: pending interrupt id {interrupt.id!r} appears twice"
-            )
-        seen.add(interrupt.id)
-        tool = None if interrupt.tool_use is None else interrupt.tool_use.name
-        rows.append(
-            (
-                session_id,
-                interrupt.id,
-                interrupt.name,
-                tool,
-                interrupt.raised_at,
-                interrupt.expires_at,
-                json.dumps(data),
-            )
-        )
-    return rows
 
 
 class SQLiteStore:
@@ -193,34 +110,13 @@ class SQLiteStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            _use_wal(conn, timeout)
+            use_wal(conn, timeout)
             conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            self._migrate(conn)
+            migrate(conn)
         except BaseException:
             conn.close()
             raise
         self._conn: sqlite3.Connection | None = conn
-
-    @staticmethod
-    def _migrate(conn: sqlite3.Connection) -> None:
-        """Apply the migrations this database lacks, in one transaction (one process does it)."""
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            applied = conn.execute("PRAGMA user_version").fetchone()[0]
-            if applied > len(_MIGRATIONS):
-                raise SessionError(
-                    f"the session database has schema version {applied}; this Interlude knows "
-                    f"only up to {len(_MIGRATIONS)}: upgrade Interlude to use it"
-                )
-            for statements in _MIGRATIONS[applied:]:
-                for statement in statements:
-                    conn.execute(statement)
-            if applied < len(_MIGRATIONS):
-                conn.execute(f"PRAGMA user_version = {len(_MIGRATIONS)}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     def close(self) -> None:
         """Close the database connection (idempotent)."""
@@ -340,6 +236,7 @@ class SQLiteStore:
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
         claim = None if update.claim is None else json.dumps(update.claim)
+        lease = claim_deadline(update.claim)  # indexed, for sessions_to_resume
         state = None if update.state is None else json.dumps(update.state)
         tools = self._tools_json(update.tools)
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
@@ -349,8 +246,8 @@ class SQLiteStore:
             if expected == 0 and first == 0:
                 inserted = conn.execute(
                     "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
-                    "tools, message_count, updated_at, agent) "
-                    "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    "tools, message_count, updated_at, agent, claim_expires_at) "
+                    "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
                     (
                         session_id,
                         update.format_version,
@@ -361,6 +258,7 @@ class SQLiteStore:
                         len(messages),
                         time.time(),
                         update.agent,
+                        lease,
                     ),
                 ).rowcount
                 ok = inserted == 1
@@ -372,7 +270,7 @@ class SQLiteStore:
                         "UPDATE sessions SET version = version + 1, format_version = ?, "
                         "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
                         "message_count = message_count + ?, updated_at = ?, "
-                        "agent = coalesce(?, agent) "
+                        "agent = coalesce(?, agent), claim_expires_at = ? "
                         "WHERE id = ? AND version = ? AND message_count = ?",
                         (
                             update.format_version,
@@ -383,6 +281,7 @@ class SQLiteStore:
                             len(messages),
                             time.time(),
                             update.agent,
+                            lease,
                             session_id,
                             expected,
                             first,
@@ -451,7 +350,7 @@ class SQLiteStore:
     skipped: tuple[tuple[str, str], ...] = ()
     """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
-    when everything was read)."""
+    when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
     async def pending_interrupts(
         self,
@@ -461,6 +360,8 @@ class SQLiteStore:
         older_than: datetime | float | None = None,
         newer_than: datetime | float | None = None,
         limit: int | None = None,
+        agent: str | None = None,
+        expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, filtered as the protocol says.
 
@@ -470,19 +371,21 @@ class SQLiteStore:
         """
         where: list[str] = []
         params: list[str | float] = []
-        for clause, value in (
-            ("name = ?", name),
-            ("tool_name = ?", tool_name),
-            ("raised_at < ?", epoch(older_than)),
-            ("raised_at > ?", epoch(newer_than)),
+        for key, value in (
+            ("name", name),
+            ("tool_name", tool_name),
+            ("older", epoch(older_than)),
+            ("newer", epoch(newer_than)),
+            ("agent", agent),
+            ("expiring", epoch(expiring_before)),
         ):
             if value is not None:
-                where.append(clause)
+                where.append(FILTERS[key])
                 params.append(value)
-        sql = "SELECT session_id, CAST(data AS BLOB) FROM pending"
+        sql = PENDING_HEAD
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY raised_at, session_id, interrupt_id"
+        sql += " ORDER BY p.raised_at, p.session_id, p.interrupt_id"
         return self._read_pending(sql, params, limit)
 
     async def expired_interrupts(
@@ -492,9 +395,8 @@ class SQLiteStore:
         query on the ``expires_at`` column); unreadable rows are left out and named in
         ``self.skipped``, as above."""
         sql = (
-            "SELECT session_id, CAST(data AS BLOB) FROM pending "
-            "WHERE expires_at IS NOT NULL AND expires_at <= ? "
-            "ORDER BY expires_at, session_id, interrupt_id"
+            PENDING_HEAD + " WHERE p.expires_at IS NOT NULL AND p.expires_at <= ? "
+            "ORDER BY p.expires_at, p.session_id, p.interrupt_id"
         )
         return self._read_pending(sql, [float(epoch(now) or 0.0)], limit)
 
@@ -509,17 +411,19 @@ class SQLiteStore:
                 rows = conn.execute(query, params).fetchall()
             found: list[PendingInterrupt] = []
             skipped: dict[str, str] = {}
-            for sid, raw in rows:
+            for sid, raw, agent in rows:
                 try:
                     data = _json(sid, "a pending interrupt", raw)
                     interrupt = Interrupt.from_dict(data, "pending interrupt")
+                    if not (agent is None or isinstance(agent, str)):
+                        raise _corrupt(sid, f"agent is {agent!r}, not a name")
                 except SessionCorruptError as exc:
                     skipped.setdefault(sid, str(exc))
                     continue
                 except (StateFormatError, TypeError, ValueError) as exc:
                     skipped.setdefault(sid, str(_corrupt(sid, str(exc))))
                     continue
-                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at))
+                found.append(PendingInterrupt(sid, interrupt, interrupt.raised_at, agent))
             return found, skipped, len(rows)
 
         if limit is not None and limit >= 0:  # a negative limit slices, as in MemoryStore
@@ -541,4 +445,89 @@ class SQLiteStore:
             conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM audit WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM answers WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    # -- recorded answers, and what a worker has to do ------------------------------------------
+
+    async def record_answers(
+        self, session_id: str, answers: list[dict[str, JsonValue]]
+    ) -> list[RecordedAnswer]:
+        """Record the answers in one ``BEGIN IMMEDIATE`` transaction (writers take turns), after
+        the session's last seq; the unique (session, interrupt) key backs the first-wins check."""
+        check_session_id(session_id)
+        entries = answer_entries(session_id, answers)
+        texts = [json.dumps(e) for e in entries]
+        ids = [str(e["interrupt_id"]) for e in entries]
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            row = conn.execute(
+                "SELECT answer_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise no_session(session_id)
+            if not _is_int(row[0]) or row[0] < 0:
+                raise _corrupt(session_id, f"answer_seq is {row[0]!r}, not a count")
+            first = row[0] + 1
+            taken = conn.execute(
+                "SELECT interrupt_id FROM answers WHERE session_id = ? AND interrupt_id IN "
+                f"({', '.join('?' * len(ids))}) ORDER BY seq LIMIT 1",
+                (session_id, *ids),
+            ).fetchone()
+            if taken is not None:
+                raise conflict(session_id, str(taken[0]))
+            if not entries:
+                return []
+            conn.execute(
+                "UPDATE sessions SET answer_seq = ? WHERE id = ?",
+                (first + len(ids) - 1, session_id),
+            )
+            try:
+                conn.executemany(
+                    "INSERT INTO answers (session_id, seq, interrupt_id, at, data) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (session_id, first + i, ids[i], e["at"], texts[i])
+                        for i, e in enumerate(entries)
+                    ],
+                )
+            except sqlite3.IntegrityError as exc:  # answer rows past answer_seq
+                raise _corrupt(
+                    session_id, f"its answer rows clash with this call ({exc})"
+                ) from None
+        self.bytes_written += sum(map(len, texts))
+        return [read_answer(session_id, first + i, e) for i, e in enumerate(entries)]
+
+    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
+        check_session_id(session_id)
+        with self._transaction("BEGIN") as conn:
+            rows = conn.execute(
+                "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? "
+                "ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        found = []
+        for seq, iid, raw in rows:
+            answer = read_answer(session_id, seq, raw, "in the database")
+            if answer.interrupt_id != iid:
+                raise _corrupt(session_id, f"recorded answer {seq} is filed under {iid!r}")
+            found.append(answer)
+        return found
+
+    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
+        check_session_id(session_id)
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            conn.execute(
+                "DELETE FROM answers WHERE session_id = ? AND seq <= ?", (session_id, upto_seq)
+            )
+
+    async def sessions_to_resume(
+        self, now: datetime | float, *, limit: int | None = None
+    ) -> list[str]:
+        """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
+        work first: one query over the answers table and the indexed deadline and lease
+        columns."""
+        rows = None if limit is None or limit < 0 else int(limit)
+        params = {"now": float(epoch(now) or 0.0), "limit": -1 if rows is None else rows}
+        with self._transaction("BEGIN") as conn:
+            found = [r[0] for r in conn.execute(TO_RESUME, params)]
+        return found if limit is None else found[:limit]

@@ -1,0 +1,116 @@
+"""Recorded answers, shared by the stores: checking what ``record_answers`` is given, reading
+back what a store kept, and the work order of ``sessions_to_resume``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeGuard
+
+from .._messages import JsonValue
+from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
+from ._protocol import RecordedAnswer
+
+__all__ = [
+    "answer_entries",
+    "claim_deadline",
+    "conflict",
+    "no_session",
+    "read_answer",
+    "resume_order",
+]
+
+
+def _is_time(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def answer_entries(
+    session_id: str, answers: list[dict[str, JsonValue]]
+) -> list[dict[str, JsonValue]]:
+    """The answers of a ``record_answers`` call as the objects a store keeps (``interrupt_id``,
+    ``answer``, ``by``, ``at``, ``shown``; ``at`` a float). StateFormatError if one is not of
+    that shape; SessionConflictError if an interrupt id appears twice."""
+    entries: list[dict[str, JsonValue]] = []
+    seen: set[str] = set()
+    for i, a in enumerate(answers):
+        if not isinstance(a, dict):
+            raise StateFormatError(
+                f"session {session_id!r}: answer {i} is a {type(a).__name__}, not an object"
+            )
+        iid, by, at, shown = a.get("interrupt_id"), a.get("by"), a.get("at"), a.get("shown")
+        problem = None
+        if not isinstance(iid, str):
+            problem = "has no interrupt id"
+        elif "answer" not in a:
+            problem = "has no 'answer'"
+        elif not isinstance(by, str):
+            problem = f"has by {by!r}, not a name"
+        elif not _is_time(at):
+            problem = f"has at {at!r}, not a time"
+        elif not (shown is None or isinstance(shown, str)):
+            problem = f"has shown {shown!r}, not a digest or null"
+        if problem is not None:
+            raise StateFormatError(f"session {session_id!r}: answer {i} {problem}")
+        assert isinstance(iid, str) and _is_time(at)
+        if iid in seen:
+            raise SessionConflictError(
+                f"session {session_id!r}: interrupt {iid!r} is answered twice in one call; "
+                "nothing was recorded"
+            )
+        seen.add(iid)
+        entry: dict[str, JsonValue] = {"interrupt_id": iid, "answer": a["answer"], "by": by}
+        entries.append(entry | {"at": float(at), "shown": shown})
+    return entries
+
+
+def conflict(session_id: str, interrupt_id: str) -> SessionConflictError:
+    return SessionConflictError(
+        f"session {session_id!r}: interrupt {interrupt_id!r} already has a recorded answer "
+        "(the first answer wins); nothing was recorded"
+    )
+
+
+def no_session(session_id: str) -> SessionError:
+    return SessionError(f"there is no session {session_id!r} to record answers for")
+
+
+def read_answer(session_id: str, seq: object, raw: object, where: str = "") -> RecordedAnswer:
+    """A stored answer (its JSON text, or an object already parsed) with its ``seq``;
+    SessionCorruptError, naming the session (and ``where`` it is kept), if it is malformed."""
+    place = f" ({where})" if where else ""
+
+    def corrupt(detail: str) -> SessionCorruptError:
+        return SessionCorruptError(
+            f"session {session_id!r} is corrupt{place}: recorded answer {seq!r} {detail}"
+        )
+
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise corrupt("has no valid seq")
+    data: Any = raw
+    if isinstance(raw, bytes | str):
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nested too deeply
+            raise corrupt(f"is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise corrupt(f"is a {type(data).__name__}, not an object")
+    iid, by, at, shown = data.get("interrupt_id"), data.get("by"), data.get("at"), data.get("shown")
+    if not isinstance(iid, str) or not isinstance(by, str) or not _is_time(at):
+        raise corrupt("lacks its interrupt id, who answered, or when")
+    if "answer" not in data or not (shown is None or isinstance(shown, str)):
+        raise corrupt("lacks its answer or has a bad digest")
+    return RecordedAnswer(
+        seq=seq, interrupt_id=iid, answer=data["answer"], by=by, at=float(at), shown=shown
+    )
+
+
+def claim_deadline(claim: object) -> float | None:
+    """When a stored run claim's lease runs out (its ``expires_at``), or None if it has none."""
+    expires = claim.get("expires_at") if isinstance(claim, dict) else None
+    return float(expires) if _is_time(expires) else None
+
+
+def resume_order(since: dict[str, float], limit: int | None) -> list[str]:
+    """Session ids by the time their oldest work became due, then id, cut to ``limit``."""
+    found = sorted(since, key=lambda sid: (since[sid], sid))
+    return found if limit is None else found[:limit]

@@ -1,0 +1,185 @@
+"""SQLiteStore's schema (its forward-only migrations), its longer statements, and the checked
+rows of the pending-interrupt index; opening a database (WAL mode, migrations)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+from .._interrupt import Interrupt
+from .._messages import JsonValue
+from ..errors import SessionError
+
+__all__ = [
+    "FILTERS",
+    "MIGRATIONS",
+    "PENDING_HEAD",
+    "TO_RESUME",
+    "migrate",
+    "pending_rows",
+    "use_wal",
+]
+
+# Forward-only: never edit an applied entry, append a new one. ``PRAGMA user_version`` holds how
+# many are applied. Each entry is a list of statements (executescript would commit on its own).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            format_version INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            pause TEXT,
+            tools TEXT NOT NULL,
+            message_count INTEGER NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        """CREATE TABLE messages (
+            session_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, idx)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE pending (
+            session_id TEXT NOT NULL,
+            interrupt_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            tool_name TEXT,
+            raised_at REAL NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, interrupt_id)
+        )""",
+        "CREATE INDEX pending_by_name ON pending (name, raised_at)",
+        "CREATE INDEX pending_by_tool ON pending (tool_name, raised_at)",
+        "CREATE INDEX pending_by_time ON pending (raised_at)",
+    ),
+    ("ALTER TABLE sessions ADD COLUMN claim TEXT",),  # the run claim, beside the pause
+    (  # the agent's name, the audit trail, question deadlines (no stored row has one yet)
+        "ALTER TABLE sessions ADD COLUMN agent TEXT",
+        """CREATE TABLE audit (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            entry TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID""",
+        "ALTER TABLE pending ADD COLUMN expires_at REAL",
+        "CREATE INDEX pending_by_deadline ON pending (expires_at, session_id, interrupt_id) "
+        "WHERE expires_at IS NOT NULL",
+    ),
+    (  # recorded answers; the run claim's lease and the agent, indexed for the worker queries
+        """CREATE TABLE answers (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            interrupt_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq),
+            UNIQUE (session_id, interrupt_id)
+        ) WITHOUT ROWID""",
+        # the highest answer seq ever given, so a cleared seq is never reused
+        "ALTER TABLE sessions ADD COLUMN answer_seq INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sessions ADD COLUMN claim_expires_at REAL",  # the claim's expires_at
+        "UPDATE sessions SET claim_expires_at = CASE WHEN json_valid(claim) THEN "
+        "CASE WHEN json_type(claim) = 'object' AND json_type(claim, '$.expires_at') "
+        "IN ('integer', 'real') THEN json_extract(claim, '$.expires_at') END END "
+        "WHERE claim IS NOT NULL",
+        "CREATE INDEX sessions_by_claim_expiry ON sessions (claim_expires_at) "
+        "WHERE claim_expires_at IS NOT NULL",
+        "CREATE INDEX sessions_by_agent ON sessions (agent)",
+    ),
+)
+
+# Sessions a worker has work for, each with when its oldest work became due: its first recorded
+# answer (SQLite takes a bare column from the row min() picks), its earliest overdue question, a
+# lapsed run claim.
+TO_RESUME = """SELECT id, min(due) AS due FROM (
+    SELECT session_id AS id, at AS due, min(seq) FROM answers GROUP BY session_id
+    UNION ALL
+    SELECT session_id, min(expires_at), NULL FROM pending
+    WHERE expires_at IS NOT NULL AND expires_at <= :now GROUP BY session_id
+    UNION ALL
+    SELECT id, claim_expires_at, NULL FROM sessions
+    WHERE claim_expires_at IS NOT NULL AND claim_expires_at <= :now
+) GROUP BY id ORDER BY due, id LIMIT :limit"""
+PENDING_HEAD = (
+    "SELECT p.session_id, CAST(p.data AS BLOB), s.agent FROM pending p "
+    "LEFT JOIN sessions s ON s.id = p.session_id"
+)
+FILTERS = {
+    "name": "p.name = ?",
+    "tool_name": "p.tool_name = ?",
+    "older": "p.raised_at < ?",
+    "newer": "p.raised_at > ?",
+    "agent": "s.agent = ?",
+    "expiring": "p.expires_at < ?",
+}
+
+
+def pending_rows(
+    session_id: str, pending: list[dict[str, JsonValue]]
+) -> list[tuple[str, str, str, str | None, float, float | None, str]]:
+    """The pending-index rows of a save: checked, keyed columns plus the interrupt's JSON."""
+    rows = []
+    seen: set[str] = set()
+    for i, data in enumerate(pending):
+        interrupt = Interrupt.from_dict(data, f"pending[{i}]")
+        if interrupt.id in seen:
+            raise SessionError(
+                f"session {session_id!r}: pending interrupt id {interrupt.id!r} appears twice"
+            )
+        seen.add(interrupt.id)
+        tool = None if interrupt.tool_use is None else interrupt.tool_use.name
+        rows.append(
+            (
+                session_id,
+                interrupt.id,
+                interrupt.name,
+                tool,
+                interrupt.raised_at,
+                interrupt.expires_at,
+                json.dumps(data),
+            )
+        )
+    return rows
+
+
+def use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the database in WAL mode. Switching needs a moment alone with the file and SQLite
+    does not wait for that (no busy handler): when two processes open a new database at once,
+    one is told "database is locked" at once. Retry until ``timeout``, or until the other
+    process has switched it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise SessionError(f"the session database stays locked: {exc}") from exc
+            time.sleep(0.005)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply the migrations this database lacks, in one transaction (one process does it)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        applied = conn.execute("PRAGMA user_version").fetchone()[0]
+        if applied > len(MIGRATIONS):
+            raise SessionError(
+                f"the session database has schema version {applied}; this Interlude knows "
+                f"only up to {len(MIGRATIONS)}: upgrade Interlude to use it"
+            )
+        for statements in MIGRATIONS[applied:]:
+            for statement in statements:
+                conn.execute(statement)
+        if applied < len(MIGRATIONS):
+            conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
