@@ -102,8 +102,13 @@ class App:
         self, session_id: str, store: SessionStore | str, *, unnamed: str | None = None
     ) -> Agent:
         """:meth:`open` from async code."""
+        import asyncio
+
         store = _as_store(store)
-        return self._open(session_id, store, await store.load(session_id), unnamed)
+        stored = await store.load(session_id)
+        # Building an agent loads its session with a blocking call: off the event loop, so
+        # that other sessions (a worker's) go on meanwhile.
+        return await asyncio.to_thread(self._open, session_id, store, stored, unnamed)
 
     def start(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
         """A new session ``session_id`` run by agent ``name``. SessionError if the session
@@ -113,8 +118,11 @@ class App:
 
     async def start_async(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
         """:meth:`start` from async code."""
+        import asyncio
+
         store = _as_store(store)
-        return self._start(name, session_id, store, await store.load(session_id))
+        stored = await store.load(session_id)
+        return await asyncio.to_thread(self._start, name, session_id, store, stored)
 
     def _open(
         self,

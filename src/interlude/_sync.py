@@ -29,11 +29,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     try:
-        asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
         pass
     else:
-        from concurrent.futures import ThreadPoolExecutor
+        helper = _helper_loop()
+        if running is not helper:
+            return asyncio.run_coroutine_threadsafe(coro, helper).result()
+        from concurrent.futures import ThreadPoolExecutor  # nested in the helper: a fresh one
 
         with ThreadPoolExecutor(1, thread_name_prefix="interlude-sync") as pool:
             return pool.submit(asyncio.run, coro).result()
@@ -53,6 +56,26 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             with contextlib.suppress(BaseException):
                 loop.run_until_complete(task)
         raise
+
+
+_HELPER: tuple[int, asyncio.AbstractEventLoop] | None = None  # (pid, loop)
+_HELPER_LOCK = threading.Lock()
+
+
+def _helper_loop() -> asyncio.AbstractEventLoop:
+    """One event loop in a daemon thread, for sync calls made where a loop already runs (an
+    async app building an agent, a worker): starting a thread and a loop per call costs a few
+    milliseconds."""
+    global _HELPER
+    import asyncio
+    import os
+
+    with _HELPER_LOCK:  # a forked child has no helper thread: it starts its own
+        if _HELPER is None or _HELPER[0] != os.getpid() or _HELPER[1].is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="interlude-sync", daemon=True).start()
+            _HELPER = (os.getpid(), loop)
+        return _HELPER[1]
 
 
 def _owns_sigint() -> bool:

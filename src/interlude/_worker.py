@@ -35,8 +35,9 @@ def _log() -> Any:
 class Worker:
     """Carries on the sessions of ``store`` whose agents ``app`` builds.
 
-    ``run_once()`` handles what is there now and returns how many sessions it carried on;
-    ``run(stop)`` polls every ``poll`` seconds until ``stop`` is set. ``handled`` counts the
+    ``run_once()`` handles what is there now (up to ``concurrency`` sessions at a time) and
+    returns how many sessions it carried on; ``run(stop)`` polls every ``poll`` seconds until
+    ``stop`` is set. ``handled`` counts the
     sessions carried on, ``failed`` maps a session to its last error.
     """
 
@@ -46,7 +47,8 @@ class Worker:
         store: SessionStore | str,
         *,
         poll: float = 0.5,
-        batch: int = 20,
+        batch: int = 100,
+        concurrency: int = 4,
         clock: Callable[[], float] | None = None,
     ) -> None:
         from ._app import _as_store
@@ -55,6 +57,7 @@ class Worker:
         self.store: SessionStore = _as_store(store)
         self.poll = poll
         self.batch = batch
+        self.concurrency = max(1, concurrency)
         self.clock: Callable[[], float] = clock or time.time
         self.handled = 0
         self.failed: dict[str, str] = {}
@@ -91,10 +94,15 @@ class Worker:
         import random
 
         random.shuffle(ids)  # workers sharing a store start on different sessions
-        done = 0
-        for session_id in ids:
-            if await self._carry_on(session_id):
-                done += 1
+        import asyncio
+
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(session_id: str) -> bool:
+            async with gate:
+                return await self._carry_on(session_id)
+
+        done = sum(await asyncio.gather(*(one(i) for i in ids)))
         self.handled += done
         return done
 

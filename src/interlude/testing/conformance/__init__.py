@@ -1,0 +1,57 @@
+"""The conformance suite every session store passes.
+
+Subclass :class:`SessionStoreConformance` in a pytest test module and say how to make your
+store; pytest then runs every check below against it::
+
+    from interlude.testing.conformance import SessionStoreConformance
+
+    class TestMyStore(SessionStoreConformance):
+        def make_store(self, tmp_path):
+            return MyStore(tmp_path / "sessions")
+
+        def store_url(self, tmp_path):  # for the checks that use several processes
+            return None  # or a URL that interlude.sessions.open_store() understands
+
+        def corrupt(self, store, tmp_path, session_id):
+            ...  # damage the stored session (garbage JSON where a message is kept)
+
+Checks: round trip, run claims, append-only writes, compare-and-swap conflicts, resume by a
+fresh agent, two resumers racing (processes when the store has a URL), a process killed right
+after a pause, pending-interrupt queries (one corrupt session hides no other's question: a
+store that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a
+sequence of ``(session_id, why)``), listing and deleting, bad ids, corrupt data and unknown
+versions; agent names, audit trails (appended with the save, kept across store objects,
+gone with the session) and expired interrupts (earliest deadline first); recorded answers (seq
+order, the first answer wins, cleared up to a seq that is never reused, gone with the session,
+untouched by saves) and the sessions a worker has to resume.
+The checks are sync functions (they drive the async store API with ``asyncio.run``), so no
+pytest plugin is needed. Stores must count the JSON bytes they write in ``bytes_written``.
+"""
+
+from __future__ import annotations
+
+from ._answers import AnswerChecks
+from ._audit import AuditChecks
+from ._corruption import CorruptionChecks
+from ._deadlines import DeadlineChecks
+from ._pending import PendingChecks
+from ._processes import ProcessChecks
+from ._saving import SavingChecks
+from ._support import build_agent
+
+__all__ = ["SessionStoreConformance", "build_agent"]
+
+
+# pytest collects inherited checks base class first, so the groups are listed last-run-first.
+class SessionStoreConformance(
+    CorruptionChecks,
+    AnswerChecks,
+    DeadlineChecks,
+    AuditChecks,
+    PendingChecks,
+    ProcessChecks,
+    SavingChecks,
+):
+    """Checks a session store must pass. Subclass it and implement ``make_store`` and
+    ``corrupt`` (``store_url`` and ``corrupt_answers`` are optional); the checks come from one
+    class per topic in this package."""

@@ -1,0 +1,138 @@
+"""Recorded answers (seq order, first answer wins, cleared seqs never reused) and the
+sessions a worker has to resume."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...errors import SessionConflictError, SessionError
+from ._base import StoreHooks
+from ._support import _question, _text, _update
+
+__all__ = ["AnswerChecks"]
+
+
+class AnswerChecks(StoreHooks):
+    """Answers recorded ahead of a resume, and ``sessions_to_resume``."""
+
+    def test_recorded_answers_first_answer_wins(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        def answer(iid: str, value: Any = True, by: str = "ann", at: float = 5.0) -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": value, "by": by, "at": at, "shown": "d" + iid}
+
+        async def refused(answers: list[dict[str, Any]], named: str) -> None:
+            try:
+                await store.record_answers("s", answers)
+            except SessionConflictError as exc:
+                assert named in str(exc) and "s" in str(exc)
+            else:
+                raise AssertionError(f"answers {answers} were recorded twice")
+
+        async def go() -> None:
+            await store.save("s", _update(0, 0, [_text(0)], pending=[_question("q1", None)]))
+            assert await store.recorded_answers("s") == []
+            got = await store.record_answers(
+                "s", [answer("q1", {"ok": [1, None, "é"]}), answer("q2", "no", by="bob", at=6)]
+            )
+            assert [(a.seq, a.interrupt_id, a.answer, a.by, a.at, a.shown) for a in got] == [
+                (1, "q1", {"ok": [1, None, "é"]}, "ann", 5.0, "dq1"),
+                (2, "q2", "no", "bob", 6.0, "dq2"),
+            ]
+            assert await store.recorded_answers("s") == got
+            await refused([answer("q3"), answer("q1", False)], "q1")  # q1 is taken
+            await refused([answer("q4"), answer("q4", False)], "q4")  # twice in one call
+            assert await store.recorded_answers("s") == got  # nothing of those was recorded
+            third = await store.record_answers("s", [answer("q3", at=7.0)])
+            assert [a.seq for a in third] == [3]
+            try:
+                await store.record_answers("nobody", [answer("q1")])
+            except SessionConflictError:
+                raise AssertionError("an unknown session is not a conflict") from None
+            except SessionError as exc:
+                assert "nobody" in str(exc)
+            else:
+                raise AssertionError("answers were recorded for a session that does not exist")
+            assert await store.recorded_answers("nobody") == []
+            assert "nobody" not in await store.list_sessions()
+            # saves leave the recorded answers alone
+            v = await store.save("s", _update(1, 1, [_text(1)], pending=[], claim={"x": 1}))
+            await store.save("s", _update(v, 2, [], pending=None, state={"k": 1}))
+            assert [a.seq for a in await store.recorded_answers("s")] == [1, 2, 3]
+
+        asyncio.run(go())
+
+    def test_clearing_answers_never_reuses_a_seq(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        def answer(iid: str) -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": iid, "by": "ann", "at": 1.0, "shown": None}
+
+        async def go() -> None:
+            await store.save("s", _update(0, 0, []))
+            await store.save("t", _update(0, 0, []))
+            await store.record_answers("s", [answer("a"), answer("b"), answer("c")])
+            await store.record_answers("t", [answer("a")])
+            await store.clear_answers("s", 2)
+            left = await store.recorded_answers("s")
+            assert [(a.seq, a.interrupt_id, a.shown) for a in left] == [(3, "c", None)]
+            await store.clear_answers("s", 2)  # nothing left to clear: no error
+            await store.clear_answers("nobody", 5)
+            again = await store.record_answers("s", [answer("a")])  # a cleared answer's id
+            assert [a.seq for a in again] == [4]
+            await store.clear_answers("s", 10)
+            assert await store.recorded_answers("s") == []
+            assert [a.seq for a in await store.record_answers("s", [answer("d")])] == [5]
+            assert [a.seq for a in await store.recorded_answers("t")] == [1]  # untouched
+            await store.delete("s")
+            assert await store.recorded_answers("s") == []
+            await store.save("s", _update(0, 0, []))  # a new session: nothing carried over
+            assert await store.recorded_answers("s") == []
+            assert [a.seq for a in await store.record_answers("s", [answer("d")])] == [1]
+
+        asyncio.run(go())
+
+    def test_sessions_to_resume(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path)
+
+        def answer(iid: str, at: float) -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": 1, "by": "ann", "at": at, "shown": None}
+
+        def lease(expires_at: Any) -> dict[str, Any]:
+            return {"owner": "host:1", "token": "t", "since": 0.0, "expires_at": expires_at}
+
+        async def go() -> None:
+            todo = store.sessions_to_resume
+            assert await todo(100.0) == []
+            await store.save("idle", _update(0, 0, [], pending=[_question("i", None)]))
+            await store.save("answered", _update(0, 0, [], pending=[_question("q", None)]))
+            await store.record_answers("answered", [answer("q", 40.0)])
+            await store.record_answers("answered", [answer("r", 5.0)])  # first by seq: 40
+            await store.save("overdue", _update(0, 0, [], pending=[_question("o", 30.0)]))
+            await store.save("dead", _update(0, 0, [], claim=lease(20.0)))
+            await store.save("live", _update(0, 0, [], claim=lease(1e12)))
+            await store.save("no-lease", _update(0, 0, [], claim=lease(None)))
+            both = [_question("b", 60.0)]
+            await store.save("both", _update(0, 0, [], pending=both, claim=lease(50)))
+            await store.record_answers("both", [answer("b", 70.0)])
+            await store.save("later", _update(0, 0, [], pending=[_question("l", 500.0)]))
+            assert await todo(100.0) == ["dead", "overdue", "answered", "both"]
+            assert await todo(datetime.fromtimestamp(100.0)) == await todo(100)
+            assert await todo(100.0, limit=2) == ["dead", "overdue"]
+            assert await todo(100.0, limit=0) == []
+            assert await todo(30.0) == ["dead", "overdue", "answered", "both"]  # at counts
+            assert await todo(29.0) == ["dead", "answered", "both"]
+            assert await todo(1.0) == ["answered", "both"]
+            # a finished save clears the claim; clearing the answers leaves the deadline
+            await store.save("dead", _update(1, 0, [], claim=None))
+            await store.clear_answers("answered", 2)
+            await store.clear_answers("both", 1)
+            assert await todo(100.0) == ["overdue", "both"]
+            await store.save("overdue", _update(1, 0, [], pending=[]))  # answered and applied
+            await store.delete("both")
+            assert await todo(1e300) == ["later", "live"]
+
+        asyncio.run(go())
