@@ -32,18 +32,22 @@ from interlude.testing import FunctionModel, ModelRequest
 LATENCY_TARGET_MS = 20.0
 PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 FINISHED: dict[str, float] = {}  # session id -> when its tool body ran (perf_counter)
+_RAN: dict[str, asyncio.Event] = {}  # session id -> set when its tool body ran (in-loop runs)
 
 app = App()
 
 
 @tool
-def pay(to: str) -> str:
+async def pay(to: str) -> str:
     """Pay someone.
 
     Args:
         to: Who.
     """
     FINISHED[to] = time.perf_counter()
+    ran = _RAN.get(to)
+    if ran is not None:
+        ran.set()
     return "paid"
 
 
@@ -61,9 +65,7 @@ def _approve(event: BeforeToolCallEvent) -> None:
 
 @app.agent("bench")
 def _build(session: AgentSession) -> Agent:
-    agent = Agent(
-        FunctionModel(_reply), tools=[pay], session=session.store, session_id=session.id
-    )
+    agent = Agent(FunctionModel(_reply), tools=[pay], session=session.store, session_id=session.id)
     agent.hooks.add_callback(BeforeToolCallEvent, _approve)
     return agent
 
@@ -87,14 +89,14 @@ async def _latencies(store: SQLiteStore, sessions: list[tuple[str, str]], api: A
     samples = []
     try:
         for sid, qid in sessions:
+            ran = _RAN[sid] = asyncio.Event()
             t0 = time.perf_counter()
             if api is None:
                 await inbox.record_async(sid, {qid: True}, by="bench")
             else:
                 await api(sid, qid)
             worker.wake()
-            while sid not in FINISHED:
-                await asyncio.sleep(0.0002)
+            await ran.wait()
             samples.append((FINISHED[sid] - t0) * 1e3)
     finally:
         stop.set()

@@ -16,7 +16,8 @@ CI_RUN = ROOT / ".ci" / "run"
 DEMO = ROOT / "examples" / "demo.py"
 
 DEMO_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli]' && .venv/bin/interlude demo"
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli,server]' "
+    "&& .venv/bin/interlude demo"
 )
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/python -m pytest -q"
@@ -160,3 +161,70 @@ def test_demo_runs() -> None:
     assert any(
         re.fullmatch(r"interrupt id: v1:before_tool_call:call-1:[0-9a-f-]{36}", x) for x in lines
     )
+
+
+def test_the_readme_s_browser_command_serves_the_inbox_and_its_worker_answers(
+    tmp_path: Path,
+) -> None:
+    """The README's inbox line, in a folder like a fresh clone (plus a free port): the token it
+    prints opens the API, an answer given there is applied by the worker in that process."""
+    import json
+    import socket
+    import time
+    import urllib.request
+
+    pytest.importorskip("uvicorn")
+    env = _a_fresh_clone_s_folder(tmp_path)
+    line = [code.strip() for _, code in _blocks("bash")][2]
+    assert line == ".venv/bin/interlude demo && .venv/bin/interlude serve --worker", line
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        ["bash", "-c", f"{line} --port {port}"],
+        cwd=tmp_path,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        token = None
+        assert proc.stdout is not None
+        for out in proc.stdout:
+            if "token for " in out:
+                token = out.split(":", 1)[1].strip()
+            if "Ctrl-C stops" in out:
+                break
+        assert token, "serve printed no token"
+
+        def call(path: str, body: object = None) -> tuple[int, object]:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}{path}",
+                data=None if body is None else json.dumps(body).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+
+        for _ in range(200):  # the server listens shortly after it says so
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        status, pending = call("/api/pending")
+        assert status == 200
+        (question,) = pending["pending"] if isinstance(pending, dict) else pending
+        status, _ = call(
+            f"/api/sessions/{question['session']}/answers", {"answers": {question["id"]: True}}
+        )
+        assert status == 202
+        for _ in range(100):  # the worker in the serving process carries the session on
+            _, view = call(f"/api/sessions/{question['session']}")
+            if not view["interrupts"] and view["audit"]:
+                break
+            time.sleep(0.05)
+        assert view["audit"][0]["answer"] is True and not view["interrupts"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["run_sync"]
+__all__ = ["new_event_loop", "run_sync"]
 
 T = TypeVar("T")
 _local = threading.local()
@@ -67,12 +67,11 @@ def _helper_loop() -> asyncio.AbstractEventLoop:
     async app building an agent, a worker): starting a thread and a loop per call costs a few
     milliseconds."""
     global _HELPER
-    import asyncio
     import os
 
     with _HELPER_LOCK:  # a forked child has no helper thread: it starts its own
         if _HELPER is None or _HELPER[0] != os.getpid() or _HELPER[1].is_closed():
-            loop = asyncio.new_event_loop()
+            loop = new_event_loop()
             threading.Thread(target=loop.run_forever, name="interlude-sync", daemon=True).start()
             _HELPER = (os.getpid(), loop)
         return _HELPER[1]
@@ -130,12 +129,28 @@ def _run_catching_sigint(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, A
     return result
 
 
-def _thread_loop() -> asyncio.AbstractEventLoop:
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop, made whole even if Ctrl-C comes meanwhile: in the main thread SIGINT
+    is held back while it is built (a loop cut half-way complains when it is collected), and
+    delivered, as KeyboardInterrupt, right after."""
     import asyncio
+    import signal
 
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        return asyncio.new_event_loop()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return asyncio.new_event_loop()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
     loop: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
     if loop is None or loop.is_closed():
-        loop = _local.loop = asyncio.new_event_loop()  # not set as the thread's loop
+        loop = _local.loop = new_event_loop()  # not set as the thread's loop
         if threading.current_thread() is threading.main_thread():
             import atexit
 

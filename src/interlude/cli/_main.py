@@ -1,5 +1,5 @@
 """``interlude``: run the demo, list pending interrupts, answer one, recover a stopped run,
-show, list, discard or delete sessions.
+show, list, discard or delete sessions; serve the web inbox and run workers.
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE),
 ``--app module:attribute`` (default: $INTERLUDE_APP, else the built-in demo app) and ``--json``
@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from .._sync import run_sync
 from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
 from ._render import Output, claim_words, program, short_id, show_command
 
@@ -203,6 +204,35 @@ def _parser() -> argparse.ArgumentParser:
         "delete", _delete, "delete a session from the store (refused while a run holds it)"
     )
     delete.add_argument("session")
+
+    serve = command(
+        "serve",
+        _serve,
+        "serve the web inbox (HTML pages and a JSON API) where people answer questions",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8321, help="port to listen on (8321)")
+    serve.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help='JSON file {"token": "approver name", ...} (default: $INTERLUDE_TOKENS, '
+        "tok1=ana,tok2=bo; with neither, on a loopback address only, a token for your OS "
+        "user is made and printed once)",
+    )
+    serve.add_argument(
+        "--worker",
+        action="store_true",
+        help="also run a worker in this process: it carries sessions on once answered",
+    )
+    serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+
+    worker = command(
+        "worker",
+        _worker,
+        "carry on sessions that have recorded answers, expired questions or stopped runs",
+    )
+    worker.add_argument("--once", action="store_true", help="handle what is there now, then exit")
+    worker.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
     return parser
 
 
@@ -212,9 +242,8 @@ def _parser() -> argparse.ArgumentParser:
 def _next_demo_session(store: SessionStore) -> str:
     """The first free ``demo-<n>``: a fresh clone's first demo is ``demo-1``, so the commands
     the README shows for it work as written."""
-    import asyncio
 
-    taken = set(asyncio.run(store.list_sessions()))
+    taken = set(run_sync(store.list_sessions()))
     n = 1
     while f"demo-{n}" in taken:
         n += 1
@@ -239,11 +268,10 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
 
 
 def _pending(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
 
     store = _store(args.store)
     now = time.time()
-    entries = asyncio.run(
+    entries = run_sync(
         store.pending_interrupts(
             name=args.name,
             tool_name=args.tool,
@@ -462,7 +490,6 @@ def _show(args: argparse.Namespace, out: Output) -> int:
 
 
 def _sessions(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
 
     store = _store(args.store)
 
@@ -495,20 +522,89 @@ def _sessions(args: argparse.Namespace, out: Output) -> int:
             )
         return rows
 
-    out.sessions(asyncio.run(statuses()))
+    out.sessions(run_sync(statuses()))
     return 0
 
 
 def _delete(args: argparse.Namespace, out: Output) -> int:
-    import asyncio
 
     store = _store(args.store)
-    stored = asyncio.run(store.load(args.session))
+    stored = run_sync(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
     _refuse_if_running(args.session, _live_claim(stored))
-    asyncio.run(store.delete(args.session))
+    run_sync(store.delete(args.session))
     out.deleted(args.session)
+    return 0
+
+
+def _serve(args: argparse.Namespace, out: Output) -> int:
+    try:
+        import uvicorn
+
+        from ..server import create_app, load_tokens
+    except ImportError as exc:
+        raise CliError(
+            f"interlude serve needs the [server] extra ({exc.name} is missing): "
+            "pip install 'interlude[server]'"
+        ) from None
+    if not args.poll > 0:
+        raise CliError(f"--poll takes seconds > 0, got {args.poll}")
+    store = _store(args.store)
+    tokens = load_tokens(args.tokens)
+    made = None
+    if not tokens:
+        if not _loopback(args.host):
+            raise CliError(
+                f"no tokens, and --host {args.host} is not a loopback address: set "
+                "INTERLUDE_TOKENS=token=name (tokens of 16+ characters) or pass --tokens FILE"
+            )
+        import secrets
+
+        made = secrets.token_urlsafe(24)
+        tokens = {made: _operator()}
+    app = _load_app(args.app)[0] if args.worker else None
+    asgi = create_app(store, app, tokens=tokens, worker=args.worker, poll=args.poll)
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{shown_host}:{args.port}"
+    out.serving(url, made, tokens.get(made or "", ""), args.store, worker=args.worker)
+    config = uvicorn.Config(
+        asgi,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _worker(args: argparse.Namespace, out: Output) -> int:
+    import asyncio
+    import contextlib
+    import logging
+
+    from .. import Worker
+
+    if not args.poll > 0:
+        raise CliError(f"--poll takes seconds > 0, got {args.poll}")
+    store = _store(args.store)
+    app, which = _load_app(args.app)
+    worker = Worker(app, store, poll=args.poll)
+    if args.once:
+        handled = asyncio.run(worker.run_once())
+        out.worked(handled, dict(worker.failed))
+        return 1 if worker.failed else 0
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    out.working_forever(args.store, which)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stop between sessions
+        asyncio.run(worker.run())
+    out.worked(worker.handled, dict(worker.failed))
     return 0
 
 
@@ -606,9 +702,8 @@ def _lost_mid_run(agent: Agent) -> bool:
 
 
 def _await(coro: Coroutine[Any, Any, T]) -> T:
-    import asyncio
 
-    return asyncio.run(coro)
+    return run_sync(coro)
 
 
 def _what(exc: BaseException) -> str:

@@ -285,6 +285,44 @@ class Output:
             for entry in audit:
                 self._say(f"  {audit_line(entry)}")
 
+    def serving(self, url: str, token: str | None, name: str, store: str, *, worker: bool) -> None:
+        """Where the inbox listens, and how to sign in (a made-up token is printed once)."""
+        if self.json_mode:
+            info = {"url": url, "login": f"{url}/login", "token": token, "worker": worker}
+            print(json.dumps(info), flush=True)  # one line: the server keeps running after it
+            return
+        self._say(f"Interlude inbox on {url}  (store: {store})", "bold")
+        self._say(f"Open {url}/login and sign in with a token.")
+        if token is not None:
+            self._say(f"  token for {name} (this run only, shown once): {token}", "cyan")
+            self._say(
+                "  (set INTERLUDE_TOKENS=token=name or --tokens FILE to keep tokens across runs)",
+                "dim",
+            )
+        if worker:
+            self._say("A worker in this process carries sessions on once answered.", "dim")
+        else:
+            self._say(
+                f"Answers are recorded; run `{program()} worker{_store_flag(store)}"
+                f"{_app_flag(self.app)}` to carry sessions on (or serve --worker).",
+                "dim",
+            )
+        self._say("Ctrl-C stops.", "dim")
+        sys.stdout.flush()
+
+    def working_forever(self, store: str, which: str) -> None:
+        if not self.json_mode:
+            self._say(f"Worker on {store} ({which}); Ctrl-C stops.", "bold")
+
+    def worked(self, handled: int, failed: dict[str, str]) -> None:
+        """What a worker did: sessions carried on, and the ones that failed."""
+        if self.json_mode:
+            self._json({"handled": handled, "failed": failed})
+            return
+        self._say(f"worker: carried on {handled} session(s).")
+        for session_id, why in failed.items():
+            self._say(f"  session {session_id}: failed: {why}", "red")
+
 
 def audit_line(entry: dict[str, Any]) -> str:
     """One audit entry in words: ``2026-11-23 17:40:02  ana answered approve: true  (shown

@@ -1,0 +1,13 @@
+"""The web inbox: a JSON API, server-rendered HTML pages and a live list of the questions that
+paused agents wait on, with answers recorded for a worker to apply (``interlude serve``).
+
+Needs the ``[server]`` extra (Starlette, uvicorn, Jinja2, python-multipart); importing
+``interlude`` does not import it. See ``docs/inbox.md``.
+"""
+
+from __future__ import annotations
+
+from ._app import create_app
+from ._auth import load_tokens
+
+__all__ = ["create_app", "load_tokens"]

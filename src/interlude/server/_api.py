@@ -1,0 +1,201 @@
+"""The JSON API under ``/api``: pending questions, one session, and answers to record.
+
+Every route needs ``Authorization: Bearer <token>`` (401 otherwise, with no data). Recording
+returns 202 at once: a worker applies the answers. Status codes: 400 a body that is not the
+expected JSON; 404 no such session; 409 the session waits on no such question (not paused,
+unknown id, deadline passed) or the question already has a recorded answer; 422 an answer
+that does not fit its question (``path`` names the field) or a stale ``shown`` digest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..errors import (
+    AnswerValidationError,
+    InterruptExpiredError,
+    InvalidSessionIdError,
+    ResumeError,
+    ResumeInputError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+)
+from ._views import pending_json, session_json
+
+if TYPE_CHECKING:
+    from ._auth import Approver
+    from ._state import ServerState
+
+__all__ = ["api_routes", "error_for", "pending_filters"]
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.interlude
+    return state
+
+
+def _unauthorized() -> Response:
+    return JSONResponse(
+        {"error": "missing or wrong token: send Authorization: Bearer <token>"},
+        status_code=401,
+        headers={"WWW-Authenticate": 'Bearer realm="interlude"'},
+    )
+
+
+def _approver(request: Request) -> Approver | None:
+    return _state(request).auth.bearer(request.headers.get("authorization"))
+
+
+class BadRequest(ValueError):
+    """A query parameter or body that the API cannot read (400)."""
+
+
+def _number(request: Request, key: str) -> float | None:
+    text = request.query_params.get(key)
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{key}: {text[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise BadRequest(f"{key}: {text[:40]!r} is not a number of seconds >= 0")
+    return value
+
+
+def pending_filters(request: Request, now: float) -> dict[str, Any]:
+    """The ``Inbox.pending`` filters the query asks for (BadRequest if one is malformed)."""
+    limit_text = request.query_params.get("limit")
+    limit: int | None = None
+    if limit_text:
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+            raise BadRequest(f"limit: {limit_text[:40]!r} is not a whole number from 1 to 1000")
+        limit = int(limit_text)
+    older = _number(request, "older_than")
+    within = _number(request, "expiring_within")
+    return {
+        "agent": request.query_params.get("agent") or None,
+        "name": request.query_params.get("name") or None,
+        "tool_name": request.query_params.get("tool") or None,
+        "older_than": None if older is None else now - older,
+        "expiring_before": None if within is None else now + within,
+        "limit": limit,
+    }
+
+
+def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
+    """The status and body for an error of reading or answering a session (None: not ours)."""
+    body: dict[str, Any] = {"error": str(exc), "interrupt_id": None, "path": None}
+    if isinstance(exc, AnswerValidationError):
+        return 422, {**body, "interrupt_id": exc.interrupt_id, "path": list(exc.path)}
+    if isinstance(exc, ResumeInputError):
+        return 422, body
+    if isinstance(exc, InterruptExpiredError):
+        iid = None if exc.interrupt is None else exc.interrupt.id
+        return 409, {**body, "interrupt_id": iid}
+    if isinstance(exc, ResumeError | SessionConflictError):
+        return 409, body
+    if isinstance(exc, InvalidSessionIdError):
+        return 404, body
+    if isinstance(exc, SessionError) and not isinstance(exc, SessionCorruptError):
+        return 404, body
+    return None
+
+
+async def list_pending(request: Request) -> Response:
+    if _approver(request) is None:
+        return _unauthorized()
+    state = _state(request)
+    now = state.inbox.clock()
+    try:
+        filters = pending_filters(request, now)
+    except BadRequest as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    entries = await state.inbox.pending_async(**filters)
+    return JSONResponse({"pending": [pending_json(p, now) for p in entries]})
+
+
+async def show_session(request: Request) -> Response:
+    if _approver(request) is None:
+        return _unauthorized()
+    state = _state(request)
+    try:
+        view = await state.inbox.session_async(request.path_params["session_id"])
+    except Exception as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        return JSONResponse(mapped[1], status_code=mapped[0])
+    return JSONResponse(session_json(view, state.inbox.clock()))
+
+
+def _answers_body(raw: bytes) -> tuple[dict[str, Any], dict[str, str] | None]:
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("the body is not JSON") from None
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("answers"), dict)
+        or not body["answers"]
+    ):
+        raise BadRequest(
+            'the body is {"answers": {interrupt_id: answer, ...}, "shown": {...}?} with at least '
+            "one answer"
+        )
+    extra = set(body) - {"answers", "shown"}
+    if extra:
+        raise BadRequest(f"unknown body fields: {sorted(extra)!r}")
+    shown = body.get("shown")
+    if shown is not None and not (
+        isinstance(shown, dict) and all(isinstance(v, str) for v in shown.values())
+    ):
+        raise BadRequest('"shown" maps interrupt ids to digests (strings)')
+    return body["answers"], shown
+
+
+async def record_answers(request: Request) -> Response:
+    approver = _approver(request)
+    if approver is None:
+        return _unauthorized()
+    state = _state(request)
+    session_id = request.path_params["session_id"]
+    try:
+        answers, shown = _answers_body(await request.body())
+    except BadRequest as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    try:
+        recorded = await state.inbox.record_async(
+            session_id, answers, by=approver.name, shown=shown
+        )
+    except Exception as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        return JSONResponse(mapped[1], status_code=mapped[0])
+    state.recorded()
+    return JSONResponse(
+        {"session": session_id, "recorded": [r.to_dict() for r in recorded]}, status_code=202
+    )
+
+
+async def openapi(request: Request) -> Response:
+    from ._openapi import document
+
+    return JSONResponse(document())
+
+
+def api_routes() -> list[Route]:
+    return [
+        Route("/api/pending", list_pending, methods=["GET"]),
+        Route("/api/sessions/{session_id}", show_session, methods=["GET"]),
+        Route("/api/sessions/{session_id}/answers", record_answers, methods=["POST"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ]

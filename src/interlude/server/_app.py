@@ -1,0 +1,84 @@
+"""``create_app``: the inbox's ASGI application (API, HTML pages, events, optional worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING
+
+from starlette.applications import Starlette
+
+from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .._app import App
+    from ..sessions import SessionStore
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    store: SessionStore | str,
+    app: App | None = None,
+    *,
+    tokens: Mapping[str, str],
+    worker: bool = False,
+    poll: float = 0.5,
+    secret: bytes | None = None,
+    stream_seconds: float = 300.0,
+) -> Starlette:
+    """The inbox on ``store`` (a store or a store URL) as a Starlette application.
+
+    ``tokens`` maps each secret token (16+ characters) to the approver name the audit records.
+    With ``worker=True`` an :class:`~interlude.Worker` runs ``app``'s agents in the
+    application's lifespan, polling every ``poll`` seconds, and stops on shutdown. ``secret``
+    signs the session cookies and CSRF tokens (default: random per process, so a restart signs
+    everyone out). ``stream_seconds`` bounds one ``/events`` stream.
+    """
+    import jinja2
+
+    from ..sessions import Inbox
+    from ._api import api_routes
+    from ._auth import Auth
+    from ._events import event_routes
+    from ._pages import page_routes
+    from ._state import ServerState
+
+    if worker and app is None:
+        raise ConfigurationError("create_app(worker=True) needs the App whose agents it runs")
+    if not poll > 0:
+        raise ConfigurationError(f"poll is a number of seconds > 0, got {poll!r}")
+    auth = Auth(tokens, secret)
+    inbox = Inbox(store)
+    templates = jinja2.Environment(
+        loader=jinja2.PackageLoader("interlude.server", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    state = ServerState(
+        inbox=inbox, auth=auth, poll=poll, templates=templates, stream_seconds=stream_seconds
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        state.stopping = asyncio.Event()  # bound to the serving loop
+        task: asyncio.Task[None] | None = None
+        if worker and app is not None:
+            from .._worker import Worker
+
+            state.worker = Worker(app, inbox.store, poll=poll)
+            task = asyncio.create_task(state.worker.run(state.stopping))
+        try:
+            yield
+        finally:
+            state.stopping.set()
+            if task is not None:
+                await task
+            inbox.close()
+
+    starlette = Starlette(
+        routes=[*api_routes(), *event_routes(), *page_routes()], lifespan=lifespan
+    )
+    starlette.state.interlude = state
+    return starlette

@@ -1,0 +1,248 @@
+"""The OpenAPI 3.1 document of the JSON API, written out by hand (it is small)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["document"]
+
+_ERROR: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {"type": "string"},
+        "interrupt_id": {"type": ["string", "null"]},
+        "path": {"type": ["array", "null"], "items": {"type": ["string", "integer"]}},
+    },
+}
+
+_QUESTION: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "name", "source", "shown", "raised_at", "expired"],
+    "properties": {
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "reason": {"description": "any JSON the question carries"},
+        "source": {"type": "string"},
+        "tool": {"type": ["string", "null"]},
+        "input": {"type": ["object", "null"]},
+        "shown": {"type": "string", "description": "Interrupt.digest: pass it back as shown"},
+        "response_schema": {"type": ["object", "null"]},
+        "raised_at": {"type": "number"},
+        "expires_at": {"type": ["number", "null"]},
+        "expired": {"type": "boolean"},
+        "has_default": {"type": "boolean"},
+        "default": {},
+    },
+}
+
+_PENDING: dict[str, Any] = {
+    "allOf": [
+        {"$ref": "#/components/schemas/Question"},
+        {
+            "type": "object",
+            "required": ["session", "age_seconds"],
+            "properties": {
+                "session": {"type": "string"},
+                "agent": {"type": ["string", "null"]},
+                "age_seconds": {"type": "number"},
+            },
+        },
+    ]
+}
+
+_RECORDED: dict[str, Any] = {
+    "type": "object",
+    "required": ["seq", "interrupt_id", "by", "at"],
+    "properties": {
+        "seq": {"type": "integer"},
+        "interrupt_id": {"type": "string"},
+        "answer": {},
+        "by": {"type": "string"},
+        "at": {"type": "number"},
+        "shown": {"type": ["string", "null"]},
+    },
+}
+
+_SESSION: dict[str, Any] = {
+    "type": "object",
+    "required": ["session", "agent", "version", "running", "stopped"],
+    "properties": {
+        "session": {"type": "string"},
+        "agent": {"type": ["string", "null"]},
+        "version": {"type": "integer"},
+        "running": {"type": "boolean"},
+        "stopped": {"type": "boolean"},
+        "messages": {"type": "array", "items": {"type": "object"}},
+        "interrupts": {"type": "array", "items": {"$ref": "#/components/schemas/Question"}},
+        "recorded": {"type": "array", "items": {"$ref": "#/components/schemas/RecordedAnswer"}},
+        "audit": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+_ANSWERS: dict[str, Any] = {
+    "type": "object",
+    "required": ["answers"],
+    "additionalProperties": False,
+    "properties": {
+        "answers": {
+            "type": "object",
+            "description": "interrupt id -> answer (any JSON meeting the question's schema)",
+            "minProperties": 1,
+            "additionalProperties": {},
+        },
+        "shown": {
+            "type": "object",
+            "description": "interrupt id -> the digest of the question as the person saw it",
+            "additionalProperties": {"type": "string"},
+        },
+    },
+}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json({"$ref": "#/components/schemas/Error"}, description)
+
+
+_SESSION_ID = {
+    "name": "session_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "the session id",
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": schema,
+        "description": description,
+    }
+
+
+def document() -> dict[str, Any]:
+    """The API's OpenAPI 3.1 document."""
+    seconds = {"type": "number", "minimum": 0}
+    unauthorized = _error("no token, or a wrong one")
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Interlude inbox",
+            "version": "1",
+            "description": "Questions that paused agents wait on, and their answers. A worker "
+            "applies recorded answers; recording returns at once.",
+        },
+        "security": [{"bearer": []}],
+        "components": {
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a token from the server's tokens file or $INTERLUDE_TOKENS",
+                }
+            },
+            "schemas": {
+                "Error": _ERROR,
+                "Question": _QUESTION,
+                "Pending": _PENDING,
+                "RecordedAnswer": _RECORDED,
+                "Session": _SESSION,
+                "Answers": _ANSWERS,
+            },
+        },
+        "paths": {
+            "/api/pending": {
+                "get": {
+                    "operationId": "listPending",
+                    "summary": "The questions waiting for an answer, oldest first",
+                    "parameters": [
+                        _query("agent", {"type": "string"}, "only sessions of this agent"),
+                        _query("name", {"type": "string"}, "only questions of this name"),
+                        _query("tool", {"type": "string"}, "only questions about this tool"),
+                        _query("older_than", seconds, "raised at least this many seconds ago"),
+                        _query("expiring_within", seconds, "deadline within this many seconds"),
+                        _query(
+                            "limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "at most"
+                        ),
+                    ],
+                    "responses": {
+                        "200": _json(
+                            {
+                                "type": "object",
+                                "required": ["pending"],
+                                "properties": {
+                                    "pending": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/Pending"},
+                                    }
+                                },
+                            },
+                            "the pending questions",
+                        ),
+                        "400": _error("a malformed query parameter"),
+                        "401": unauthorized,
+                    },
+                }
+            },
+            "/api/sessions/{session_id}": {
+                "get": {
+                    "operationId": "showSession",
+                    "summary": "A session: conversation, pending questions, recorded answers, "
+                    "audit trail",
+                    "parameters": [_SESSION_ID],
+                    "responses": {
+                        "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
+                        "401": unauthorized,
+                        "404": _error("no such session"),
+                    },
+                }
+            },
+            "/api/sessions/{session_id}/answers": {
+                "post": {
+                    "operationId": "recordAnswers",
+                    "summary": "Record answers for a worker to apply, as the token's approver",
+                    "parameters": [_SESSION_ID],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Answers"}}
+                        },
+                    },
+                    "responses": {
+                        "202": _json(
+                            {
+                                "type": "object",
+                                "required": ["session", "recorded"],
+                                "properties": {
+                                    "session": {"type": "string"},
+                                    "recorded": {
+                                        "type": "array",
+                                        "items": {"$ref": "#/components/schemas/RecordedAnswer"},
+                                    },
+                                },
+                            },
+                            "recorded; a worker carries the session on",
+                        ),
+                        "400": _error("the body is not the expected JSON"),
+                        "401": unauthorized,
+                        "404": _error("no such session"),
+                        "409": _error(
+                            "not paused, no such pending question, its deadline passed, or it "
+                            "already has a recorded answer"
+                        ),
+                        "422": _error(
+                            "an answer does not fit its question (path names the field), or "
+                            "the question changed since it was shown"
+                        ),
+                    },
+                }
+            },
+        },
+    }

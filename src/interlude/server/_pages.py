@@ -1,0 +1,345 @@
+"""The HTML inbox: sign in, the list of waiting questions, a page per session with a form per
+question, and the posted answers. Rendered on the server with Jinja2 (autoescaped)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
+from ._api import error_for
+from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
+from ._forms import FormError, answer_from_form, form_for
+from ._views import fingerprint
+
+if TYPE_CHECKING:
+    from .._interrupt import Interrupt
+    from .._messages import Message
+    from ..sessions import PendingInterrupt, RecordedAnswer
+    from ._state import ServerState
+
+__all__ = ["page_routes", "pending_rows", "request_approver"]
+
+
+def _state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.interlude
+    return state
+
+
+def request_approver(request: Request) -> Approver | None:
+    """Who sent a browser request: the approver of its session cookie, or None."""
+    return _state(request).auth.from_cookie(request.cookies.get(COOKIE))
+
+
+def _render(
+    request: Request,
+    template: str,
+    status: int = 200,
+    approver: Approver | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    state = _state(request)
+    nonce = secrets.token_urlsafe(16)
+    logout_csrf = "" if approver is None else state.auth.csrf(approver.cookie, "logout")
+    body = state.templates.get_template(template).render(
+        nonce=nonce, approver=approver, logout_csrf=logout_csrf, **context
+    )
+    headers = {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; "
+            "connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+            "base-uri 'none'"
+        ),
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+    return HTMLResponse(body, status_code=status, headers=headers)
+
+
+def _to_login() -> Response:
+    return RedirectResponse("/login", status_code=303)
+
+
+def _clock(when: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
+
+
+def _age(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _short(interrupt_id: str) -> str:
+    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
+
+
+def _summary(i: Interrupt) -> str:
+    parts = []
+    if i.tool_use is not None:
+        parts.append(json.dumps(i.tool_use.input, ensure_ascii=False))
+    if i.reason is not None:
+        parts.append(json.dumps(i.reason, ensure_ascii=False))
+    text = " - ".join(parts)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
+    """The list page's rows, and the fingerprint the event stream compares."""
+    now = state.inbox.clock()
+    entries: list[PendingInterrupt] = await state.inbox.pending_async()
+    answered: dict[str, dict[str, str]] = {}
+    for session_id in {e.session_id for e in entries}:
+        recorded: list[RecordedAnswer] = await state.inbox.store.recorded_answers(session_id)
+        answered[session_id] = {r.interrupt_id: r.by for r in recorded}
+    rows = []
+    for e in entries:
+        i = e.interrupt
+        rows.append(
+            {
+                "session": e.session_id,
+                "agent": e.agent,
+                "name": i.name,
+                "short": _short(i.id),
+                "tool": None if i.tool_use is None else i.tool_use.name,
+                "summary": _summary(i),
+                "age": _age(now - e.raised_at),
+                "expires_at": i.expires_at,
+                "expired": i.expires_at is not None and i.expires_at <= now,
+                "deadline": None if i.expires_at is None else _clock(i.expires_at),
+                "answered_by": answered.get(e.session_id, {}).get(i.id),
+            }
+        )
+    digest = fingerprint(
+        (str(r["session"]), str(r["short"]), bool(r["expired"]), r["answered_by"] is not None)
+        for r in rows
+    )
+    return rows, digest
+
+
+async def login_page(request: Request) -> Response:
+    pre = request.cookies.get(PRE_COOKIE) or secrets.token_urlsafe(24)
+    response = _render(
+        request, "login.html", error=None, csrf=_state(request).auth.csrf(pre, "login")
+    )
+    _set_cookie(request, response, PRE_COOKIE, pre, max_age=3600)
+    return response
+
+
+async def login(request: Request) -> Response:
+    state = _state(request)
+    form = await request.form()
+    pre = request.cookies.get(PRE_COOKIE, "")
+    if not state.auth.check_csrf(pre, "login", form.get("csrf")):
+        return _render(request, "message.html", 403, heading="Refused", message=_FORGED)
+    token = form.get("token")
+    cookie = state.auth.issue_cookie(token.strip()) if isinstance(token, str) else None
+    if cookie is None:
+        return _render(
+            request,
+            "login.html",
+            401,
+            error="That token is not known here.",
+            csrf=state.auth.csrf(pre, "login"),
+        )
+    response = RedirectResponse("/", status_code=303)
+    _set_cookie(request, response, COOKIE, cookie, max_age=int(COOKIE_TTL))
+    response.delete_cookie(PRE_COOKIE, path="/")
+    return response
+
+
+async def logout(request: Request) -> Response:
+    approver = request_approver(request)
+    if approver is None:
+        return _to_login()
+    form = await request.form()
+    if not _state(request).auth.check_csrf(approver.cookie, "logout", form.get("csrf")):
+        return _render(request, "message.html", 403, approver, heading="Refused", message=_FORGED)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+def _set_cookie(request: Request, response: Response, key: str, value: str, max_age: int) -> None:
+    response.set_cookie(
+        key,
+        value,
+        max_age=max_age,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+
+
+_FORGED = (
+    "This form did not come from this inbox (a missing or wrong CSRF token): nothing was done."
+)
+
+
+async def inbox_page(request: Request) -> Response:
+    approver = request_approver(request)
+    if approver is None:
+        return _to_login()
+    rows, digest = await pending_rows(_state(request))
+    return _render(request, "list.html", approver=approver, rows=rows, fingerprint=digest)
+
+
+async def pending_fragment(request: Request) -> Response:
+    if request_approver(request) is None:
+        return HTMLResponse("sign in first", status_code=401)
+    rows, digest = await pending_rows(_state(request))
+    return _render(request, "_pending.html", rows=rows, fingerprint=digest)
+
+
+def _transcript(messages: list[Message]) -> list[str]:
+    lines = []
+    for m in messages:
+        for block in m.content:
+            if isinstance(block, Text) and block.text:
+                lines.append(f"{m.role}: {block.text}")
+            elif isinstance(block, ToolUse):
+                lines.append(f"  -> {block.name} {json.dumps(block.input, ensure_ascii=False)}")
+            elif isinstance(block, ToolResult):
+                text = " ".join(
+                    b.text if isinstance(b, Text)
+                    else json.dumps(b.value) if isinstance(b, Json) else "[image]"
+                    for b in block.content
+                )  # fmt: skip
+                lines.append(f"  <- {block.status}: {text[:200]}")
+            elif isinstance(block, Reasoning):
+                lines.append(f"  (thinking) {block.text[:80]}")
+            elif isinstance(block, Image):
+                lines.append(f"{m.role}: [image {block.media_type}]")
+    return lines
+
+
+def _audit_line(entry: dict[str, Any]) -> str:
+    at = entry.get("at")
+    when = _clock(at) if isinstance(at, int | float) else "(no time)"
+    answer = json.dumps(entry.get("answer"), ensure_ascii=False)
+    if entry.get("expired"):
+        return f"{when}  {entry.get('name')} expired unanswered: {answer}"
+    return f"{when}  {entry.get('by')} answered {entry.get('name')}: {answer}"
+
+
+async def session_page(
+    request: Request, *, status: int = 200, error: str | None = None
+) -> Response:
+    approver = request_approver(request)
+    if approver is None:
+        return _to_login()
+    state = _state(request)
+    session_id = request.path_params["session_id"]
+    try:
+        view = await state.inbox.session_async(session_id)
+    except Exception as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        return _render(
+            request, "message.html", mapped[0], approver, heading="No such session",
+            message=str(exc),
+        )  # fmt: skip
+    now = state.inbox.clock()
+    by = {r.interrupt_id: r.by for r in view.recorded}
+    questions = []
+    for i in view.interrupts:
+        questions.append(
+            {
+                "interrupt": i,
+                "short": _short(i.id),
+                "form": form_for(i.response_schema),
+                "input_json": None
+                if i.tool_use is None
+                else json.dumps(i.tool_use.input, indent=2, ensure_ascii=False),
+                "reason_json": json.dumps(i.reason, indent=2, ensure_ascii=False),
+                "schema_json": None
+                if i.response_schema is None
+                else json.dumps(i.response_schema, indent=2, ensure_ascii=False),
+                "raised": _clock(i.raised_at),
+                "deadline": None if i.expires_at is None else _clock(i.expires_at),
+                "expired": i.expires_at is not None and i.expires_at <= now,
+                "answered_by": by.get(i.id),
+            }
+        )
+    notice = None
+    if request.query_params.get("answered") and error is None:
+        notice = "Your answer is recorded; a worker carries the run on."
+    return _render(
+        request,
+        "session.html",
+        status,
+        approver,
+        view=view,
+        questions=questions,
+        transcript=_transcript(view.messages),
+        audit=[_audit_line(e.to_dict()) for e in view.audit],
+        csrf=state.auth.csrf(approver.cookie, f"answer:{session_id}"),
+        error=error,
+        notice=notice,
+    )
+
+
+async def answer(request: Request) -> Response:
+    approver = request_approver(request)
+    if approver is None:
+        return HTMLResponse("sign in first", status_code=401)
+    state = _state(request)
+    session_id = request.path_params["session_id"]
+    posted = await request.form()
+    data = {k: v for k, v in posted.multi_items() if isinstance(v, str)}
+    if not state.auth.check_csrf(approver.cookie, f"answer:{session_id}", data.get("csrf")):
+        return _render(request, "message.html", 403, approver, heading="Refused", message=_FORGED)
+    interrupt_id = data.get("interrupt_id", "")
+    try:
+        view = await state.inbox.session_async(session_id)
+    except Exception as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        return await session_page(request, status=mapped[0], error=str(exc))
+    question = next((i for i in view.interrupts if i.id == interrupt_id), None)
+    if question is None:
+        return await session_page(
+            request, status=409, error=f"No pending question {interrupt_id!r} in this session."
+        )
+    try:
+        value = answer_from_form(form_for(question.response_schema), data)
+        shown = {interrupt_id: data["shown"]} if data.get("shown") else None
+        await state.inbox.record_async(
+            session_id, {interrupt_id: value}, by=approver.name, shown=shown
+        )
+        state.recorded()
+    except FormError as exc:
+        return await session_page(request, status=422, error=str(exc))
+    except Exception as exc:
+        mapped = error_for(exc)
+        if mapped is None:
+            raise
+        return await session_page(request, status=mapped[0], error=str(exc))
+    return RedirectResponse(f"/sessions/{quote(session_id, safe='')}?answered=1", status_code=303)
+
+
+def page_routes() -> list[Route]:
+    return [
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/", inbox_page, methods=["GET"]),
+        Route("/fragments/pending", pending_fragment, methods=["GET"]),
+        Route("/sessions/{session_id}", session_page, methods=["GET"]),
+        Route("/sessions/{session_id}/answer", answer, methods=["POST"]),
+    ]

@@ -1,0 +1,68 @@
+"""The JSON shapes the API returns (the HTML pages render the same data)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._interrupt import Interrupt
+    from ..sessions import PendingInterrupt, RecordedAnswer
+    from ..sessions._inbox import SessionView
+
+__all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json"]
+
+
+def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
+    """A question as shown: tool and input, reason, answer schema, deadline, digest."""
+    return {
+        "id": i.id,
+        "name": i.name,
+        "reason": i.reason,
+        "source": i.source,
+        "tool": None if i.tool_use is None else i.tool_use.name,
+        "input": None if i.tool_use is None else i.tool_use.input,
+        "shown": i.digest,
+        "response_schema": i.response_schema,
+        "raised_at": i.raised_at,
+        "expires_at": i.expires_at,
+        "expired": i.expires_at is not None and i.expires_at <= now,
+        "has_default": i.has_default,
+        "default": i.default if i.has_default else None,
+    }
+
+
+def pending_json(p: PendingInterrupt, now: float) -> dict[str, Any]:
+    return {
+        "session": p.session_id,
+        "agent": p.agent,
+        **interrupt_json(p.interrupt, now),
+        "raised_at": p.raised_at,
+        "age_seconds": round(max(now - p.raised_at, 0.0), 1),
+    }
+
+
+def recorded_json(r: RecordedAnswer) -> dict[str, Any]:
+    return dict(r.to_dict())
+
+
+def session_json(view: SessionView, now: float) -> dict[str, Any]:
+    return {
+        "session": view.session_id,
+        "agent": view.agent,
+        "version": view.version,
+        "running": view.running,
+        "stopped": view.stopped,
+        "messages": [m.to_dict() for m in view.messages],
+        "interrupts": [interrupt_json(i, now) for i in view.interrupts],
+        "recorded": [recorded_json(r) for r in view.recorded],
+        "audit": [e.to_dict() for e in view.audit],
+    }
+
+
+def fingerprint(items: Iterable[tuple[str, str, bool, bool]]) -> str:
+    """A short digest of the pending list's state (session, question, expired, answered)."""
+    text = json.dumps(sorted(items))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,85 @@
+"""A real browser: headless Chromium (Debian's, driven by Playwright) answers in the inbox.
+
+Skipped with the reason when Chromium or Playwright is missing, except in CI
+(``INTERLUDE_REQUIRE_SERVICES=1``), where ``.ci/run`` installs Chromium. With
+``INTERLUDE_SCREENSHOT=1`` it saves the inbox page to ``docs/inbox.png``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from interlude import Worker
+from interlude.server import create_app
+from interlude.sessions import Inbox
+
+from . import inbox_app
+from .conftest import TOKENS, chromium
+from .live import serving
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = next(t for t, name in TOKENS.items() if name == "ana")
+
+
+def test_a_person_approves_in_chromium_and_the_tool_runs_once(store_url: str) -> None:
+    executable = chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    iid = inbox_app.pause("ops", "demo-1", store_url)
+    inbox_app.pause("refunds", "refund-7", store_url)
+    asgi = create_app(store_url, inbox_app.app, tokens=TOKENS, poll=0.1)
+    with serving(asgi) as url, sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 640})
+            page.goto(f"{url}/")
+            assert page.url == f"{url}/login"  # no data without signing in
+            page.fill("#token", TOKEN)
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{url}/")
+            expect(page.locator("#pending")).to_contain_text("demo-1")
+            expect(page.locator("#pending")).to_contain_text("refund-7")
+            expect(page.locator("header")).to_contain_text("signed in as ana")
+            if os.environ.get("INTERLUDE_SCREENSHOT") == "1":
+                page.screenshot(path=str(ROOT / "docs" / "inbox.png"), full_page=True)
+
+            page.click("a[href='/sessions/demo-1#q-" + _short(iid) + "']")
+            page.wait_for_url(f"{url}/sessions/demo-1*")
+            expect(page.locator("section.question pre").first).to_contain_text('"service": "web"')
+            page.click("button.approve")
+            expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
+
+            (recorded,) = Inbox(store_url).session("demo-1").recorded
+            assert (recorded.interrupt_id, recorded.answer, recorded.by) == (iid, True, "ana")
+            assert inbox_app.RUNS == []
+            assert _work(store_url) == 1
+            assert inbox_app.RUNS == ["deploy web 1.2.3"]
+
+            # The open list page learns it from the event stream: demo-1 leaves the list.
+            page.goto(f"{url}/")
+            expect(page.locator("#pending")).not_to_contain_text("demo-1")
+            inbox_app.pause("ops", "demo-2", store_url)  # a new question arrives, live
+            expect(page.locator("#pending")).to_contain_text("demo-2", timeout=10_000)
+        finally:
+            browser.close()
+    assert _work(store_url) == 0
+    assert inbox_app.RUNS == ["deploy web 1.2.3"]
+
+
+def _work(store_url: str) -> int:
+    """One worker pass, in a thread of its own (Playwright's loop runs in this one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        worker = Worker(inbox_app.app, store_url)
+        return pool.submit(asyncio.run, worker.run_once()).result(timeout=60)
+
+
+def _short(interrupt_id: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
