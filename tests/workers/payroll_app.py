@@ -27,6 +27,13 @@ def pay(to: str, cents: int) -> str:
         to: Who.
         cents: How much.
     """
+    started = os.environ.get("PAYROLL_STARTED")
+    if started:  # say the body started, then take long enough to be killed in the middle
+        with open(started, "a", encoding="utf-8") as f:
+            f.write(f"{to}\n")
+        import time
+
+        time.sleep(float(os.environ.get("PAYROLL_SLOW", "0")))
     entry = {"to": to, "cents": cents, "pid": os.getpid()}
     path = os.environ.get("PAYROLL_LEDGER")
     if path:
@@ -60,6 +67,7 @@ def build(session: AgentSession) -> Agent:
         session=session.store,
         session_id=session.id,
         clock=clock,
+        session_lease=float(os.environ.get("PAYROLL_LEASE", "30")),
     )
     agent.hooks.add_callback(BeforeToolCallEvent, approve)
     return agent

@@ -158,3 +158,55 @@ def test_four_worker_processes_finish_500_answered_sessions_each_once(tmp_path: 
         assert sum(handled) == n and all(h > 0 for h in handled), handled
         assert inbox.pending() == []
         assert asyncio.run(store.sessions_to_resume(10**10)) == []
+
+
+def test_a_worker_killed_mid_payment_is_recovered_by_another_which_asks_first(
+    tmp_path: Path,
+) -> None:
+    """A worker process is SIGKILLed while a payment runs. Once its claim's lease runs out,
+    another worker recovers the session: the payment, maybe made, is not made again; the
+    session waits on an in-doubt question instead, and answering it finishes the run."""
+    import signal
+    import time
+
+    db = tmp_path / "s.db"
+    started = tmp_path / "started.txt"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(HERE.parent),
+        "PAYROLL_LEDGER": str(tmp_path / "ledger.jsonl"),
+        "PAYROLL_STARTED": str(started),
+        "PAYROLL_SLOW": "60",
+        "PAYROLL_LEASE": "1",
+    }
+    store = SQLiteStore(db)
+    qid = _paused(store, "s")
+    Inbox(store).record("s", {qid: True}, by="ana")
+    code = (
+        "import asyncio, sys\n"
+        "from interlude import Worker\n"
+        "from workers.payroll_app import app\n"
+        "asyncio.run(Worker(app, sys.argv[1]).run_once())\n"
+    )
+    doomed = subprocess.Popen([sys.executable, "-c", code, f"sqlite:///{db}"], env=env)
+    try:
+        for _ in range(400):
+            if started.exists():
+                break
+            time.sleep(0.05)
+        assert started.read_text() == "ana\n", "the payment never started"
+        doomed.send_signal(signal.SIGKILL)
+    finally:
+        doomed.wait(timeout=30)
+    worker = Worker(app, SQLiteStore(db))
+    deadline = time.time() + 10
+    while not asyncio.run(worker.run_once()) and time.time() < deadline:
+        time.sleep(0.2)  # until the dead worker's claim has run out
+    view = Inbox(store).session("s")
+    (question,) = view.interrupts
+    assert question.source == "in_doubt" and question.tool_use.input == {"to": "ana", "cents": 100}
+    assert not (tmp_path / "ledger.jsonl").exists()  # nothing paid twice (or at all, here)
+    Inbox(store).record("s", {question.id: "fail"}, by="ana")
+    assert asyncio.run(worker.run_once()) == 1
+    assert Inbox(store).pending() == [] and not (tmp_path / "ledger.jsonl").exists()
+    assert [e["by"] for e in Inbox(store).audit("s")] == ["ana", "ana"]
