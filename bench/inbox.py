@@ -167,7 +167,7 @@ async def main():
     while idle < 5:
         idle = 0 if await w.run_once() else idle + 1
         await asyncio.sleep(0.02)
-    print(w.handled, time.time())
+    print(w.handled, w.conflicts, time.time())
 asyncio.run(main())
 """
 
@@ -198,13 +198,14 @@ def bench_pg_workers(n: int) -> list[str]:
             )
             for _ in range(4)
         ]
-        handled, ends = 0, []
+        handled, conflicts, ends = 0, 0, []
         for p in procs:
             out, err = p.communicate(timeout=600)
             if p.returncode != 0:
                 return [f"   PostgreSQL workers: a worker failed: {err.strip()[-300:]}"]
-            count, end = out.split()
+            count, clashed, end = out.split()
             handled += int(count)
+            conflicts += int(clashed)
             ends.append(float(end))
         idle_tail = 5 * 0.02  # each worker's last idle polls
         seconds = max(ends) - t0 - idle_tail
@@ -221,7 +222,8 @@ def bench_pg_workers(n: int) -> list[str]:
         raw = statistics.median(samples)
         return [
             f"   {n} answered sessions, 4 worker processes: {handled / seconds:,.0f} answers/s "
-            f"({seconds:.2f} s incl. process start), {handled} applied, {left} still pending",
+            f"({seconds:.2f} s incl. process start), {handled} applied, {left} still pending, "
+            f"{conflicts} times a worker found a session taken by another",
             f"   raw INSERT + COMMIT on the same server: median {raw:.3f} ms "
             f"({1e3 / raw:,.0f} commits/s on one connection); an applied answer costs a load, "
             "the run's saves (claim, journal, final) and clearing the answer",

@@ -60,6 +60,8 @@ class Worker:
         self.concurrency = max(1, concurrency)
         self.clock: Callable[[], float] = clock or time.time
         self.handled = 0
+        self.conflicts = 0
+        """Sessions another process was running when this worker came to them (skipped)."""
         self.failed: dict[str, str] = {}
         self._backoff: dict[str, float] = {}
         self._wake: asyncio.Event | None = None
@@ -113,6 +115,7 @@ class Worker:
             agent = await self.app.open_async(session_id, self.store)
             worked = await self._apply(session_id, agent)
         except SessionConflictError:
+            self.conflicts += 1
             return False  # another worker (or process) runs it: theirs
         except InterludeError as exc:
             self._failed(session_id, exc)
