@@ -657,3 +657,13 @@ def test_an_unnamed_agent_refuses_a_pause_signed_for_a_named_one() -> None:
     _, state = _signed_pause(name="admin")
     with pytest.raises(StateIntegrityError):
         _fresh(signing_key=KEY).import_state(state)
+
+
+def test_an_answer_with_a_lone_surrogate_is_refused_before_anything_changes() -> None:
+    """PostgreSQL's jsonb and UTF-8 output refuse a lone surrogate: it is not text."""
+    agent = _agent(lambda e: e.interrupt("approve"))
+    (question,) = agent("go").interrupts
+    before = agent.export_state()
+    with pytest.raises(ResumeInputError, match="not valid Unicode"):
+        agent.resume({question.id: {"note": "x\ud800y"}})
+    assert agent.export_state() == before and paid == []

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..sessions._protocol import SessionStore
+    from ._executor import Executor
     from ._loop import Emit
     from ._persist import SessionLink
 
@@ -122,6 +123,10 @@ class Agent:
         self.clock: Callable[[], float] = clock or time.time
         """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
         self._audit: list[AuditEntry] = []
+        from ._executor import LOCAL
+
+        self._executor: Executor = LOCAL
+        """Where model calls and tool bodies run (see ``_executor``): this process."""
         self.in_doubt = in_doubt
         """What recovery does with a call whose process stopped while it ran, for tools not
         marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""

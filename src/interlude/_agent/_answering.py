@@ -39,10 +39,15 @@ def check_answers(
                 f"no pending interrupt has id {key!r}; pending: {', '.join(sorted(asked))}"
             )
         try:
-            json.dumps(value, allow_nan=False)  # NaN: not JSON, and PostgreSQL refuses it
+            # NaN is not JSON, and a lone surrogate is not text: PostgreSQL refuses both.
+            json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
         except RecursionError:
             raise ResumeInputError(
                 f"the answer to {key!r} is nested too deeply to be saved"
+            ) from None
+        except UnicodeEncodeError:
+            raise ResumeInputError(
+                f"the answer to {key!r} holds text that is not valid Unicode (a lone surrogate)"
             ) from None
         except (TypeError, ValueError) as exc:
             raise ResumeInputError(f"the answer to {key!r} is not JSON-compatible: {exc}") from None

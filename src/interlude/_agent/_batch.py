@@ -7,7 +7,6 @@ at any call and carry on later exactly there.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING
 
 from .._interrupt import Answers, Interrupt, interrupt_id
@@ -241,7 +240,7 @@ async def _body(
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
         return _error(tool_use, problem), None
-    call.phase, call.started_at = "running", time.time()
+    call.phase, call.started_at = "running", run.agent.clock()
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
     run.progressed = True
@@ -250,7 +249,7 @@ async def _body(
     context = ToolContext(tool_use, run.agent, run.progress.answers)
     run.in_flight += 1
     try:
-        return await tool.run(tool_use, context), None
+        return await run.agent._executor.run_tool(run, call, tool, tool_use, context), None
     except InterruptSignal as signal:
         return None, signal
     except Exception as exc:
@@ -284,7 +283,7 @@ def _unbound(before: BeforeToolCallEvent, answers: Answers) -> list[Interrupt]:
                 reason=reason,
                 source="before_tool_call",
                 tool_use=final,
-                raised_at=time.time(),
+                raised_at=answers.clock(),
             )
         )
     return again
@@ -375,7 +374,7 @@ def _settle_in_doubt(run: Run, call: ToolCall) -> Interrupt | None:
                 },
                 source="in_doubt",
                 tool_use=call.active_use,
-                raised_at=time.time(),
+                raised_at=run.agent.clock(),
             )
     if answer == "rerun":
         return None  # phase "running": the loop runs the body again from the top

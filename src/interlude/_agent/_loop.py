@@ -237,7 +237,7 @@ class Run:
             await self.checkpoint()
         self.progressed = True
         try:
-            response = await self._call_model()
+            response = await self.agent._executor.call_model(self)
         except Exception as exc:
             return AfterModelCall(None, exc)
         return AfterModelCall(response, None)
