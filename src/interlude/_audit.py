@@ -35,7 +35,8 @@ def shown_digest(interrupt: Interrupt) -> str:
         "tool_use": None if interrupt.tool_use is None else tool_use_to_dict(interrupt.tool_use),
     }
     text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (not text, but a model may send one) still gets a digest
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -151,3 +151,26 @@ def pause(name: str, session_id: str, store: object) -> str:
     assert result.stop_reason == "interrupt", result.stop_reason
     (question,) = result.interrupts
     return question.id
+
+
+ODD = {"service": "x\ud800y", "version": "1.0\u202e# txt.gnp"}
+"""The input of the ``odd`` agent's tool call: a lone surrogate and a bidi override."""
+
+
+def _odd_reply(request: ModelRequest) -> str | list[ToolUse]:
+    results = [b for b in request.messages[-1].content if isinstance(b, ToolResult)]
+    if not results:
+        return [ToolUse("call_odd", "deploy", dict(ODD))]
+    return f"finished: {results[0].status}"
+
+
+@app.agent("odd")
+def _odd(session: AgentSession) -> Agent:
+    agent = Agent(
+        FunctionModel(_odd_reply), tools=[deploy], session=session.store, session_id=session.id
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _ask_plain)  # type: ignore[arg-type]
+    return agent
+
+
+PROMPTS["odd"] = "Deploy the odd one"

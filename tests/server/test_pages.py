@@ -22,6 +22,14 @@ def _csrf(html: str, action: str = "") -> str:
     return match.group(1)
 
 
+def _form(html: str, iid: str) -> dict[str, str]:
+    """The hidden fields of the answer form of question ``iid`` on a session page."""
+    at = html.index(f'name="interrupt_id" value="{iid}"')
+    shown = re.search(r'name="shown" value="([^"]+)"', html[at:])
+    assert shown, html
+    return {"csrf": _csrf(html, "/sessions/"), "interrupt_id": iid, "shown": shown.group(1)}
+
+
 def login(client: TestClient, token: str = ANA) -> None:
     page = client.get("/login")
     r = client.post(
@@ -50,8 +58,14 @@ def test_a_forged_cookie_is_refused(client: TestClient, store_url: str) -> None:
     inbox_app.pause("ops", "s1", store_url)
     login(client)
     cookie = client.cookies["interlude_session"]
-    who, fp, issued, mac = cookie.split(".")
-    for forged in (f"Ym8.{fp}.{issued}.{mac}", f"{who}.{fp}.{int(issued) + 1}.{mac}", "x.y"):
+    who, fp, issued, nonce, mac = cookie.split(".")
+    for forged in (
+        f"Ym8.{fp}.{issued}.{nonce}.{mac}",
+        f"{who}.{fp}.{int(issued) + 1}.{nonce}.{mac}",
+        f"{who}.{fp}.{issued}.x{nonce}.{mac}",
+        f"{who}.{fp}.{issued}.{mac}",
+        "x.y",
+    ):
         client.cookies.clear()
         client.cookies.set("interlude_session", forged)  # "bo" with ana's MAC, a later time
         assert client.get("/", follow_redirects=False).status_code == 303
@@ -123,7 +137,7 @@ def test_object_schema_gives_fields_and_a_bad_one_re_renders_422(
     page = client.get("/sessions/s2")
     for name in ('name="f.approve"', 'name="f.cap"', 'name="f.note"', "the most that may be"):
         assert name in page.text
-    base = {"csrf": _csrf(page.text, "/sessions/"), "interrupt_id": iid}
+    base = _form(page.text, iid)
     bad = client.post("/sessions/s2/answer", data={**base, "f.approve": "true", "f.cap": "-5"})
     assert bad.status_code == 422 and 'id="error"' in bad.text and "cap" in bad.text
     nan = client.post("/sessions/s2/answer", data={**base, "f.approve": "true", "f.cap": "lots"})
@@ -139,7 +153,7 @@ def test_object_schema_gives_fields_and_a_bad_one_re_renders_422(
 def test_unchecked_box_is_false(client: TestClient, store_url: str) -> None:
     iid = inbox_app.pause("refunds", "s2", store_url)
     login(client)
-    base = {"csrf": _csrf(client.get("/sessions/s2").text, "/sessions/"), "interrupt_id": iid}
+    base = _form(client.get("/sessions/s2").text, iid)
     assert client.post("/sessions/s2/answer", data={**base, "f.cap": "0"}).status_code == 200
     asyncio.run(Worker(inbox_app.app, store_url).run_once())
     assert inbox_app.RUNS == []  # declined: the tool did not run
@@ -152,7 +166,7 @@ def test_literal_schema_gives_a_button_per_choice(client: TestClient, store_url:
     page = client.get("/sessions/s3")
     for choice in ("billing", "tech", "drop"):
         assert f'value="&#34;{choice}&#34;"' in page.text
-    base = {"csrf": _csrf(page.text, "/sessions/"), "interrupt_id": iid}
+    base = _form(page.text, iid)
     assert client.post("/sessions/s3/answer", data={**base, "answer": '"nope"'}).status_code == 422
     assert client.post("/sessions/s3/answer", data={**base, "answer": '"tech"'}).status_code == 200
     asyncio.run(Worker(inbox_app.app, store_url).run_once())
@@ -162,7 +176,7 @@ def test_literal_schema_gives_a_button_per_choice(client: TestClient, store_url:
 def test_free_json_answer_for_a_question_without_schema(client: TestClient, store_url: str) -> None:
     iid = inbox_app.pause("ops", "s1", store_url)
     login(client)
-    base = {"csrf": _csrf(client.get("/sessions/s1").text, "/sessions/"), "interrupt_id": iid}
+    base = _form(client.get("/sessions/s1").text, iid)
     bad = client.post("/sessions/s1/answer", data={**base, "answer": "__json__", "json": "{x"})
     assert bad.status_code == 422 and "is not JSON" in bad.text
     good = {**base, "answer": "__json__", "json": '{"why": "not today"}'}

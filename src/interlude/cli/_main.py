@@ -31,6 +31,8 @@ from ..errors import InterludeError, ResumeError, SessionConflictError, SessionE
 from ._render import Output, claim_words, program, short_id, show_command
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from .. import Agent, AgentResult, App
     from .._agent._state import Pause
     from .._messages import Message
@@ -576,7 +578,17 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         lifespan="on",
         timeout_graceful_shutdown=3,
     )
-    uvicorn.Server(config).run()
+    from ..server._app import stop_streams
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stop_streams(asgi)  # end the event streams now, not after the graceful timeout
+            super().handle_exit(sig, frame)
+
+    import contextlib
+
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once it has stopped
+        Server(config).run()
     return 0
 
 

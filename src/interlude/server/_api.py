@@ -9,12 +9,11 @@ that does not fit its question (``path`` names the field) or a stale ``shown`` d
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from ..errors import (
@@ -27,6 +26,7 @@ from ..errors import (
     SessionCorruptError,
     SessionError,
 )
+from ._output import JSON, UnsafeJson, loads
 from ._views import pending_json, session_json
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def _state(request: Request) -> ServerState:
 
 
 def _unauthorized() -> Response:
-    return JSONResponse(
+    return JSON(
         {"error": "missing or wrong token: send Authorization: Bearer <token>"},
         status_code=401,
         headers={"WWW-Authenticate": 'Bearer realm="interlude"'},
@@ -117,9 +117,9 @@ async def list_pending(request: Request) -> Response:
     try:
         filters = pending_filters(request, now)
     except BadRequest as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSON({"error": str(exc)}, status_code=400)
     entries = await state.inbox.pending_async(**filters)
-    return JSONResponse({"pending": [pending_json(p, now) for p in entries]})
+    return JSON({"pending": [pending_json(p, now) for p in entries]})
 
 
 async def show_session(request: Request) -> Response:
@@ -132,15 +132,15 @@ async def show_session(request: Request) -> Response:
         mapped = error_for(exc)
         if mapped is None:
             raise
-        return JSONResponse(mapped[1], status_code=mapped[0])
-    return JSONResponse(session_json(view, state.inbox.clock()))
+        return JSON(mapped[1], status_code=mapped[0])
+    return JSON(session_json(view, state.inbox.clock()))
 
 
 def _answers_body(raw: bytes) -> tuple[dict[str, Any], dict[str, str] | None]:
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("the body is not JSON") from None
+        body = loads(raw)
+    except UnsafeJson as exc:
+        raise BadRequest(f"the body is {exc}") from None
     if (
         not isinstance(body, dict)
         or not isinstance(body.get("answers"), dict)
@@ -170,18 +170,28 @@ async def record_answers(request: Request) -> Response:
     try:
         answers, shown = _answers_body(await request.body())
     except BadRequest as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSON({"error": str(exc)}, status_code=400)
     try:
         recorded = await state.inbox.record_async(
             session_id, answers, by=approver.name, shown=shown
+        )
+    except UnicodeError:  # a question's data is not Unicode text: its digest cannot be made
+        return JSON(
+            {
+                "error": "a question's data holds text that is not Unicode (a lone surrogate): "
+                'its shown digest cannot be checked; answer without "shown"',
+                "interrupt_id": None,
+                "path": None,
+            },
+            status_code=422,
         )
     except Exception as exc:
         mapped = error_for(exc)
         if mapped is None:
             raise
-        return JSONResponse(mapped[1], status_code=mapped[0])
+        return JSON(mapped[1], status_code=mapped[0])
     state.recorded()
-    return JSONResponse(
+    return JSON(
         {"session": session_id, "recorded": [r.to_dict() for r in recorded]}, status_code=202
     )
 
@@ -189,7 +199,7 @@ async def record_answers(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from ._openapi import document
 
-    return JSONResponse(document())
+    return JSON(document())
 
 
 def api_routes() -> list[Route]:

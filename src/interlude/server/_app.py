@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from ..errors import ConfigurationError
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from .._app import App
     from ..sessions import SessionStore
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "stop_streams"]
 
 
 def create_app(
@@ -41,7 +42,9 @@ def create_app(
     from ..sessions import Inbox
     from ._api import api_routes
     from ._auth import Auth
-    from ._events import event_routes
+    from ._events import Hub, event_routes
+    from ._limits import BodyLimit
+    from ._output import finalize
     from ._pages import page_routes
     from ._state import ServerState
 
@@ -55,14 +58,17 @@ def create_app(
         loader=jinja2.PackageLoader("interlude.server", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=finalize,
     )
     state = ServerState(
         inbox=inbox, auth=auth, poll=poll, templates=templates, stream_seconds=stream_seconds
     )
+    state.hub = Hub(state)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         state.stopping = asyncio.Event()  # bound to the serving loop
+        state.loop = asyncio.get_running_loop()
         task: asyncio.Task[None] | None = None
         if worker and app is not None:
             from .._worker import Worker
@@ -78,7 +84,19 @@ def create_app(
             inbox.close()
 
     starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes()], lifespan=lifespan
+        routes=[*api_routes(), *event_routes(), *page_routes()],
+        middleware=[Middleware(BodyLimit)],
+        lifespan=lifespan,
     )
     starlette.state.interlude = state
     return starlette
+
+
+def stop_streams(asgi: Starlette) -> None:
+    """Tell an application made by :func:`create_app` that its server is stopping: its event
+    streams end (and its worker stops) at once instead of holding the shutdown until the
+    server's graceful timeout. Safe to call from a signal handler or another thread; the CLI's
+    ``serve`` calls it on Ctrl-C / SIGTERM."""
+    state = getattr(asgi.state, "interlude", None)
+    if state is not None:
+        state.stop()

@@ -2,9 +2,11 @@
 
 Tokens map a secret to an approver name; the name is what the audit records. The browser never
 keeps the token: logging in trades it for a cookie holding the approver's name, a fingerprint of
-the token and an HMAC over both under a key of this server process. Revoking a token (removing
-it from the map) ends its cookies too. Forms carry a CSRF token: an HMAC of the cookie and the
-form's purpose, so a page on another site cannot post an answer in the approver's name.
+the token, the time, a random nonce and an HMAC over them under a key of this server process.
+Revoking a token (removing it from the map) ends its cookies too; signing out does not revoke a
+copy of the cookie (it is stateless), which stays valid until it expires. Forms carry a CSRF
+token: an HMAC of the cookie and the form's purpose, so a page on another site cannot post an
+answer in the approver's name.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import ConfigurationError
+from .._agent._agent import _check_by
+from ..errors import ConfigurationError, ResumeInputError
 
 __all__ = ["COOKIE", "Auth", "load_tokens"]
 
@@ -33,7 +37,7 @@ def load_tokens(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """Tokens (secret -> approver name) from a JSON file ``{"token": "name"}``, or, with no
     path, from ``$INTERLUDE_TOKENS`` (``tok1=ana,tok2=bo``); empty when neither is set.
     ConfigurationError for a malformed file, a token shorter than 16 characters or a name that
-    is empty or not printable."""
+    is empty, not printable or cannot answer (the reserved ``"expiry"``, over 200 characters)."""
     if path is not None:
         try:
             with open(path, encoding="utf-8") as f:
@@ -67,7 +71,15 @@ def check_tokens(tokens: Mapping[str, str], where: str = "tokens") -> dict[str, 
                 "print(secrets.token_urlsafe(24))')"
             )
         if not name or not name.isprintable() or name != name.strip():
-            raise ConfigurationError(f"{where}: the approver name {name!r} is not printable text")
+            raise ConfigurationError(
+                f"{where}: the approver name {name[:40]!r} is not printable text"
+            )
+        try:
+            _check_by(name)  # the rule Inbox.record applies to who answers
+        except ResumeInputError as exc:
+            raise ConfigurationError(
+                f"{where}: the approver name {name[:40]!r} cannot answer questions: {exc}"
+            ) from None
     return dict(tokens)
 
 
@@ -140,7 +152,8 @@ class Auth:
         issued = str(int(time.time() if now is None else now))
         who = _b64(name.encode("utf-8"))
         fp = _fingerprint(token)
-        return f"{who}.{fp}.{issued}.{self._mac('cookie', who, fp, issued)}"
+        nonce = secrets.token_urlsafe(12)  # two sign-ins in one second get different cookies
+        return f"{who}.{fp}.{issued}.{nonce}.{self._mac('cookie', who, fp, issued, nonce)}"
 
     def from_cookie(self, cookie: str | None, now: float | None = None) -> Approver | None:
         """The approver a session cookie names, if its MAC verifies, it is not older than
@@ -148,10 +161,10 @@ class Auth:
         if not cookie:
             return None
         parts = cookie.split(".")
-        if len(parts) != 4:
+        if len(parts) != 5:
             return None
-        who, fp, issued, mac = parts
-        if not hmac.compare_digest(mac, self._mac("cookie", who, fp, issued)):
+        who, fp, issued, nonce, mac = parts
+        if not hmac.compare_digest(mac, self._mac("cookie", who, fp, issued, nonce)):
             return None
         try:
             age = (time.time() if now is None else now) - int(issued)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._messages import JsonValue
+from ._output import UnsafeJson, loads
 
 __all__ = ["FormError", "FormField", "QuestionForm", "answer_from_form", "form_for"]
 
@@ -213,22 +214,22 @@ def _value(f: FormField, text: str | None) -> Any:
         try:
             return int(text.strip())
         except ValueError:
-            raise FormError(f"{f.label}: {text!r} is not a whole number", path) from None
+            raise FormError(f"{f.label}: {text[:40]!r} is not a whole number", path) from None
     if f.kind == "number":
         try:
             number = float(text.strip())
         except ValueError:
-            raise FormError(f"{f.label}: {text!r} is not a number", path) from None
+            raise FormError(f"{f.label}: {text[:40]!r} is not a number", path) from None
         if number != number or number in (float("inf"), float("-inf")):
-            raise FormError(f"{f.label}: {text!r} is not a finite number", path)
+            raise FormError(f"{f.label}: {text[:40]!r} is not a finite number", path)
         return int(number) if number.is_integer() and "." not in text else number
     return _json(text, path)
 
 
 def _json(text: str, path: tuple[str | int, ...]) -> JsonValue:
     try:
-        value: JsonValue = json.loads(text)
-    except ValueError:
+        value: JsonValue = loads(text)
+    except UnsafeJson as exc:
         where = "/".join(map(str, path)) or "the answer"
-        raise FormError(f"{where}: {text[:40]!r} is not JSON", path) from None
+        raise FormError(f"{where}: {text[:40]!r} is {exc}", path) from None
     return value

@@ -230,9 +230,13 @@ def document() -> dict[str, Any]:
                             },
                             "recorded; a worker carries the session on",
                         ),
-                        "400": _error("the body is not the expected JSON"),
+                        "400": _error(
+                            "the body is not the expected JSON (or nests more than 64 levels, "
+                            "or holds a lone surrogate)"
+                        ),
                         "401": unauthorized,
                         "404": _error("no such session"),
+                        "413": _error("the body is larger than 1 MiB"),
                         "409": _error(
                             "not paused, no such pending question, its deadline passed, or it "
                             "already has a recorded answer"

@@ -18,7 +18,8 @@ from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
 from ._api import error_for
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
 from ._forms import FormError, answer_from_form, form_for
-from ._views import fingerprint
+from ._output import UnsafeJson, check_posted, scrub
+from ._views import fingerprint, shown_digest
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
@@ -63,7 +64,7 @@ def _render(
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",
     }
-    return HTMLResponse(body, status_code=status, headers=headers)
+    return HTMLResponse(scrub(body), status_code=status, headers=headers)
 
 
 def _to_login() -> Response:
@@ -168,7 +169,13 @@ async def logout(request: Request) -> Response:
     if not _state(request).auth.check_csrf(approver.cookie, "logout", form.get("csrf")):
         return _render(request, "message.html", 403, approver, heading="Refused", message=_FORGED)
     response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(COOKIE, path="/")
+    response.delete_cookie(
+        COOKIE,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -183,6 +190,11 @@ def _set_cookie(request: Request, response: Response, key: str, value: str, max_
         secure=request.url.scheme == "https",
     )
 
+
+_NOT_UNICODE = (
+    "This question's data holds text that is not Unicode (a lone surrogate), so the inbox "
+    "cannot check that the answer is to the question shown: answer it with the CLI or the API."
+)
 
 _FORGED = (
     "This form did not come from this inbox (a missing or wrong CSRF token): nothing was done."
@@ -261,6 +273,7 @@ async def session_page(
             {
                 "interrupt": i,
                 "short": _short(i.id),
+                "shown": shown_digest(i) or "",
                 "form": form_for(i.response_schema),
                 "input_json": None
                 if i.tool_use is None
@@ -314,17 +327,25 @@ async def answer(request: Request) -> Response:
     question = next((i for i in view.interrupts if i.id == interrupt_id), None)
     if question is None:
         return await session_page(
-            request, status=409, error=f"No pending question {interrupt_id!r} in this session."
+            request, status=409, error=f"No pending question {interrupt_id[:40]!r} in this session."
         )
+    shown = data.get("shown")
+    if not shown:
+        missing = "The form did not say which version of the question it showed (no 'shown'): "
+        missing += "reload the page and answer again."
+        error = _NOT_UNICODE if shown_digest(question) is None else missing
+        return await session_page(request, status=422, error=error)
     try:
         value = answer_from_form(form_for(question.response_schema), data)
-        shown = {interrupt_id: data["shown"]} if data.get("shown") else None
+        check_posted(value)
         await state.inbox.record_async(
-            session_id, {interrupt_id: value}, by=approver.name, shown=shown
+            session_id, {interrupt_id: value}, by=approver.name, shown={interrupt_id: shown}
         )
         state.recorded()
-    except FormError as exc:
+    except (FormError, UnsafeJson) as exc:
         return await session_page(request, status=422, error=str(exc))
+    except UnicodeError:  # the question's data is not Unicode text: its digest cannot be made
+        return await session_page(request, status=422, error=_NOT_UNICODE)
     except Exception as exc:
         mapped = error_for(exc)
         if mapped is None:

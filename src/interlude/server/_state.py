@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,8 +24,22 @@ class ServerState:
     stream_seconds: float = 300.0
     """How long one event stream stays open (the browser reconnects)."""
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    loop: asyncio.AbstractEventLoop | None = None
+    """The serving loop (set in the lifespan), for :meth:`stop` from another thread."""
+    hub: Any = None
+    """The event streams' shared poller (``_events.Hub``)."""
     worker: Any = None
     """The in-process worker (``serve --worker``), woken when an answer is recorded."""
+
+    def stop(self) -> None:
+        """The server is about to stop: end the event streams and the worker now, rather than
+        when the lifespan ends (after the open connections drain). Safe from any thread or a
+        signal handler."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self.stopping.set)
 
     def recorded(self) -> None:
         """An answer was recorded: the in-process worker (if any) looks at once."""

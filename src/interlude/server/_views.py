@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..sessions import PendingInterrupt, RecordedAnswer
     from ..sessions._inbox import SessionView
 
-__all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json"]
+__all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json", "shown_digest"]
 
 
 def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
         "source": i.source,
         "tool": None if i.tool_use is None else i.tool_use.name,
         "input": None if i.tool_use is None else i.tool_use.input,
-        "shown": i.digest,
+        "shown": shown_digest(i),
         "response_schema": i.response_schema,
         "raised_at": i.raised_at,
         "expires_at": i.expires_at,
@@ -32,6 +32,15 @@ def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
         "has_default": i.has_default,
         "default": i.default if i.has_default else None,
     }
+
+
+def shown_digest(i: Interrupt) -> str | None:
+    """The question's ``shown`` digest, or None when it cannot be computed (text that is not
+    Unicode, such as a lone surrogate, in its data)."""
+    try:
+        return i.digest
+    except UnicodeError:
+        return None
 
 
 def pending_json(p: PendingInterrupt, now: float) -> dict[str, Any]:
