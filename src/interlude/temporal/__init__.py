@@ -1,0 +1,56 @@
+"""Agents as Temporal workflows: the loop in workflow code, model calls and tool bodies as
+activities, pauses as durable waits answered by an Update (``pip install 'interlude[temporal]'``).
+
+::
+
+    worker = interlude.temporal.worker(client, app, task_queue="agents")
+    agents = interlude.temporal.AgentClient(client, task_queue="agents")
+
+See docs/temporal.md.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+# Interlude imports parts of itself (and pydantic, jsonschema) lazily, on first use. Inside the
+# workflow sandbox such a late import would load a second copy of a module; so everything the
+# loop may import is imported here, once, passed through the sandbox.
+with workflow.unsafe.imports_passed_through():
+    import jsonschema  # noqa: F401
+    import pydantic
+    import pydantic.fields
+    import pydantic.json_schema
+    import pydantic.main
+    import pydantic.type_adapter  # noqa: F401
+
+    import interlude._agent._answering
+    import interlude._agent._batch
+    import interlude._agent._codec
+    import interlude._agent._loop
+    import interlude._agent._signing
+    import interlude._agent._state
+    import interlude._agent._transitions
+    import interlude._audit
+    import interlude._exceptions
+    import interlude._tools._context
+    import interlude._typed
+    import interlude.hooks  # noqa: F401
+
+from ._activities import model_activity, tool_activity
+from ._client import AgentClient
+from ._registry import ActivityOptions
+from ._worker import replayer, worker
+from ._workflow import SEARCH_ATTRIBUTES, WORKFLOW, AgentWorkflow
+
+__all__ = [
+    "SEARCH_ATTRIBUTES",
+    "WORKFLOW",
+    "ActivityOptions",
+    "AgentClient",
+    "AgentWorkflow",
+    "model_activity",
+    "replayer",
+    "tool_activity",
+    "worker",
+]

@@ -1,0 +1,122 @@
+"""What a worker process knows: its App and activity options, by task queue.
+
+This module is passed through the workflow sandbox (all of ``interlude`` is), so the
+workflow code and the activities of one process see the same registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from temporalio.common import RetryPolicy
+
+from .._app import AgentSession, App
+from ..errors import ConfigurationError, UnknownAgentError
+
+if TYPE_CHECKING:
+    from .._agent._agent import Agent
+    from ..sessions._protocol import StoredSession
+
+__all__ = [
+    "ActivityOptions",
+    "Registration",
+    "build_agent",
+    "lookup",
+    "register",
+    "register_default",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivityOptions:
+    """How one kind of activity (the model call, or one tool's body) is run by Temporal.
+
+    A tool's exception is not an activity failure (it comes back as the tool's error result,
+    as in the embedded engine): the retry policy covers lost workers and timeouts only.
+    ``heartbeat_timeout``: the worker heartbeats for the body while it runs, so a worker that
+    dies is noticed after this long and the body runs again on another worker.
+    """
+
+    start_to_close_timeout: timedelta = timedelta(minutes=5)
+    heartbeat_timeout: timedelta | None = None
+    retry_policy: RetryPolicy | None = field(
+        default_factory=lambda: RetryPolicy(
+            initial_interval=timedelta(milliseconds=200), maximum_attempts=5
+        )
+    )
+
+
+DEFAULT_MODEL = ActivityOptions()
+DEFAULT_TOOL = ActivityOptions(heartbeat_timeout=timedelta(seconds=30))
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    app: App
+    model: ActivityOptions
+    tools: Mapping[str, ActivityOptions]
+
+    def tool_options(self, name: str) -> ActivityOptions:
+        return self.tools.get(name) or self.tools.get("*") or DEFAULT_TOOL
+
+
+_BY_QUEUE: dict[str, Registration] = {}
+
+
+def register(task_queue: str, registration: Registration) -> None:
+    old = _BY_QUEUE.get(task_queue)
+    if old is not None and old.app is not registration.app:
+        raise ConfigurationError(
+            f"task queue {task_queue!r} already serves another App in this process"
+        )
+    _BY_QUEUE[task_queue] = registration
+
+
+_DEFAULT: list[Registration] = []
+
+
+def register_default(registration: Registration) -> None:
+    """The registration for task queues not registered (a Replayer's)."""
+    _DEFAULT[:] = [registration]
+
+
+def lookup(task_queue: str) -> Registration:
+    found = _BY_QUEUE.get(task_queue)
+    if found is None and _DEFAULT:
+        found = _DEFAULT[0]
+    if found is None:
+        raise ConfigurationError(f"no Interlude app is registered for task queue {task_queue!r}")
+    return found
+
+
+class _NoStore:
+    """The store a factory is given under Temporal: it holds nothing (the workflow history is
+    the journal); the agent built on it is detached from it at once."""
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        return None
+
+
+def build_agent(app: App, name: str, run_id: str) -> Agent:
+    """Agent ``name`` of ``app``, built by its factory, with no session."""
+    from typing import cast
+
+    from .._agent._agent import Agent
+
+    factory = app._factories.get(name)
+    if factory is None:
+        raise UnknownAgentError(f"no agent {name!r} in this app (its agents: {list(app.names)!r})")
+    agent = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
+    if not isinstance(agent, Agent):
+        raise ConfigurationError(f"the factory of agent {name!r} returned {agent!r}, not an Agent")
+    agent._session = None  # detached: no journal, no claims (the workflow history is the journal)
+    if agent.name is None:
+        agent.name = name
+    elif agent.name != name:
+        raise ConfigurationError(
+            f"the factory of agent {name!r} returned an agent named {agent.name!r}"
+        )
+    return agent

@@ -1,0 +1,67 @@
+"""The worker factory: a temporalio Worker running the agent workflow and its activities."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Replayer, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from .._app import App
+from ._activities import model_activity, tool_activity
+from ._registry import DEFAULT_MODEL, ActivityOptions, Registration, register, register_default
+from ._workflow import AgentWorkflow
+
+__all__ = ["replayer", "worker"]
+
+
+def worker(
+    client: Client,
+    app: App,
+    *,
+    task_queue: str,
+    tools: Mapping[str, ActivityOptions] | None = None,
+    model: ActivityOptions | None = None,
+    passthrough: Iterable[str] = (),
+    **worker_options: Any,
+) -> Worker:
+    """A Worker for ``app``'s agents on ``task_queue``: the agent workflow and the
+    ``interlude.model`` / ``interlude.tool`` activities.
+
+    ``tools`` maps a tool name (or ``"*"``, every other tool) to its activity options;
+    ``model`` gives the model call's. The modules of ``app``'s factories, ``interlude`` and
+    ``passthrough`` are passed through the workflow sandbox (loaded once, not per run): the
+    agent's hooks run in workflow code and must be deterministic (docs/temporal.md).
+    Other keyword arguments go to ``Worker`` (e.g. ``max_concurrent_activities``).
+    """
+    register(task_queue, Registration(app, model or DEFAULT_MODEL, dict(tools or {})))
+    worker_options.setdefault("workflow_runner", _runner(app, passthrough))
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=[model_activity, tool_activity],
+        **worker_options,
+    )
+
+
+def replayer(app: App, *, passthrough: Iterable[str] = (), **replayer_options: Any) -> Replayer:
+    """A Replayer of agent workflows of ``app`` (e.g. to check that a code change replays the
+    histories of running workflows): ``await replayer(app).replay_workflow(history)``."""
+    register_default(Registration(app, DEFAULT_MODEL, {}))
+    replayer_options.setdefault("workflow_runner", _runner(app, passthrough))
+    return Replayer(workflows=[AgentWorkflow], **replayer_options)
+
+
+def _runner(app: App, passthrough: Iterable[str]) -> SandboxedWorkflowRunner:
+    """The sandbox, with Interlude, its dependencies and the app's modules passed through."""
+    modules = {"interlude", "pydantic", "pydantic_core", "jsonschema", *passthrough}
+    for factory in app._factories.values():
+        module = getattr(factory, "__module__", None)
+        if module and module in sys.modules and module != "__main__":
+            modules.add(module.partition(".")[0])
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*sorted(modules))
+    return SandboxedWorkflowRunner(restrictions=restrictions)

@@ -1,0 +1,154 @@
+"""The agents the Temporal tests run: an App, its factories, tools that count their runs.
+
+Each tool appends a line to the file its input names, so a test counts how often it ran
+(activities may run in any worker thread or process). Hook callbacks are deterministic: they
+run in workflow code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from interlude import Agent, AgentSession, App, ToolUse, tool
+from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
+from interlude.temporal import ActivityOptions
+from interlude.testing import FunctionModel
+from interlude.testing._models import ModelRequest
+
+app = App()
+
+
+def _record(path: str, what: str) -> int:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()} {what}\n")
+    return len(Path(path).read_text(encoding="utf-8").splitlines())
+
+
+@tool
+def touch(path: str) -> str:
+    """Record a run in a file.
+
+    Args:
+        path: The file.
+    """
+    _record(path, "touch")
+    return f"touched {path}"
+
+
+@tool
+def flaky(path: str) -> str:
+    """Record a run; the first one times out.
+
+    Args:
+        path: The file.
+    """
+    if _record(path, "flaky") == 1:
+        raise TimeoutError("timed out")
+    return "ok"
+
+
+@tool
+def slow(path: str, seconds: float) -> str:
+    """Take a while, then record a run (a worker may die meanwhile).
+
+    Args:
+        path: The file.
+        seconds: How long.
+    """
+    _record(path + ".started", "slow")
+    time.sleep(seconds)
+    _record(path, "slow")
+    return "slow done"
+
+
+KILL_TEST_TOOLS = {
+    "slow": ActivityOptions(
+        start_to_close_timeout=timedelta(seconds=30), heartbeat_timeout=timedelta(seconds=1)
+    )
+}
+"""The slow tool's activity options: a lost worker is noticed after a second."""
+
+
+def _reply(request: ModelRequest) -> str | list[ToolUse]:
+    """The first user message is JSON: ``[[tool, input], ...]`` the model asks for, once."""
+    last = request.messages[-1]
+    if len(request.messages) > 1 and last.role == "user":
+        return "Done."
+    first = request.messages[0].content[0]
+    calls = json.loads(getattr(first, "text", "[]"))
+    return [ToolUse(f"call_{i}", name, args) for i, (name, args) in enumerate(calls)]
+
+
+class Decision(BaseModel):
+    approved: bool
+    note: str = ""
+
+
+def _approve(event: BeforeToolCallEvent) -> None:
+    if event.interrupt("approve", reason=dict(event.tool_use.input)) is not True:
+        event.cancel("not approved")
+
+
+def _approve_typed(event: BeforeToolCallEvent) -> None:
+    decision = event.interrupt("approve", reason=event.tool_use.name, response_type=Decision)
+    if not decision.approved:
+        event.cancel(f"declined: {decision.note}")
+
+
+def _approve_by_deadline(event: BeforeToolCallEvent) -> None:
+    answer = event.interrupt("approve", reason=event.tool_use.name, expires_in=1.5, default=True)
+    if answer is not True:
+        event.cancel("not approved")
+
+
+def _retry(event: AfterToolCallEvent) -> None:
+    if event.result.status == "error" and event.interrupt("retry", reason=event.result.text):
+        event.retry = True
+
+
+def _agent(session: AgentSession) -> Agent:
+    return Agent(
+        FunctionModel(_reply),
+        tools=[touch, flaky, slow],
+        session=session.store,
+        session_id=session.id,
+    )
+
+
+@app.agent("approve")
+def build_approve(session: AgentSession) -> Agent:
+    agent = _agent(session)
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return agent
+
+
+@app.agent("typed")
+def build_typed(session: AgentSession) -> Agent:
+    agent = _agent(session)
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve_typed)
+    return agent
+
+
+@app.agent("deadline")
+def build_deadline(session: AgentSession) -> Agent:
+    agent = _agent(session)
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve_by_deadline)
+    return agent
+
+
+@app.agent("retry")
+def build_retry(session: AgentSession) -> Agent:
+    agent = _agent(session)
+    agent.hooks.add_callback(AfterToolCallEvent, _retry)
+    return agent
+
+
+@app.agent("plain")
+def build_plain(session: AgentSession) -> Agent:
+    return _agent(session)
