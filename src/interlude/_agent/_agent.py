@@ -9,16 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._audit import EXPIRY, AuditEntry
 from .._interrupt import Interrupt
-from .._messages import (
-    ContentBlock,
-    Image,
-    JsonValue,
-    Message,
-    Reasoning,
-    Text,
-    ToolResult,
-    ToolUse,
-)
+from .._messages import ContentBlock, JsonValue, Message, ToolResult, ToolUse
 from .._result import AgentResult
 from .._stream import RunFinished, StreamEvent
 from .._sync import run_sync
@@ -26,23 +17,17 @@ from .._tools._function import FunctionTool
 from .._tools._spec import AgentTool, ToolSpec
 from ..errors import (
     AgentBusyError,
-    AgentPausedError,
     ConfigurationError,
     DirectToolInterruptError,
     NotPausedError,
-    ResumeInputError,
     StateMismatchError,
     UnknownToolError,
 )
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
-from ._state import (
-    BeforeInvocation,
-    Pause,
-    Progress,
-    Step,
-    ToolCall,
-)
+from ._answering import Plan, prompt_plan, resume_plan
+from ._answering import _check_by as _check_by  # re-exported: other packages import it here
+from ._state import Pause, Progress, ToolCall
 
 if TYPE_CHECKING:
     import asyncio
@@ -58,10 +43,6 @@ __all__ = ["Agent", "Prompt"]
 
 Prompt = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 """A new prompt (text or content blocks), or the list form of interrupt answers."""
-
-_Plan = tuple[Step, Progress, bool, list[AuditEntry]]
-"""Where a run starts: the step, the progress, whether it replays a pause, and the audit
-entries of the answers it applies (recorded once the run starts)."""
 
 
 class Agent:
@@ -230,7 +211,7 @@ class Agent:
 
     async def invoke_async(self, prompt: Prompt) -> AgentResult:
         """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
-        return await self._start(self._plan(prompt), None)
+        return await self._start(prompt_plan(self, prompt), None)
 
     def resume(
         self,
@@ -260,7 +241,7 @@ class Agent:
         person was shown (``Interrupt.digest``, as in ``AuditEntry.shown``): if the pending
         question differs (its data changed meanwhile), the resume is refused and nothing
         changes."""
-        return await self._start(self._resume_plan(answers, by, shown), None)
+        return await self._start(resume_plan(self, answers, by, shown), None)
 
     def resume_expired(self) -> AgentResult:
         """Settle the questions whose deadline has passed and carry on, from sync code."""
@@ -270,7 +251,7 @@ class Agent:
         """Settle every pending question whose deadline has passed (with its default, or as
         declined when it has none: see InterruptExpiredError) and carry on. The others stay
         pending. ResumeInputError if none has expired; nothing changes then."""
-        return await self._start(self._resume_plan({}, EXPIRY, expiry_only=True), None)
+        return await self._start(resume_plan(self, {}, EXPIRY, expiry_only=True), None)
 
     def recover(self) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
@@ -297,7 +278,7 @@ class Agent:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
         import asyncio
 
-        plan = self._plan(prompt)
+        plan = prompt_plan(self, prompt)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
@@ -379,81 +360,7 @@ class Agent:
 
     # --- internals --------------------------------------------------------------------------
 
-    def _plan(self, prompt: Prompt) -> _Plan:
-        if _is_answer_list(prompt):
-            return self._resume_plan(_answers_from_list(prompt), None)  # type: ignore[arg-type]
-        if self._pause is not None and not self._pause.interrupts:
-            if self._session is not None:
-                self._session.check_not_running()
-            raise AgentPausedError(
-                "the agent holds a run that stopped before it finished (its process ended); "
-                "carry it on with recover(), or call discard_pause() first"
-            )
-        if self._pause is not None:
-            raise AgentPausedError(
-                f"the agent is paused with {len(self._pause.interrupts)} pending interrupt(s) "
-                f"({', '.join(repr(i.name) for i in self._pause.interrupts)}); answer them with "
-                "resume({interrupt_id: answer}) or call discard_pause() first"
-            )
-        return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
-
-    def _resume_plan(
-        self,
-        answers: Mapping[str, JsonValue],
-        by: str | None,
-        shown: Mapping[str, str] | None = None,
-        *,
-        expiry_only: bool = False,
-    ) -> _Plan:
-        pause = self._pause
-        if pause is not None and not pause.interrupts and self._session is not None:
-            self._session.check_not_running()  # loaded mid-run: say who runs it
-        if pause is None or not pause.interrupts:
-            raise NotPausedError(
-                "the agent is not paused; there is nothing to resume"
-                + (" (it holds a stopped run: carry it on with recover())" if pause else "")
-            )
-        if not isinstance(answers, Mapping):
-            raise ResumeInputError(
-                f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
-            )
-        if by is not None and not expiry_only:
-            _check_by(by)
-        if not answers and not expiry_only:
-            raise ResumeInputError("resume() got no answers; answer at least one interrupt")
-        from ._answering import check_answers
-
-        now = self.clock()
-        asked = {i.id: i for i in pause.interrupts}
-        check_answers(asked, answers, now, shown)
-        expired = [
-            i
-            for i in pause.interrupts
-            if i.id not in answers and i.expires_at is not None and i.expires_at <= now
-        ]
-        if expiry_only and not expired:
-            deadlines = [i.expires_at for i in pause.interrupts if i.expires_at is not None]
-            raise ResumeInputError(
-                "no pending interrupt has expired"
-                + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
-            )
-        who = "unknown" if by is None else by
-        audit = [AuditEntry.of(asked[k], v, who, now) for k, v in answers.items()]
-        p = pause.progress
-        merged = p.answers.with_answers(answers, asked)
-        for i in expired:
-            audit.append(AuditEntry.of_expiry(i, now))
-            merged.expired.add(i.id)
-            if i.has_default:
-                merged = merged.with_answers({i.id: i.default}, asked)
-            else:
-                merged.values.pop(i.id, None)
-        # Questions with a deadline keep their first raising when asked again.
-        merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
-        progress = Progress(p.cycles, p.model_retries, p.usage, merged)
-        return pause.step, progress, True, audit
-
-    async def _start(self, plan: _Plan, emit: Emit | None) -> AgentResult:
+    async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
         import asyncio
 
         from ._loop import Run
@@ -555,58 +462,7 @@ class DirectTool:
         return call.result
 
 
-_BLOCKS = (Text, Image, Reasoning, ToolUse, ToolResult)
-
-
 def _as_tool(obj: Any) -> AgentTool:
     if callable(obj) and hasattr(obj, "__name__"):
         return FunctionTool(obj)
     raise ConfigurationError(f"not a tool: {obj!r} (decorate a function with @tool)")
-
-
-def _is_answer_list(prompt: object) -> bool:
-    return (
-        isinstance(prompt, list)
-        and bool(prompt)
-        and all(isinstance(p, Mapping) and "interruptResponse" in p for p in prompt)
-    )
-
-
-def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
-    answers: dict[str, JsonValue] = {}
-    for i, item in enumerate(items):
-        body = item["interruptResponse"]
-        if not isinstance(body, Mapping) or "interruptId" not in body or "response" not in body:
-            raise ResumeInputError(
-                f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., "
-                f"'response': ...}}}}, got {item!r}"
-            )
-        iid = body["interruptId"]
-        if not isinstance(iid, str):
-            raise ResumeInputError(f"item {i}: interruptId must be a string, got {iid!r}")
-        answers[iid] = body["response"]
-    return answers
-
-
-def _check_by(by: object) -> None:
-    """ResumeInputError unless ``by`` is a printable name, not the one kept for deadlines."""
-    if not isinstance(by, str) or not by.strip():
-        raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
-    if not by.isprintable() or len(by) > 200:
-        raise ResumeInputError(
-            f"by= must be printable text of at most 200 characters (no control characters), "
-            f"got {by[:40]!r}"
-        )
-    if by == EXPIRY:
-        raise ResumeInputError(f"by={EXPIRY!r} is kept for answers given by a deadline")
-
-
-def _prompt_message(prompt: Prompt) -> Message:
-    if isinstance(prompt, str):
-        return Message("user", [Text(prompt)])
-    if isinstance(prompt, Sequence) and prompt and all(isinstance(b, _BLOCKS) for b in prompt):
-        return Message("user", list(prompt))  # type: ignore[arg-type]
-    raise ResumeInputError(
-        f"a prompt is a string or a list of content blocks, got {type(prompt).__name__}: "
-        f"{prompt!r:.80}"
-    )

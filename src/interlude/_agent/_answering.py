@@ -1,26 +1,114 @@
-"""Checking answers before a resume changes anything.
+"""Where a run starts: a new prompt, or answers to the pending questions.
 
-Every answer must name a pending question, be plain JSON, fit the question's response type
-(its stored JSON Schema, so the process that resumes need not know the type) and come before
-the question's deadline. The first problem is raised as a ResumeError subclass naming the
-question (and the field); then nothing has changed.
+Every answer is checked before a resume changes anything: it must name a pending question, be
+plain JSON, fit the question's response type (its stored JSON Schema, so the process that
+resumes need not know the type) and come before the question's deadline. The first problem is
+raised as a ResumeError subclass naming the question (and the field); then nothing has changed.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from .._audit import EXPIRY, AuditEntry
 from .._interrupt import Interrupt
-from .._messages import JsonValue
+from .._messages import Image, JsonValue, Message, Reasoning, Text, ToolResult, ToolUse
 from ..errors import (
+    AgentPausedError,
     AnswerValidationError,
     InterruptExpiredError,
+    NotPausedError,
     ResumeInputError,
     UnknownInterruptError,
 )
+from ._state import BeforeInvocation, Progress, Step
 
-__all__ = ["check_answers"]
+if TYPE_CHECKING:
+    from ._agent import Agent, Prompt
+
+__all__ = ["Plan", "check_answers", "prompt_plan", "resume_plan"]
+
+Plan = tuple[Step, Progress, bool, list[AuditEntry]]
+"""Where a run starts: the step, the progress, whether it replays a pause, and the audit
+entries of the answers it applies (recorded once the run starts)."""
+
+
+def prompt_plan(agent: Agent, prompt: Prompt) -> Plan:
+    """Where a run of ``prompt`` starts (the list form of answers resumes the pause)."""
+    if _is_answer_list(prompt):
+        return resume_plan(agent, _answers_from_list(prompt), None)  # type: ignore[arg-type]
+    if agent._pause is not None and not agent._pause.interrupts:
+        if agent._session is not None:
+            agent._session.check_not_running()
+        raise AgentPausedError(
+            "the agent holds a run that stopped before it finished (its process ended); "
+            "carry it on with recover(), or call discard_pause() first"
+        )
+    if agent._pause is not None:
+        raise AgentPausedError(
+            f"the agent is paused with {len(agent._pause.interrupts)} pending interrupt(s) "
+            f"({', '.join(repr(i.name) for i in agent._pause.interrupts)}); answer them with "
+            "resume({interrupt_id: answer}) or call discard_pause() first"
+        )
+    return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
+
+
+def resume_plan(
+    agent: Agent,
+    answers: Mapping[str, JsonValue],
+    by: str | None,
+    shown: Mapping[str, str] | None = None,
+    *,
+    expiry_only: bool = False,
+) -> Plan:
+    """Where a resume of the paused ``agent`` starts, every answer checked first (see
+    :meth:`Agent.resume_async`); ``expiry_only`` settles only the expired questions."""
+    pause = agent._pause
+    if pause is not None and not pause.interrupts and agent._session is not None:
+        agent._session.check_not_running()  # loaded mid-run: say who runs it
+    if pause is None or not pause.interrupts:
+        raise NotPausedError(
+            "the agent is not paused; there is nothing to resume"
+            + (" (it holds a stopped run: carry it on with recover())" if pause else "")
+        )
+    if not isinstance(answers, Mapping):
+        raise ResumeInputError(
+            f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
+        )
+    if by is not None and not expiry_only:
+        _check_by(by)
+    if not answers and not expiry_only:
+        raise ResumeInputError("resume() got no answers; answer at least one interrupt")
+    now = agent.clock()
+    asked = {i.id: i for i in pause.interrupts}
+    check_answers(asked, answers, now, shown)
+    expired = [
+        i
+        for i in pause.interrupts
+        if i.id not in answers and i.expires_at is not None and i.expires_at <= now
+    ]
+    if expiry_only and not expired:
+        deadlines = [i.expires_at for i in pause.interrupts if i.expires_at is not None]
+        raise ResumeInputError(
+            "no pending interrupt has expired"
+            + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
+        )
+    who = "unknown" if by is None else by
+    audit = [AuditEntry.of(asked[k], v, who, now) for k, v in answers.items()]
+    p = pause.progress
+    merged = p.answers.with_answers(answers, asked)
+    for i in expired:
+        audit.append(AuditEntry.of_expiry(i, now))
+        merged.expired.add(i.id)
+        if i.has_default:
+            merged = merged.with_answers({i.id: i.default}, asked)
+        else:
+            merged.values.pop(i.id, None)
+    # Questions with a deadline keep their first raising when asked again.
+    merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
+    progress = Progress(p.cycles, p.model_retries, p.usage, merged)
+    return pause.step, progress, True, audit
 
 
 def check_answers(
@@ -31,6 +119,8 @@ def check_answers(
 ) -> None:
     """Raise the first problem of ``answers`` to the pending questions ``asked``; ``shown``
     gives the digests of the questions as the person saw them (see ``shown_digest``)."""
+    import json
+
     for key, value in answers.items():
         if not isinstance(key, str):
             raise ResumeInputError(f"interrupt ids are strings, got {key!r}")
@@ -99,3 +189,54 @@ def _check_shown(
                 f"{str(digest)[:19]}..., pending {actual[:19]}...): its data changed since; "
                 "nothing was answered, look at it again"
             )
+
+
+def _is_answer_list(prompt: object) -> bool:
+    return (
+        isinstance(prompt, list)
+        and bool(prompt)
+        and all(isinstance(p, Mapping) and "interruptResponse" in p for p in prompt)
+    )
+
+
+def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
+    answers: dict[str, JsonValue] = {}
+    for i, item in enumerate(items):
+        body = item["interruptResponse"]
+        if not isinstance(body, Mapping) or "interruptId" not in body or "response" not in body:
+            raise ResumeInputError(
+                f"item {i}: expected {{'interruptResponse': {{'interruptId': ..., "
+                f"'response': ...}}}}, got {item!r}"
+            )
+        iid = body["interruptId"]
+        if not isinstance(iid, str):
+            raise ResumeInputError(f"item {i}: interruptId must be a string, got {iid!r}")
+        answers[iid] = body["response"]
+    return answers
+
+
+def _check_by(by: object) -> None:
+    """ResumeInputError unless ``by`` is a printable name, not the one kept for deadlines."""
+    if not isinstance(by, str) or not by.strip():
+        raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
+    if not by.isprintable() or len(by) > 200:
+        raise ResumeInputError(
+            f"by= must be printable text of at most 200 characters (no control characters), "
+            f"got {by[:40]!r}"
+        )
+    if by == EXPIRY:
+        raise ResumeInputError(f"by={EXPIRY!r} is kept for answers given by a deadline")
+
+
+_BLOCKS = (Text, Image, Reasoning, ToolUse, ToolResult)
+
+
+def _prompt_message(prompt: Prompt) -> Message:
+    if isinstance(prompt, str):
+        return Message("user", [Text(prompt)])
+    if isinstance(prompt, Sequence) and prompt and all(isinstance(b, _BLOCKS) for b in prompt):
+        return Message("user", list(prompt))  # type: ignore[arg-type]
+    raise ResumeInputError(
+        f"a prompt is a string or a list of content blocks, got {type(prompt).__name__}: "
+        f"{prompt!r:.80}"
+    )

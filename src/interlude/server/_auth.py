@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._agent._agent import _check_by
+from .._agent._answering import _check_by
 from ..errors import ConfigurationError, ResumeInputError
 
 __all__ = ["COOKIE", "Auth", "load_tokens"]

@@ -164,8 +164,7 @@ class Inbox:
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
         if a question already has a recorded answer (the first one wins)."""
-        from .._agent._agent import _check_by
-        from .._agent._answering import check_answers
+        from .._agent._answering import _check_by, check_answers
         from ..errors import NotPausedError, ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:

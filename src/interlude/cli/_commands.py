@@ -1,0 +1,238 @@
+"""The session commands: demo, pending, answer, expire, recover, discard, show, sessions and
+delete."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._sync import run_sync
+from ._apps import _session_agent
+from ._errors import CliError, _run
+from ._render import Output, program, short_id
+from ._stores import _await, _decode, _live_claim, _refuse_if_running, _store
+
+if TYPE_CHECKING:
+    from ..sessions import SessionStore
+
+__all__ = [
+    "_answer",
+    "_delete",
+    "_demo",
+    "_discard",
+    "_expire",
+    "_operator",
+    "_pending",
+    "_recover",
+    "_sessions",
+    "_show",
+]
+
+
+def _next_demo_session(store: SessionStore) -> str:
+    """The first free ``demo-<n>``: a fresh clone's first demo is ``demo-1``, so the commands
+    the README shows for it work as written."""
+
+    taken = set(run_sync(store.list_sessions()))
+    n = 1
+    while f"demo-{n}" in taken:
+        n += 1
+    return f"demo-{n}"
+
+
+def _demo(args: argparse.Namespace, out: Output) -> int:
+    from ._demo import NAME, PROMPT, app, choose_model
+
+    store = _store(args.store, create=True)
+    session_id = args.session or _next_demo_session(store)
+    if _await(store.load(session_id)) is not None:
+        raise CliError(
+            f"session {session_id!r} already exists; pick another --session", session=session_id
+        )
+    agent = app.start(NAME, session_id, store)
+    choose_model(agent, args.model)
+    out.intro(args.store, session_id, PROMPT)
+    result = _run(out, lambda: agent(PROMPT), session_id, args.store, agent)
+    out.outcome(session_id, result, agent.messages, args.store, first=True)
+    return 0
+
+
+def _pending(args: argparse.Namespace, out: Output) -> int:
+
+    store = _store(args.store)
+    now = time.time()
+    entries = run_sync(
+        store.pending_interrupts(
+            name=args.name,
+            tool_name=args.tool,
+            older_than=None if args.older_than is None else now - args.older_than,
+            newer_than=None if args.newer_than is None else now - args.newer_than,
+        )
+    )
+    out.pending(entries, now, args.store)
+    return 0
+
+
+def _answer(args: argparse.Namespace, out: Output) -> int:
+    try:
+        answer = json.loads(args.answer)
+    except ValueError:
+        raise CliError(
+            f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
+        ) from None
+    agent = _session_agent(args)
+    if agent.needs_recovery:
+        raise CliError(
+            f"session {args.session!r} holds a run that stopped before it finished; carry it "
+            f"on first: {program()} recover {args.session}",
+            session=args.session,
+        )
+    if not agent.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
+    interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
+    by = args.by or _operator()
+    question = next(i for i in agent.interrupts if i.id == interrupt_id)
+    out.answering(question)  # what is answered, from the session's pause (not the index)
+    shown = None if args.shown is None else {interrupt_id: args.shown}
+    before = len(agent.messages)
+    result = _run(
+        out,
+        lambda: agent.resume({interrupt_id: answer}, by=by, shown=shown),
+        args.session,
+        args.store,
+        agent,
+    )
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
+
+
+def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
+    """The pending interrupt ``given`` names: its id, or its short id (see ``short_id``)."""
+    if given in pending:
+        return given
+    matches = [i for i in pending if short_id(i) == given.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    listed = ", ".join(f"{short_id(i)} ({i})" for i in pending)
+    what = "names several" if matches else "has no"
+    raise CliError(
+        f"session {session!r} {what} pending interrupt {given!r} (pending: {listed})",
+        session=session,
+    )
+
+
+def _expire(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
+    before = len(agent.messages)
+    result = _run(out, agent.resume_expired, args.session, args.store, agent)
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
+
+
+def _recover(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.needs_recovery:
+        state = "paused: answer it with `interlude answer`" if agent.is_paused else "not running"
+        raise CliError(
+            f"session {args.session!r} holds no stopped run ({state})", session=args.session
+        )
+    before = len(agent.messages)
+    result = _run(out, agent.recover, args.session, args.store, agent)
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+    return 0
+
+
+def _discard(args: argparse.Namespace, out: Output) -> int:
+    agent = _session_agent(args)
+    if not agent.is_paused and not agent.needs_recovery:
+        raise CliError(
+            f"session {args.session!r} has no pause or stopped run to discard",
+            session=args.session,
+        )
+    what = "pause" if agent.is_paused else "stopped run"
+    dropped = [i.id for i in agent.interrupts]
+    agent.discard_pause()
+    out.discarded(args.session, what, dropped)
+    return 0
+
+
+def _operator() -> str:
+    """Who answers when ``--by`` is not given: the OS user name."""
+    import getpass
+
+    try:
+        return getpass.getuser() or "unknown"
+    except Exception:  # no user name in the environment nor the password database
+        return "unknown"
+
+
+def _show(args: argparse.Namespace, out: Output) -> int:
+    store = _store(args.store)
+    stored = _await(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    messages, pause = _decode(stored)
+    out.show(
+        args.session,
+        stored.version,
+        messages,
+        pause,
+        stored.state,
+        claim=_live_claim(stored),
+        agent=stored.agent,
+        audit=list(stored.audit),
+    )
+    return 0
+
+
+def _sessions(args: argparse.Namespace, out: Output) -> int:
+
+    store = _store(args.store)
+
+    async def statuses() -> list[dict[str, Any]]:
+        rows = []
+        for session_id in sorted(await store.list_sessions()):
+            stored = await store.load(session_id)
+            if stored is None:  # deleted meanwhile
+                continue
+            messages, pause = _decode(stored)
+            interrupts = [] if pause is None else pause.interrupts
+            claim = _live_claim(stored)
+            state = (
+                "running"
+                if claim is not None
+                else "paused"
+                if interrupts
+                else "stopped"
+                if pause is not None
+                else "idle"
+            )
+            rows.append(
+                {
+                    "session": session_id,
+                    "state": state,
+                    "questions": len(interrupts),
+                    "messages": len(messages),
+                    "version": stored.version,
+                }
+            )
+        return rows
+
+    out.sessions(run_sync(statuses()))
+    return 0
+
+
+def _delete(args: argparse.Namespace, out: Output) -> int:
+
+    store = _store(args.store)
+    stored = run_sync(store.load(args.session))
+    if stored is None:
+        raise CliError(f"no session {args.session!r} in {args.store}")
+    _refuse_if_running(args.session, _live_claim(stored))
+    run_sync(store.delete(args.session))
+    out.deleted(args.session)
+    return 0

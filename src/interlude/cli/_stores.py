@@ -1,0 +1,85 @@
+"""Opening the ``--store`` and reading what a stored session holds: its conversation and
+pause, and the claim of a run that holds it now."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .._sync import run_sync
+from ..errors import InterludeError
+from ._errors import CliError
+from ._render import claim_words
+
+if TYPE_CHECKING:
+    from .._agent._state import Pause
+    from .._messages import Message
+    from ..sessions import SessionStore, StoredSession
+
+__all__ = ["DEFAULT_STORE", "_await", "_decode", "_live_claim", "_refuse_if_running", "_store"]
+
+T = TypeVar("T")
+
+DEFAULT_STORE = "sqlite:///.interlude/demo.db"
+
+
+def _store(url: str, *, create: bool = False) -> SessionStore:
+    """The store at ``url``; unless ``create``, a SQLite or file store must already exist."""
+    from ..sessions import open_store
+    from ..sessions._url import local_store_path
+
+    local = local_store_path(url)  # a malformed URL: ConfigurationError, one line
+    if local is not None and not create:
+        kind, path, _ = local
+        if not (os.path.isfile(path) if kind == "sqlite" else os.path.isdir(path)):
+            hint = "run `interlude demo` to create one" if url == DEFAULT_STORE else "check --store"
+            raise CliError(f"no store at {path} ({url}): {hint}")
+    try:
+        return open_store(url)
+    except InterludeError:
+        raise
+    except Exception as exc:  # a driver's own connection error
+        raise CliError(f"cannot open store {url}: {exc}") from None
+
+
+def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
+    """A stored session's conversation and pause (None while a run's journal is stored)."""
+    from .._agent._codec import FORMAT, decode_state
+    from .._agent._persist import split_marker
+
+    pause, _ = split_marker(stored.pause)
+    state = decode_state(
+        {
+            "format": FORMAT,
+            "version": stored.format_version,
+            "messages": stored.messages,
+            "state": stored.state,
+            "pause": pause,
+            "tools": stored.tools,
+        }
+    )
+    return state.messages, state.pause
+
+
+def _live_claim(stored: StoredSession) -> dict[str, Any] | None:
+    """The claim of the run that holds the session now, if one does."""
+    from .._agent._persist import claim_is_live, split_marker
+
+    _, marker = split_marker(stored.pause)
+    claim = stored.claim if marker is None else marker
+    return dict(claim) if claim is not None and claim_is_live(claim) else None
+
+
+def _refuse_if_running(session_id: str, claim: dict[str, Any] | None) -> None:
+    if claim is not None:
+        raise CliError(
+            f"session {session_id!r} is being run by another process ({claim_words(claim)}); "
+            "nothing was done here: wait for the run to finish",
+            session=session_id,
+        )
+
+
+def _await(coro: Coroutine[Any, Any, T]) -> T:
+
+    return run_sync(coro)
