@@ -26,7 +26,6 @@ from ..errors import (
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, prompt_plan, resume_plan
-from ._answering import _check_by as _check_by  # re-exported: other packages import it here
 from ._state import Pause, Progress, ToolCall
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from .._agent._agent import Agent, _check_by
-from .._agent._answering import check_answers
+from .._agent._agent import Agent
+from .._agent._answering import resume_plan
 from .._agent._codec import _decode_response
 from .._exceptions import exception_from_dict
 from .._interrupt import Interrupt
@@ -243,16 +243,7 @@ class AgentWorkflow:
                 raise _not_paused()
             if self._inbox or self._applying is not None:
                 raise _not_paused(" (answers are being applied)")
-            if not isinstance(answers, Mapping):
-                raise ResumeInputError(
-                    f"answer takes a map of interrupt id to answer, got {type(answers).__name__}"
-                )
-            if by is not None:
-                _check_by(by)
-            if not answers:
-                raise ResumeInputError("answer got no answers; answer at least one interrupt")
-            asked = {i.id: i for i in agent.interrupts}
-            check_answers(asked, answers, workflow.now().timestamp(), shown)
+            resume_plan(agent, answers, by, shown)  # resume's own checks; the plan is unused
         except ResumeError as exc:
             raise ApplicationError(
                 str(exc), *_error_details(exc), type=type(exc).__name__
