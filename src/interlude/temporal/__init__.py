@@ -39,9 +39,10 @@ with workflow.unsafe.imports_passed_through():
 
 from ._activities import model_activity, tool_activity
 from ._client import AgentClient
+from ._hooks import HookActivity, as_activity, hook_activity
 from ._registry import ActivityOptions
 from ._worker import replayer, worker
-from ._workflow import SEARCH_ATTRIBUTES, WORKFLOW, AgentWorkflow
+from ._workflow import SEARCH_ATTRIBUTES, WORKFLOW, AgentWorkflow, Limits, PayloadLimitError
 
 __all__ = [
     "SEARCH_ATTRIBUTES",
@@ -49,6 +50,11 @@ __all__ = [
     "ActivityOptions",
     "AgentClient",
     "AgentWorkflow",
+    "HookActivity",
+    "Limits",
+    "PayloadLimitError",
+    "as_activity",
+    "hook_activity",
     "model_activity",
     "replayer",
     "tool_activity",

@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from .. import errors
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ._workflow import AGENT, PENDING, WORKFLOW
+from ._workflow import AGENT, PENDING, WORKFLOW, Limits
 
 __all__ = ["AgentClient"]
 
@@ -40,12 +40,21 @@ class AgentClient:
         *,
         state: Mapping[str, JsonValue] | None = None,
         workflow_id: str | None = None,
+        limits: Limits | None = None,
     ) -> str:
-        """Start agent ``agent`` on ``prompt`` (or on an ``export_state()``); its workflow id."""
+        """Start agent ``agent`` on ``prompt`` (or on an ``export_state()``); its workflow id.
+        ``limits`` sets when a paused run continues as new and the largest model request."""
         workflow_id = workflow_id or f"interlude-{agent}-{uuid.uuid4()}"
+        request: dict[str, Any] = {
+            "agent": agent,
+            "prompt": prompt,
+            "state": None if state is None else dict(state),
+        }
+        if limits is not None:
+            request["limits"] = limits.to_dict()
         await self.client.start_workflow(
             WORKFLOW,
-            {"agent": agent, "prompt": prompt, "state": None if state is None else dict(state)},
+            request,
             id=workflow_id,
             task_queue=self.task_queue,
             search_attributes=TypedSearchAttributes(

@@ -12,6 +12,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from .._app import App
 from ._activities import model_activity, tool_activity
+from ._hooks import hook_activity
 from ._registry import DEFAULT_MODEL, ActivityOptions, Registration, register, register_default
 from ._workflow import AgentWorkflow
 
@@ -29,7 +30,7 @@ def worker(
     **worker_options: Any,
 ) -> Worker:
     """A Worker for ``app``'s agents on ``task_queue``: the agent workflow and the
-    ``interlude.model`` / ``interlude.tool`` activities.
+    ``interlude.model`` / ``interlude.tool`` / ``interlude.hook`` activities.
 
     ``tools`` maps a tool name (or ``"*"``, every other tool) to its activity options;
     ``model`` gives the model call's. The modules of ``app``'s factories, ``interlude`` and
@@ -43,7 +44,7 @@ def worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model_activity, tool_activity],
+        activities=[model_activity, tool_activity, hook_activity],
         **worker_options,
     )
 

@@ -3,7 +3,9 @@ its pauses durable waits for answers delivered by an Update."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +20,14 @@ from .._exceptions import exception_from_dict
 from .._interrupt import Interrupt
 from .._messages import JsonValue, block_to_dict, tool_result_from_dict
 from .._result import AgentResult
-from ..errors import InterludeError, InterruptSignal, ModelError, ResumeError, ResumeInputError
+from ..errors import (
+    InterludeError,
+    InterruptSignal,
+    LimitError,
+    ModelError,
+    ResumeError,
+    ResumeInputError,
+)
 from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY, answers_to_dict
 from ._registry import ActivityOptions, Registration, build_agent, lookup
 
@@ -38,6 +47,8 @@ __all__ = [
     "SEARCH_ATTRIBUTES",
     "WORKFLOW",
     "AgentWorkflow",
+    "Limits",
+    "PayloadLimitError",
 ]
 
 WORKFLOW = "interlude.agent"
@@ -54,13 +65,71 @@ SEARCH_ATTRIBUTES = {
 """The search attributes the workflow sets (name: type), to register on the namespace."""
 
 
+MAX_REQUEST_BYTES = 3 * 512 * 1024
+"""The default limit on a model call's request (1.5 MiB): below Temporal's 2 MiB payload limit."""
+
+
+class PayloadLimitError(LimitError):
+    """A model call's request (the conversation as JSON) is larger than
+    ``Limits.max_request_bytes``: the run fails with this error instead of Temporal's
+    PayloadsTooLarge."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """How large one workflow run may grow (passed in the workflow's input, under ``"limits"``,
+    so a replay sees the same values).
+
+    While the run is paused (waiting for answers) and this run has called the model at least
+    once, it continues as new, carrying ``agent.export_state()`` (the conversation, the pause
+    with its interrupt ids, the audit trail) when Temporal suggests it, or when this run has
+    made ``continue_after_model_calls`` model calls, or when the exported state is larger than
+    ``continue_above_state_bytes``, or the history larger than ``continue_above_history_bytes``
+    (None: no such limit). ``max_request_bytes``: a model call whose request (as JSON) is
+    larger fails the run with :class:`PayloadLimitError`.
+    """
+
+    continue_after_model_calls: int | None = None
+    continue_above_state_bytes: int | None = None
+    continue_above_history_bytes: int | None = None
+    max_request_bytes: int = MAX_REQUEST_BYTES
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "continue_after_model_calls": self.continue_after_model_calls,
+            "continue_above_state_bytes": self.continue_above_state_bytes,
+            "continue_above_history_bytes": self.continue_above_history_bytes,
+            "max_request_bytes": self.max_request_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Limits:
+        data = data or {}
+        return cls(
+            continue_after_model_calls=data.get("continue_after_model_calls"),
+            continue_above_state_bytes=data.get("continue_above_state_bytes"),
+            continue_above_history_bytes=data.get("continue_above_history_bytes"),
+            max_request_bytes=int(data.get("max_request_bytes") or MAX_REQUEST_BYTES),
+        )
+
+
+def json_size(value: Any) -> int:
+    """The size of ``value`` as Temporal's JSON payload converter writes it."""
+    return len(json.dumps(value, separators=(",", ":"), sort_keys=True).encode())
+
+
 class ActivityExecutor:
     """The agent's executor in workflow code: each model call and each tool body is an
     activity; everything else (hooks, answers, state) stays in the workflow."""
 
-    def __init__(self, agent_name: str, registration: Registration) -> None:
+    def __init__(
+        self, agent_name: str, registration: Registration, limits: Limits | None = None
+    ) -> None:
         self.agent_name = agent_name
         self.registration = registration
+        self.limits = limits or Limits()
+        self.model_calls = 0
+        """Model activities scheduled by this run (not counting earlier runs of the chain)."""
 
     async def call_model(self, run: Run) -> ModelResponse:
         agent = run.agent
@@ -71,6 +140,14 @@ class ActivityExecutor:
             "state": dict(agent.state),
             "now": agent.clock(),
         }
+        size, limit = json_size(request), self.limits.max_request_bytes
+        if size > limit:
+            raise PayloadLimitError(
+                f"the model call's request is {size} bytes of JSON, above the limit of {limit} "
+                "bytes (Limits.max_request_bytes; Temporal refuses payloads above 2 MiB): "
+                "shorten the conversation or the agent state"
+            )
+        self.model_calls += 1
         try:
             out = await _execute(MODEL_ACTIVITY, request, self.registration.model)
         except ActivityError as exc:  # retries exhausted: after-model hooks see a ModelError
@@ -135,15 +212,15 @@ class AgentWorkflow:
     """Runs agent ``request["agent"]`` of the worker's App on ``request["prompt"]`` (or carries
     on ``request["state"]``, an ``export_state()``), pausing for answers as long as needed."""
 
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, request: dict[str, Any]) -> None:
         self._agent: Agent | None = None
         self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any]] = []
         self._tickets = 0
         self._applying: int | None = None
         self._outcomes: dict[int, dict[str, JsonValue] | ApplicationError] = {}
-
-    @workflow.run
-    async def run(self, request: dict[str, Any]) -> dict[str, JsonValue]:
+        # The agent is built here, before any handler runs: an answer that reaches a run
+        # continued as new in its first task is checked against the imported pause.
         name = request["agent"]
         info = workflow.info()
         # The factory builds its agent on a session store holding nothing (a blocking load,
@@ -151,16 +228,44 @@ class AgentWorkflow:
         with workflow.unsafe.sandbox_unrestricted():
             agent = build_agent(lookup(info.task_queue).app, name, info.workflow_id)
         agent.clock = lambda: workflow.now().timestamp()  # the loop's time is workflow time
-        agent._executor = ActivityExecutor(name, lookup(info.task_queue))
+        self._limits = Limits.from_dict(request.get("limits"))
+        self._executor = ActivityExecutor(name, lookup(info.task_queue), self._limits)
+        agent._executor = self._executor
+        self._import_error: InterludeError | None = None
         if request.get("state") is not None:
-            agent.import_state(request["state"])
+            try:
+                agent.import_state(request["state"])
+            except InterludeError as exc:  # the run fails (in run), the workflow does not hang
+                self._import_error = exc
         self._agent = agent
+
+    @workflow.run
+    async def run(self, request: dict[str, Any]) -> dict[str, JsonValue]:
+        name = request["agent"]
+        agent = self._agent
+        assert agent is not None
         result: AgentResult | None = None
         try:
+            if self._import_error is not None:
+                raise self._import_error
             if request.get("prompt") is not None:
                 result = await agent.invoke_async(request["prompt"])
             while agent.is_paused:
                 self._mark_paused(agent, name)
+                if not self._inbox and self._should_continue_as_new(agent):
+                    # Let every Update finish; one accepted meanwhile is applied here instead.
+                    await workflow.wait_condition(
+                        lambda: workflow.all_handlers_finished() or bool(self._inbox)
+                    )
+                    if not self._inbox:
+                        workflow.continue_as_new(
+                            {
+                                "agent": name,
+                                "prompt": None,
+                                "state": agent.export_state(),
+                                "limits": self._limits.to_dict(),
+                            }
+                        )
                 result = await self._next(agent)
         except InterludeError as exc:  # the run failed: the workflow fails (not retried)
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
@@ -171,6 +276,23 @@ class AgentWorkflow:
         out = summary(result, agent)
         out["state"] = agent.export_state()
         return out
+
+    def _should_continue_as_new(self, agent: Agent) -> bool:
+        """Whether this paused run is long enough to continue as new (see :class:`Limits`).
+        A run that has not called the model (e.g. one just continued as new) never does."""
+        if self._executor.model_calls == 0:
+            return False
+        limits, info = self._limits, workflow.info()
+        if info.is_continue_as_new_suggested():
+            return True
+        calls = limits.continue_after_model_calls
+        if calls is not None and self._executor.model_calls >= calls:
+            return True
+        history = limits.continue_above_history_bytes
+        if history is not None and info.get_current_history_size() > history:
+            return True
+        state = limits.continue_above_state_bytes
+        return state is not None and json_size(agent.export_state()) > state
 
     async def _next(self, agent: Agent) -> AgentResult | None:
         """Wait for answers (or the earliest deadline) and carry the run on with them."""
