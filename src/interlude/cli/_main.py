@@ -4,7 +4,10 @@ show, list, discard or delete sessions; serve the web inbox and run workers.
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE),
 ``--app module:attribute`` (default: $INTERLUDE_APP, else the built-in demo app) and ``--json``
 for scripts, before or after the command's name. Only ``demo`` creates a store; the other
-commands report a store that does not exist.
+commands report a store that does not exist. With ``--temporal HOST:PORT`` (or
+$INTERLUDE_TEMPORAL; ``--namespace``), ``pending``, ``answer`` and ``show`` work on agent
+workflows of ``interlude.temporal`` instead (the session is the workflow id), and
+``temporal-worker`` runs a worker for the ``--app`` (see ``_temporal``).
 
 Commands that run a session's agent (``answer``, ``recover``, ``discard``) build it with the
 factory the ``--app`` registers under the agent name the session records. Nothing named in
@@ -41,6 +44,13 @@ from ._errors import _run as _run  # re-exported, as CliError: imported from her
 from ._operate import _serve, _worker
 from ._render import Output
 from ._stores import DEFAULT_STORE
+from ._temporal import (
+    DEFAULT_TASK_QUEUE,
+    temporal_answer,
+    temporal_pending,
+    temporal_show,
+    temporal_worker,
+)
 
 __all__ = ["run"]
 
@@ -74,7 +84,7 @@ def run(argv: list[str] | None = None) -> int:
         return 2
     out = Output(json_mode=args.json, app=args.app)
     try:
-        return int(args.command(args, out))
+        return int(_command(args)(args, out))
     except CliError as exc:
         out.error(str(exc), session=exc.session)
         return 1
@@ -89,6 +99,26 @@ def run(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _command(args: argparse.Namespace) -> Callable[..., int]:
+    """The command to run: its Temporal form with ``--temporal`` (refused for the commands that
+    only work on a store, unless the option comes from $INTERLUDE_TEMPORAL)."""
+    if not args.temporal:
+        return args.command  # type: ignore[no-any-return]
+    on_temporal: Callable[..., int] | None = getattr(args, "on_temporal", None)
+    if on_temporal is not None:
+        return on_temporal
+    if args.temporal != os.environ.get("INTERLUDE_TEMPORAL"):
+
+        def refuse(args: argparse.Namespace, out: Output) -> int:
+            raise CliError(
+                "--temporal works with pending, answer, show and temporal-worker; this "
+                "command works on a session store (--store)"
+            )
+
+        return refuse
+    return args.command  # type: ignore[no-any-return]
+
+
 APP_HELP = (
     "module:attribute naming the interlude.App whose agents run sessions (answer, recover, "
     "discard); the module is imported from this folder or the Python path. Default: "
@@ -100,6 +130,11 @@ STORE_HELP = (
     "?synchronous=full; file:///absolute/dir (RFC 8089: always absolute, also "
     "file://localhost/absolute/dir); postgresql://user@host/db. "
     f"Default: $INTERLUDE_STORE or {DEFAULT_STORE}"
+)
+
+TEMPORAL_HELP = (
+    "HOST:PORT of a Temporal server: pending, answer and show then work on agent workflows "
+    "(interlude.temporal), the session being the workflow id. Default: $INTERLUDE_TEMPORAL"
 )
 
 
@@ -118,6 +153,13 @@ def _parser() -> argparse.ArgumentParser:
         help=APP_HELP,
     )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+    parser.add_argument(
+        "--temporal",
+        metavar="HOST:PORT",
+        default=os.environ.get("INTERLUDE_TEMPORAL") or None,
+        help=TEMPORAL_HELP,
+    )
+    parser.add_argument("--namespace", default="default", help="the Temporal namespace (default)")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     def command(name: str, fn: Callable[..., int], help: str) -> argparse.ArgumentParser:
@@ -128,7 +170,14 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
         )
+        p.add_argument(
+            "--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=TEMPORAL_HELP
+        )
+        p.add_argument("--namespace", default=argparse.SUPPRESS, help="the Temporal namespace")
         return p
+
+    def task_queue(p: argparse.ArgumentParser, help: str) -> None:
+        p.add_argument("--task-queue", metavar="QUEUE", help=help)
 
     def agent_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -147,6 +196,8 @@ def _parser() -> argparse.ArgumentParser:
     pending.add_argument("--tool", help="only interrupts about this tool")
     pending.add_argument("--older-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
     pending.add_argument("--newer-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
+    task_queue(pending, "with --temporal: only workflows on this task queue")
+    pending.set_defaults(on_temporal=temporal_pending)
 
     answer = command("answer", _answer, "answer an interrupt and carry the session on")
     answer.add_argument("session")
@@ -166,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
         '"shown"): refused if the session\'s question differs',
     )
     agent_option(answer)
+    answer.set_defaults(on_temporal=temporal_answer)
 
     expire = command(
         "expire", _expire, "settle a session's questions whose deadline passed, and carry on"
@@ -181,6 +233,7 @@ def _parser() -> argparse.ArgumentParser:
 
     show = command("show", _show, "show a session's conversation, pause and audit trail")
     show.add_argument("session")
+    show.set_defaults(on_temporal=temporal_show)
 
     command("sessions", _sessions, "list the sessions in the store and their state")
 
@@ -225,6 +278,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--once", action="store_true", help="handle what is there now, then exit")
     worker.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+
+    temporal = command(
+        "temporal-worker",
+        temporal_worker,
+        "run agents of the --app as Temporal workflows (needs --temporal), until Ctrl-C",
+    )
+    task_queue(temporal, f"the task queue to poll ({DEFAULT_TASK_QUEUE})")
+    temporal.set_defaults(on_temporal=temporal_worker)
     return parser
 
 

@@ -152,7 +152,11 @@ class Output:
             self._say(f"  {me} answer{flag}{_app_flag(self.app)} {session_id} {i.id} true", "cyan")
         self._say("(answer false, or any JSON, to decline)", "dim")
 
-    def pending(self, entries: list[PendingInterrupt], now: float, store: str) -> None:
+    def pending(
+        self, entries: list[PendingInterrupt], now: float, store: str, *, flags: str | None = None
+    ) -> None:
+        """``flags``: the options naming where the sessions are, for the answer command shown
+        (default: ``--store``'s, unless it is the default store)."""
         if self.json_mode:
             self._json(
                 [
@@ -170,6 +174,7 @@ class Output:
         if not entries:
             self._say("No interrupts are waiting for an answer.")
             return
+        where = _store_flag(store) if flags is None else flags
         head = ("ID", "SESSION", "NAME", "AGE", "WHAT WAS SHOWN")
         rows = [
             (
@@ -189,7 +194,7 @@ class Output:
             what = r[4] if len(r[4]) <= room else r[4][: room - 3] + "..."
             self._say((line + what).rstrip(), "bold" if r is head else None)
         self._say(
-            f"\nAnswer: {program()} answer{_store_flag(store)}{_app_flag(self.app)} SESSION ID "
+            f"\nAnswer: {program()} answer{where}{_app_flag(self.app)} SESSION ID "
             "true|false|JSON"
             " (pending --json lists all in full)",
             "dim",

@@ -1,0 +1,469 @@
+"""``--temporal HOST:PORT``: ``pending``, ``answer`` and ``show`` against agent workflows
+(``interlude.temporal``) instead of a session store, and ``temporal-worker``.
+
+A paused workflow is found by its search attributes (``InterludePending``, ...); what it waits
+on comes from its ``pending`` query, and an answer goes in through its ``answer`` Update, whose
+validator applies ``resume``'s checks (a refused answer changes nothing). The session a row
+names is the workflow id. Queries need a worker on the workflow's task queue; a workflow whose
+query goes unanswered is named on stderr and left out of ``pending``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ResumeError
+from ._errors import CliError, _what
+from ._render import (
+    Output,
+    _interrupt_json,
+    _shown,
+    _transcript,
+    audit_line,
+    program,
+)
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from .._interrupt import Interrupt
+    from ..sessions import PendingInterrupt
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "QUERY_TIMEOUT",
+    "temporal_answer",
+    "temporal_pending",
+    "temporal_show",
+    "temporal_worker",
+]
+
+DEFAULT_TASK_QUEUE = "agents"
+QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long a ``pending`` query may wait for a worker before the workflow is reported."""
+CONCURRENT_QUERIES = 20
+
+
+def _require() -> None:
+    try:
+        import temporalio  # noqa: F401
+
+        import interlude.temporal  # noqa: F401
+    except ImportError as exc:
+        raise CliError(
+            f"--temporal needs the [temporal] extra ({exc.name} is missing): "
+            "pip install 'interlude[temporal]'"
+        ) from None
+
+
+def _command(fn: Callable[[argparse.Namespace, Output], int]) -> Callable[..., int]:
+    """``fn`` as a command that, in the ``interlude`` process itself, ends the process once it
+    has printed everything: temporalio's threads can abort the interpreter as it finalizes
+    (temporalio/sdk-python#300, "PyGILState_Release", exit -6), a few runs in a hundred.
+    Called in-process (``run(argv)``), it returns (or raises) as the other commands do."""
+
+    @functools.wraps(fn)
+    def command(args: argparse.Namespace, out: Output) -> int:
+        if not _cli_process():
+            return fn(args, out)
+        try:
+            code = fn(args, out)
+        except CliError as exc:
+            out.error(str(exc), session=exc.session)
+            code = 1
+        except KeyboardInterrupt:
+            out.error("interrupted")
+            code = 130
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    return command
+
+
+def _cli_process() -> bool:
+    """Whether this process is the ``interlude`` command (``python -m interlude`` or the
+    console script), not a program calling ``run(argv)``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in ("interlude", "interlude.__main__"):
+        return True
+    script = os.path.basename(str(getattr(main, "__file__", "") or ""))
+    return script in ("interlude", "interlude.exe", "interlude-script.py")
+
+
+def _where(args: argparse.Namespace) -> str:
+    namespace = "" if args.namespace == "default" else f" (namespace {args.namespace})"
+    return f"Temporal at {args.temporal}{namespace}"
+
+
+def _flags(args: argparse.Namespace) -> str:
+    """`` --temporal X`` (and ``--namespace``) for the commands this one suggests."""
+    import shlex
+
+    flags = ""
+    if args.temporal != os.environ.get("INTERLUDE_TEMPORAL"):
+        flags += f" --temporal {shlex.quote(args.temporal)}"
+    if args.namespace != "default":
+        flags += f" --namespace {shlex.quote(args.namespace)}"
+    return flags
+
+
+async def _connect(args: argparse.Namespace) -> Client:
+    from temporalio.client import Client
+
+    try:
+        return await Client.connect(args.temporal, namespace=args.namespace)
+    except Exception as exc:
+        raise CliError(f"cannot reach {_where(args)}: {_what(exc)}") from None
+
+
+async def _query_pending(client: Client, workflow_id: str) -> list[Interrupt]:
+    from .._interrupt import Interrupt
+
+    data = await client.get_workflow_handle(workflow_id).query("pending", rpc_timeout=QUERY_TIMEOUT)
+    return [Interrupt.from_dict(d) for d in data]
+
+
+def _not_found(exc: Exception) -> bool:
+    from temporalio.service import RPCError, RPCStatusCode
+
+    return isinstance(exc, RPCError) and exc.status == RPCStatusCode.NOT_FOUND
+
+
+def _rpc_error(args: argparse.Namespace, workflow_id: str, exc: Exception) -> CliError:
+    """A failed call about ``workflow_id`` in one line: not found, unanswered, or as it says."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    if _not_found(exc):
+        return CliError(f"no workflow {workflow_id!r} on {_where(args)}", session=workflow_id)
+    if isinstance(exc, RPCError) and exc.status in (
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+    ):
+        return CliError(
+            f"session {workflow_id!r}: its workflow did not answer the query within "
+            f"{QUERY_TIMEOUT.total_seconds():g}s; is a worker (`{program()} temporal-worker`) "
+            "running on its task queue?",
+            session=workflow_id,
+        )
+    return CliError(f"session {workflow_id!r}: {_where(args)}: {_what(exc)}", session=workflow_id)
+
+
+async def paused_workflows(
+    client: Client, *, name: str | None = None, task_queue: str | None = None
+) -> list[str]:
+    """Ids of the running agent workflows waiting on answers, from the search attributes:
+    ``AgentClient.paused``'s query, with a task queue filter (which it does not offer)."""
+    from ..temporal._workflow import NAMES, PENDING
+
+    query = f"{PENDING.name} = true AND ExecutionStatus = 'Running'"
+    if name is not None:
+        query += f" AND {NAMES.name} = {_quote(name)}"
+    if task_queue is not None:
+        query += f" AND TaskQueue = {_quote(task_queue)}"
+    return [w.id async for w in client.list_workflows(query)]
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# --- pending ------------------------------------------------------------------------------------
+
+
+@_command
+def temporal_pending(args: argparse.Namespace, out: Output) -> int:
+    _require()
+    return asyncio.run(_pending(args, out))
+
+
+async def _pending(args: argparse.Namespace, out: Output) -> int:
+    from temporalio.service import RPCError
+
+    from ..sessions import PendingInterrupt
+    from ..sessions._memory import matches
+
+    client = await _connect(args)
+    try:
+        ids = await paused_workflows(client, name=args.name, task_queue=args.task_queue)
+    except RPCError as exc:
+        raise CliError(f"{_where(args)}: listing the paused workflows failed: {exc}") from None
+    limit = asyncio.Semaphore(CONCURRENT_QUERIES)
+
+    async def one(workflow_id: str) -> list[Interrupt] | Exception:
+        async with limit:
+            try:
+                return await _query_pending(client, workflow_id)
+            except RPCError as exc:  # finished meanwhile, or no worker answers
+                return exc
+
+    answers = await asyncio.gather(*(one(w) for w in ids))
+    now = time.time()
+    older = None if args.older_than is None else now - args.older_than
+    newer = None if args.newer_than is None else now - args.newer_than
+    entries: list[PendingInterrupt] = []
+    for workflow_id, got in zip(ids, answers, strict=True):
+        if isinstance(got, Exception):
+            if not _not_found(got):  # not found: it finished meanwhile
+                print(f"interlude: warning: {_rpc_error(args, workflow_id, got)}", file=sys.stderr)
+            continue
+        for interrupt in got:
+            entry = PendingInterrupt(workflow_id, interrupt, interrupt.raised_at)
+            if matches(entry, args.name, args.tool, older, newer):
+                entries.append(entry)
+    entries.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+    out.pending(entries, now, "", flags=_flags(args))
+    return 0
+
+
+# --- answer -------------------------------------------------------------------------------------
+
+
+@_command
+def temporal_answer(args: argparse.Namespace, out: Output) -> int:
+    _require()
+    try:
+        answer = json.loads(args.answer)
+    except ValueError:
+        raise CliError(
+            f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
+        ) from None
+    return asyncio.run(_answer(args, out, answer))
+
+
+async def _answer(args: argparse.Namespace, out: Output, answer: Any) -> int:
+    from temporalio.service import RPCError
+
+    from ..temporal import AgentClient
+    from ._commands import _interrupt_id, _operator
+
+    workflow_id = args.session
+    client = await _connect(args)
+    try:
+        pending = await _query_pending(client, workflow_id)
+    except RPCError as exc:
+        raise _rpc_error(args, workflow_id, exc) from None
+    if not pending:
+        raise CliError(
+            f"session {workflow_id!r} has no pending interrupt{await _status_words(client, args)}",
+            session=workflow_id,
+        )
+    interrupt_id = _interrupt_id(workflow_id, args.interrupt_id, [i.id for i in pending])
+    question = next(i for i in pending if i.id == interrupt_id)
+    out.answering(question)
+    shown = None if args.shown is None else {interrupt_id: args.shown}
+    agents = AgentClient(client, task_queue=DEFAULT_TASK_QUEUE)  # unused by answer
+    try:
+        with out.working("the agent is working"):
+            outcome = await agents.answer(
+                workflow_id, {interrupt_id: answer}, by=args.by or _operator(), shown=shown
+            )
+    except ResumeError as exc:  # the Update's validator refused it: nothing changed
+        raise CliError(
+            f"session {workflow_id!r}: the answer was refused ({_what(exc)}); the session is "
+            "unchanged",
+            session=workflow_id,
+        ) from None
+    except Exception as exc:  # the Update failed after it was accepted
+        raise CliError(
+            f"session {workflow_id!r}: the run failed ({_what(exc)}); what completed is in "
+            f"its history: see `{program()} show{_flags(args)} {workflow_id}`",
+            session=workflow_id,
+        ) from None
+    _outcome(out, args, workflow_id, outcome)
+    return 0
+
+
+async def _status_words(client: Client, args: argparse.Namespace) -> str:
+    """`` (its workflow is COMPLETED)`` unless it is running (then it is busy: nothing)."""
+    try:
+        described = await client.get_workflow_handle(args.session).describe()
+    except Exception:
+        return ""
+    status = described.status
+    if status is None or status.name == "RUNNING":
+        return " (its run is going on)"
+    return f" (its workflow is {status.name})"
+
+
+def _outcome(out: Output, args: argparse.Namespace, workflow_id: str, outcome: Any) -> None:
+    from .._interrupt import Interrupt
+
+    interrupts = [Interrupt.from_dict(d) for d in outcome.get("interrupts") or []]
+    stop_reason = outcome.get("stop_reason")
+    reply = outcome.get("text") or ""
+    if out.json_mode:
+        out._json(
+            {
+                "session": workflow_id,
+                "stop_reason": stop_reason,
+                "reply": reply,
+                "interrupts": [_interrupt_json(i) for i in interrupts],
+            }
+        )
+        return
+    out._say(f"session {workflow_id}: resumed")
+    if reply:
+        out._say(f"assistant: {reply}")
+    if stop_reason != "interrupt" or not interrupts:
+        out._say(f"\nThe run ended ({stop_reason}).", "bold green")
+        return
+    out._say(f"\nPaused: {len(interrupts)} question(s) wait for a person.", "bold")
+    for i in interrupts:
+        out._say(f"  {i.name}: {_shown(i)}")
+        out._say(f"    id: {i.id}", "dim")
+    for i in interrupts:
+        out._say(f"  {program()} answer{_flags(args)} {workflow_id} {i.id} true", "cyan")
+
+
+# --- show ---------------------------------------------------------------------------------------
+
+
+@_command
+def temporal_show(args: argparse.Namespace, out: Output) -> int:
+    _require()
+    return asyncio.run(_show(args, out))
+
+
+async def _show(args: argparse.Namespace, out: Output) -> int:
+    from temporalio.service import RPCError
+
+    from .._messages import Message
+    from ..temporal._workflow import AGENT
+
+    workflow_id = args.session
+    client = await _connect(args)
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        raise _rpc_error(args, workflow_id, exc) from None
+    status = "UNKNOWN" if described.status is None else described.status.name
+    agent = described.typed_search_attributes.get(AGENT)
+    interrupts: list[Interrupt] = []
+    finished: dict[str, Any] | None = None
+    failure: str | None = None
+    if status == "RUNNING":
+        try:
+            interrupts = await _query_pending(client, workflow_id)
+        except RPCError as exc:
+            raise _rpc_error(args, workflow_id, exc) from None
+    elif status == "COMPLETED":
+        finished = await handle.result()
+    else:
+        try:
+            await handle.result()
+        except Exception as exc:
+            failure = _what(exc.__cause__ or exc)
+    state: dict[str, Any] = {} if finished is None else dict(finished.get("state") or {})
+    messages = [Message.from_dict(m) for m in state.get("messages") or []]
+    audit: list[dict[str, Any]] = list(state.get("audit") or [])
+    workflow = {
+        "status": status,
+        "run_id": described.run_id,
+        "task_queue": described.task_queue,
+        "started": None if described.start_time is None else described.start_time.timestamp(),
+        "closed": None if described.close_time is None else described.close_time.timestamp(),
+    }
+    if out.json_mode:
+        out._json(
+            {
+                "session": workflow_id,
+                "workflow": workflow,
+                "agent": agent,
+                "paused": bool(interrupts),
+                "running": status == "RUNNING" and not interrupts,
+                "interrupts": [_interrupt_json(i) for i in interrupts],
+                "stop_reason": None if finished is None else finished.get("stop_reason"),
+                "reply": None if finished is None else finished.get("text"),
+                "failure": failure,
+                "messages": [m.to_dict() for m in messages],
+                "state": state.get("state"),
+                "audit": audit,
+            }
+        )
+        return 0
+    who = "no agent name" if agent is None else f"agent {agent}"
+    out._say(
+        f"session {workflow_id} ({who}, workflow {status} on task queue {described.task_queue})",
+        "bold",
+    )
+    for line in _transcript(messages):
+        out._say(line)
+    if interrupts:
+        out._say(f"\nPaused, waiting on {len(interrupts)} question(s):", "bold")
+        for i in interrupts:
+            out._say(f"  {i.name}: {_shown(i)}")
+            out._say(f"    id: {i.id}", "dim")
+        out._say(
+            "(the conversation and the audit trail are in the workflow's history; they show "
+            "here once the run has finished)",
+            "dim",
+        )
+    elif status == "RUNNING":
+        out._say("\nRunning: no question is pending.")
+    elif finished is not None:
+        out._say(f"\nThe run ended ({finished.get('stop_reason')}).", "bold green")
+    else:
+        out._say(f"\nThe workflow is {status}: {failure or 'no result'}", "yellow")
+    if audit:
+        out._say(f"\nAudit trail ({len(audit)}):", "bold")
+        for entry in audit:
+            out._say(f"  {audit_line(entry)}")
+    return 0
+
+
+# --- temporal-worker ----------------------------------------------------------------------------
+
+
+@_command
+def temporal_worker(args: argparse.Namespace, out: Output) -> int:
+    """Run ``interlude.temporal.worker`` for the ``--app`` until Ctrl-C (or SIGTERM)."""
+    import contextlib
+    import signal
+
+    from ._apps import _load_app
+
+    _require()
+    if not args.temporal:
+        raise CliError(
+            "temporal-worker needs --temporal HOST:PORT (or $INTERLUDE_TEMPORAL), e.g. "
+            "--temporal localhost:7233"
+        )
+    app, which = _load_app(args.app)
+    queue = args.task_queue or DEFAULT_TASK_QUEUE
+
+    async def serve() -> None:
+        from ..temporal import worker
+
+        client = await _connect(args)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+            loop.add_signal_handler(signal.SIGTERM, stop.set)
+        try:
+            running = worker(client, app, task_queue=queue)
+        except Exception as exc:
+            raise CliError(f"the worker could not start: {_what(exc)}") from None
+        async with running:
+            if out.json_mode:
+                info = {"temporal": args.temporal, "namespace": args.namespace, "task_queue": queue}
+                print(json.dumps({"worker": info}), flush=True)
+            else:
+                out.working_forever(f"{_where(args)}, task queue {queue}", which)
+                sys.stdout.flush()
+            await stop.wait()
+
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: the worker shuts down, then exit
+        asyncio.run(serve())
+    return 0

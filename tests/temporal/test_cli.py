@@ -1,0 +1,230 @@
+"""The ``interlude`` command against Temporal (``--temporal HOST:PORT``), one subprocess per
+command as a user runs it, against the real dev server; the worker is ``interlude
+temporal-worker`` in a process of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "interlude"]
+INTERRUPT_KEYS = {
+    "id",
+    "name",
+    "reason",
+    "source",
+    "tool",
+    "input",
+    "shown",
+    "response_schema",
+    "expires_at",
+}
+PENDING_KEYS = {"session", *INTERRUPT_KEYS, "short_id", "raised_at", "age_seconds"}
+
+
+@dataclass
+class Ran:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __str__(self) -> str:
+        return (
+            f"$ {shlex.join(self.argv)}\n-> exit {self.returncode}\n"
+            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
+
+    def json(self) -> Any:
+        assert self.returncode == 0, str(self)
+        assert "Traceback" not in self.stderr, str(self)
+        return json.loads(self.stdout)
+
+    def one_line_error(self, *parts: str) -> str:
+        """The command failed with exit 1 and one ``interlude: error:`` line holding ``parts``."""
+        assert self.returncode == 1, str(self)
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("interlude: error: "), str(self)
+        for part in parts:
+            assert part in lines[0], str(self)
+        return lines[0]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLUDE_")}
+    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> Ran:
+    argv = [*CLI, *args]
+    done = subprocess.run(
+        argv, cwd=ROOT, env=env or _env(), capture_output=True, text=True, timeout=60
+    )
+    return Ran(argv, done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def queue(temporal_address: str) -> Iterator[str]:
+    """``interlude temporal-worker`` for tests/temporal/agents.py on a task queue of its own,
+    stopped by Ctrl-C (SIGINT) at the end: it must exit 0."""
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    argv = [*CLI, "--temporal", temporal_address, "temporal-worker"]
+    argv += ["--app", "tests.temporal.agents:app", "--task-queue", name]
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # printed once the worker polls
+    if "Ctrl-C stops" not in line:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        pytest.fail(f"the worker did not start: {line!r}\n{err}")
+    assert f"task queue {name}" in line and "--app tests.temporal.agents:app" in line, line
+    yield name
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the worker did not stop on Ctrl-C")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+
+
+def _start(address: str, task_queue: str, agent: str, log: Path) -> str:
+    async def start() -> str:
+        from temporalio.client import Client
+
+        from interlude.temporal import AgentClient
+
+        client = await Client.connect(address)
+        prompt = json.dumps([["touch", {"path": str(log)}]])
+        return await AgentClient(client, task_queue=task_queue).start(agent, prompt)
+
+    return asyncio.run(start())
+
+
+def _listed(address: str, workflow_id: str, *more: str, env: dict[str, str] | None = None) -> Any:
+    """``pending --json`` once it lists ``workflow_id`` (search attributes are eventually
+    consistent)."""
+    deadline = time.monotonic() + 30
+    while True:
+        flags = [] if env is not None else ["--temporal", address]
+        rows = cli(*flags, "pending", "--json", *more, env=env).json()
+        mine = [r for r in rows if r["session"] == workflow_id]
+        if mine or time.monotonic() > deadline:
+            return mine
+        time.sleep(0.2)
+
+
+def _runs(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_pending_answer_and_show_against_workflows(
+    temporal_address: str, queue: str, tmp_path: Path
+) -> None:
+    at = ["--temporal", temporal_address]
+    log = tmp_path / "touched"
+    wid = _start(temporal_address, queue, "approve", log)
+
+    [row] = _listed(temporal_address, wid, "--task-queue", queue)
+    assert set(row) == PENDING_KEYS
+    assert row["name"] == "approve" and row["tool"] == "touch"
+    assert row["input"] == {"path": str(log)} and row["source"] == "before_tool_call"
+    assert row["shown"].startswith("sha256:") and row["age_seconds"] >= 0
+    # $INTERLUDE_TEMPORAL instead of the option, without the task queue filter (workflows other
+    # tests left paused may be named on stderr: their workers are gone)
+    [same] = _listed(temporal_address, wid, env=_env(INTERLUDE_TEMPORAL=temporal_address))
+    assert same["id"] == row["id"]
+
+    table = cli(*at, "pending", "--task-queue", queue)
+    assert table.returncode == 0, str(table)
+    assert row["short_id"] in table.stdout and wid in table.stdout
+    assert f"answer --temporal {temporal_address} SESSION ID" in table.stdout
+
+    shown = cli(*at, "show", wid)
+    assert shown.returncode == 0, str(shown)
+    assert "Paused, waiting on 1 question(s):" in shown.stdout and row["id"] in shown.stdout
+    paused = cli(*at, "show", wid, "--json").json()
+    assert paused["paused"] is True and paused["workflow"]["status"] == "RUNNING"
+    assert [i["id"] for i in paused["interrupts"]] == [row["id"]]
+
+    bad = cli(*at, "answer", wid, "v1:nope", "true")
+    bad.one_line_error(f"session {wid!r} has no pending interrupt 'v1:nope'", row["short_id"])
+    not_json = cli(*at, "answer", wid, row["short_id"], "yes please")
+    not_json.one_line_error("is not JSON")
+    assert _runs(log) == 0
+
+    done = cli(*at, "answer", wid, row["short_id"], "true", "--by", "ana", "--json").json()
+    assert done == {"session": wid, "stop_reason": "end_turn", "reply": "Done.", "interrupts": []}
+    assert _runs(log) == 1
+
+    finished = cli(*at, "show", wid, "--json").json()
+    assert finished["workflow"]["status"] == "COMPLETED" and finished["paused"] is False
+    assert finished["stop_reason"] == "end_turn" and finished["agent"] == "approve"
+    [entry] = finished["audit"]
+    assert entry["by"] == "ana" and entry["answer"] is True and entry["interrupt_id"] == row["id"]
+    assert "touched" in json.dumps(finished["messages"])
+    human = cli(*at, "show", wid)
+    assert "The run ended (end_turn)." in human.stdout and "ana answered approve" in human.stdout
+
+    again = cli(*at, "answer", wid, row["id"], "true")
+    again.one_line_error(f"session {wid!r} has no pending interrupt", "COMPLETED")
+    assert _runs(log) == 1
+
+
+def test_a_refused_answer_changes_nothing(
+    temporal_address: str, queue: str, tmp_path: Path
+) -> None:
+    at = ["--temporal", temporal_address]
+    log = tmp_path / "touched"
+    wid = _start(temporal_address, queue, "typed", log)
+    [row] = _listed(temporal_address, wid, "--task-queue", queue, "--name", "approve")
+    assert row["response_schema"] is not None
+
+    refused = cli(*at, "answer", wid, row["id"], '{"approved": "maybe"}', "--json")
+    refused.one_line_error(
+        f"session {wid!r}: the answer was refused (AnswerValidationError", "unchanged"
+    )
+    assert json.loads(refused.stdout)["session"] == wid
+    stale = cli(*at, "answer", wid, row["id"], '{"approved": true}', "--shown", "sha256:0")
+    stale.one_line_error("the answer was refused")
+    still = cli(*at, "show", wid, "--json").json()
+    assert still["paused"] is True and [i["id"] for i in still["interrupts"]] == [row["id"]]
+    assert _runs(log) == 0
+
+    shown = row["shown"]
+    ok = cli(*at, "answer", wid, row["id"], '{"approved": true}', "--shown", shown, "--json")
+    assert ok.json()["stop_reason"] == "end_turn"
+    assert _runs(log) == 1
+
+
+def test_errors_are_one_line(temporal_address: str) -> None:
+    cli("--temporal", "127.0.0.1:1", "pending").one_line_error("cannot reach Temporal at")
+    cli("--temporal", temporal_address, "show", "no-such-workflow").one_line_error(
+        "no workflow 'no-such-workflow' on Temporal at"
+    )
+    cli("--temporal", temporal_address, "answer", "no-such-workflow", "x", "true").one_line_error(
+        "no workflow 'no-such-workflow'"
+    )
+    cli("--temporal", temporal_address, "sessions").one_line_error(
+        "--temporal works with pending, answer, show and temporal-worker"
+    )
+    cli("temporal-worker").one_line_error("temporal-worker needs --temporal")
