@@ -152,3 +152,53 @@ def build_retry(session: AgentSession) -> Agent:
 @app.agent("plain")
 def build_plain(session: AgentSession) -> Agent:
     return _agent(session)
+
+
+def _explode_after(event: AfterToolCallEvent) -> None:
+    raise RuntimeError("hook exploded after the answer")
+
+
+@app.agent("approve_then_crash")
+def build_approve_then_crash(session: AgentSession) -> Agent:
+    """After the approved tool ran, an after-tool hook raises a non-Interlude error."""
+    agent = build_approve(session)
+    agent.hooks.add_callback(AfterToolCallEvent, _explode_after)
+    return agent
+
+
+def _raise_value_error(request: ModelRequest) -> str:
+    raise ValueError("model exploded")
+
+
+def _malformed(request: ModelRequest) -> str:
+    return 12345  # type: ignore[return-value]  # not a reply the loop understands
+
+
+@app.agent("raisemodel")
+def build_raisemodel(session: AgentSession) -> Agent:
+    return Agent(FunctionModel(_raise_value_error), session=session.store, session_id=session.id)
+
+
+@app.agent("badmodel")
+def build_badmodel(session: AgentSession) -> Agent:
+    return Agent(FunctionModel(_malformed), session=session.store, session_id=session.id)
+
+
+def _reply_then_model_error(request: ModelRequest) -> str | list[ToolUse]:
+    from interlude.errors import ModelError
+
+    if len(request.messages) > 1:
+        raise ModelError("provider down for good")
+    return _reply(request)
+
+
+@app.agent("approve_then_model_error")
+def build_approve_then_model_error(session: AgentSession) -> Agent:
+    agent = Agent(
+        FunctionModel(_reply_then_model_error),
+        tools=[touch],
+        session=session.store,
+        session_id=session.id,
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return agent

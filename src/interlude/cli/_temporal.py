@@ -262,6 +262,8 @@ async def _answer(args: argparse.Namespace, out: Output, answer: Any) -> int:
     question = next(i for i in pending if i.id == interrupt_id)
     out.answering(question)
     shown = None if args.shown is None else {interrupt_id: args.shown}
+    from ..temporal import AnswerTimeoutError
+
     agents = AgentClient(client, task_queue=DEFAULT_TASK_QUEUE)  # unused by answer
     try:
         with out.working("the agent is working"):
@@ -272,6 +274,12 @@ async def _answer(args: argparse.Namespace, out: Output, answer: Any) -> int:
         raise CliError(
             f"session {workflow_id!r}: the answer was refused ({_what(exc)}); the session is "
             "unchanged",
+            session=workflow_id,
+        ) from None
+    except AnswerTimeoutError as exc:  # no reply in time: the answer may still be applied
+        raise CliError(
+            f"session {workflow_id!r}: no reply in time ({_what(exc)}); the answer may still be "
+            f"applied once a worker runs: see `{program()} show{_flags(args)} {workflow_id}`",
             session=workflow_id,
         ) from None
     except Exception as exc:  # the Update failed after it was accepted

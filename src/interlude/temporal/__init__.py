@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
     import interlude.hooks  # noqa: F401
 
 from ._activities import model_activity, tool_activity
-from ._client import AgentClient
+from ._client import AgentClient, AnswerTimeoutError
 from ._hooks import HookActivity, as_activity, hook_activity
 from ._registry import ActivityOptions
 from ._worker import replayer, worker
@@ -50,6 +50,7 @@ __all__ = [
     "ActivityOptions",
     "AgentClient",
     "AgentWorkflow",
+    "AnswerTimeoutError",
     "HookActivity",
     "Limits",
     "PayloadLimitError",

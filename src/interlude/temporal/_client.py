@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.common import QueryRejectCondition, SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from .. import errors
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ._workflow import AGENT, PENDING, WORKFLOW, Limits
+from ._workflow import AGENT, PENDING, WORKFLOW, Limits, json_size
 
-__all__ = ["AgentClient"]
+__all__ = ["AgentClient", "AnswerTimeoutError"]
+
+ANSWER_TIMEOUT = 60.0
+"""How long ``AgentClient.answer`` waits by default (seconds)."""
+
+MAX_UPDATE_BYTES = 3 * 512 * 1024
+"""Answers above this (1.5 MiB of JSON) are refused by the client itself: Temporal's SDK fails
+the workflow task that would carry them (even to refuse them), again and again."""
+
+
+class AnswerTimeoutError(errors.SessionError, TimeoutError):
+    """``AgentClient.answer`` waited longer than its ``timeout``: no worker took the Update, or
+    the run took longer to pause again or end. The answer may still be applied later (or have
+    been applied): see ``pending`` / ``result``."""
 
 
 class AgentClient:
@@ -67,9 +91,30 @@ class AgentClient:
         return self.client.get_workflow_handle(workflow_id)
 
     async def pending(self, workflow_id: str) -> list[Interrupt]:
-        """The questions the agent waits on (empty while it runs or once it has finished)."""
-        data = await self.handle(workflow_id).query("pending")
+        """The questions the agent waits on (empty while it runs or once it has finished,
+        been terminated or cancelled)."""
+        try:
+            data = await self.handle(workflow_id).query(
+                "pending", reject_condition=QueryRejectCondition.NOT_OPEN
+            )
+        except WorkflowQueryRejectedError:  # closed: nothing is pending any more
+            return []
+        except (RPCError, WorkflowQueryFailedError):
+            if await self._closed(workflow_id) is not None:
+                return []
+            raise
         return [Interrupt.from_dict(d) for d in data]
+
+    async def _closed(self, workflow_id: str) -> str | None:
+        """How the workflow closed ("completed", "terminated", ...), or None while it runs
+        (or when it cannot be described)."""
+        try:
+            status = (await self.handle(workflow_id).describe()).status
+        except RPCError:
+            return None
+        if status is None or status == WorkflowExecutionStatus.RUNNING:
+            return None
+        return status.name.lower().replace("_", " ")
 
     async def answer(
         self,
@@ -78,16 +123,45 @@ class AgentClient:
         *,
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
+        timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
     ) -> dict[str, Any]:
         """Answer pending questions and wait until the run pauses again or ends: returns
         ``{"stop_reason", "text", "interrupts"}``. A refused answer raises the same ResumeError
-        as ``Agent.resume`` (UnknownInterruptError, AnswerValidationError, ...); nothing changed."""
+        as ``Agent.resume`` (UnknownInterruptError, AnswerValidationError, ...); nothing changed.
+        A closed workflow (completed, failed, terminated, ...) raises NotPausedError saying so.
+        A run that fails after taking the answer raises its error (e.g. ModelError, or
+        ReplayedException for a non-Interlude one). Waiting longer than ``timeout`` seconds
+        (None: no limit), e.g. with no worker up, raises AnswerTimeoutError."""
+        args = [dict(answers), by, None if shown is None else dict(shown)]
+        handle = self.handle(workflow_id)
+        size = json_size(args)
+        if size > MAX_UPDATE_BYTES:  # Temporal would wedge the workflow's task on it
+            raise errors.ResumeInputError(
+                f"the answers are {size} bytes of JSON, above the limit of {MAX_UPDATE_BYTES} "
+                "bytes for any Update (Temporal refuses payloads above 2 MiB; the workflow's "
+                "own limit is Limits.max_answer_bytes): answer with less"
+            )
+        rpc_timeout = None if timeout is None else timedelta(seconds=timeout)
+        backstop = None if timeout is None else timeout + 5.0  # the rpc timeout comes first
         try:
-            out: dict[str, Any] = await self.handle(workflow_id).execute_update(
-                "answer", args=[dict(answers), by, None if shown is None else dict(shown)]
+            out: dict[str, Any] = await asyncio.wait_for(
+                handle.execute_update("answer", args=args, rpc_timeout=rpc_timeout), backstop
             )
         except WorkflowUpdateFailedError as exc:
             raise _as_interlude_error(exc) from exc
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
+            raise AnswerTimeoutError(
+                f"no outcome for the answer to workflow {workflow_id!r} within {timeout} s: is a "
+                f"worker polling task queue {self.task_queue!r}? The Update may still be applied "
+                "later; see pending() / result()"
+            ) from exc
+        except RPCError as exc:
+            how = await self._closed(workflow_id)
+            if how is None:
+                raise
+            raise errors.NotPausedError(
+                f"workflow {workflow_id!r} is closed ({how}): there is nothing to answer"
+            ) from exc
         return out
 
     async def result(self, workflow_id: str) -> dict[str, Any]:
@@ -127,6 +201,11 @@ def _as_interlude_error(exc: WorkflowUpdateFailedError) -> Exception:
         return errors.InterruptExpiredError(
             message, None if data is None else Interrupt.from_dict(data)
         )
-    if isinstance(cls, type) and issubclass(cls, errors.ResumeError):
-        return cls(message)
+    if isinstance(cls, type) and issubclass(cls, errors.InterludeError):
+        try:
+            return cls(message)
+        except TypeError:  # a constructor of its own: keep the type's name
+            pass
+    if cause.type:  # the run failed with an error of its own (RuntimeError, ...)
+        return errors.ReplayedException(cause.type, message)
     return exc

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TemporalError
 
 from .._agent._agent import Agent
 from .._agent._answering import resume_plan
@@ -68,6 +68,12 @@ SEARCH_ATTRIBUTES = {
 MAX_REQUEST_BYTES = 3 * 512 * 1024
 """The default limit on a model call's request (1.5 MiB): below Temporal's 2 MiB payload limit."""
 
+MAX_ANSWER_BYTES = 256 * 1024
+"""The default limit on one Update's answers (256 KiB of JSON)."""
+
+MAX_RESULT_BYTES = 3 * 512 * 1024
+"""The default limit on the workflow's result (1.5 MiB): above it the result omits the state."""
+
 
 class PayloadLimitError(LimitError):
     """A model call's request (the conversation as JSON) is larger than
@@ -86,13 +92,19 @@ class Limits:
     made ``continue_after_model_calls`` model calls, or when the exported state is larger than
     ``continue_above_state_bytes``, or the history larger than ``continue_above_history_bytes``
     (None: no such limit). ``max_request_bytes``: a model call whose request (as JSON) is
-    larger fails the run with :class:`PayloadLimitError`.
+    larger fails the run with :class:`PayloadLimitError`. ``max_answer_bytes``: an Update whose
+    answers (as JSON) are larger is refused (a ResumeInputError naming size and limit; nothing
+    changes). ``max_result_bytes``: a finished run whose result (with ``export_state()``) is
+    larger returns ``"state": None`` and says why under ``"state_omitted"`` (the conversation
+    and audit trail stay in the workflow's history, in its Updates and activities).
     """
 
     continue_after_model_calls: int | None = None
     continue_above_state_bytes: int | None = None
     continue_above_history_bytes: int | None = None
     max_request_bytes: int = MAX_REQUEST_BYTES
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    max_result_bytes: int = MAX_RESULT_BYTES
 
     def to_dict(self) -> dict[str, JsonValue]:
         return {
@@ -100,6 +112,8 @@ class Limits:
             "continue_above_state_bytes": self.continue_above_state_bytes,
             "continue_above_history_bytes": self.continue_above_history_bytes,
             "max_request_bytes": self.max_request_bytes,
+            "max_answer_bytes": self.max_answer_bytes,
+            "max_result_bytes": self.max_result_bytes,
         }
 
     @classmethod
@@ -110,6 +124,8 @@ class Limits:
             continue_above_state_bytes=data.get("continue_above_state_bytes"),
             continue_above_history_bytes=data.get("continue_above_history_bytes"),
             max_request_bytes=int(data.get("max_request_bytes") or MAX_REQUEST_BYTES),
+            max_answer_bytes=int(data.get("max_answer_bytes") or MAX_ANSWER_BYTES),
+            max_result_bytes=int(data.get("max_result_bytes") or MAX_RESULT_BYTES),
         )
 
 
@@ -190,6 +206,8 @@ async def _execute(name: str, request: Mapping[str, Any], options: ActivityOptio
 
 def _activity_failure(exc: ActivityError, what: str) -> Exception:
     cause = exc.cause
+    if isinstance(cause, CancelledError):  # the workflow is being cancelled: let it be
+        return exc
     if isinstance(cause, ApplicationError) and cause.details:
         rebuilt = exception_from_dict(cause.details[0], "activity failure")
         if isinstance(rebuilt, Exception):
@@ -219,19 +237,28 @@ class AgentWorkflow:
         self._tickets = 0
         self._applying: int | None = None
         self._outcomes: dict[int, dict[str, JsonValue] | ApplicationError] = {}
+        self._failure: ApplicationError | None = None
+        """The run's error, once it failed: waiting Updates raise it too."""
+        self._limits = Limits.from_dict(request.get("limits"))
+        self._import_error: Exception | None = None
         # The agent is built here, before any handler runs: an answer that reaches a run
         # continued as new in its first task is checked against the imported pause.
         name = request["agent"]
         info = workflow.info()
-        # The factory builds its agent on a session store holding nothing (a blocking load,
-        # made on a helper thread: outside the sandbox's checks; its result is always "none").
-        with workflow.unsafe.sandbox_unrestricted():
-            agent = build_agent(lookup(info.task_queue).app, name, info.workflow_id)
+        try:
+            # The factory builds its agent on a session store holding nothing (a blocking
+            # load, made on a helper thread: outside the sandbox's checks; its result is
+            # always "none").
+            with workflow.unsafe.sandbox_unrestricted():
+                agent = build_agent(lookup(info.task_queue).app, name, info.workflow_id)
+        except TemporalError:
+            raise
+        except Exception as exc:  # e.g. UnknownAgentError: the run fails (in run), no hang
+            self._import_error = exc
+            return
         agent.clock = lambda: workflow.now().timestamp()  # the loop's time is workflow time
-        self._limits = Limits.from_dict(request.get("limits"))
         self._executor = ActivityExecutor(name, lookup(info.task_queue), self._limits)
         agent._executor = self._executor
-        self._import_error: InterludeError | None = None
         if request.get("state") is not None:
             try:
                 agent.import_state(request["state"])
@@ -242,12 +269,12 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, request: dict[str, Any]) -> dict[str, JsonValue]:
         name = request["agent"]
-        agent = self._agent
-        assert agent is not None
         result: AgentResult | None = None
         try:
             if self._import_error is not None:
                 raise self._import_error
+            agent = self._agent
+            assert agent is not None
             if request.get("prompt") is not None:
                 result = await agent.invoke_async(request["prompt"])
             while agent.is_paused:
@@ -267,15 +294,41 @@ class AgentWorkflow:
                             }
                         )
                 result = await self._next(agent)
-        except InterludeError as exc:  # the run failed: the workflow fails (not retried)
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        except ApplicationError as exc:  # e.g. from a hook activity: the workflow fails
+            await self._fail(exc)
+            raise
+        except TemporalError:  # nondeterminism (the task retries), cancellation
+            raise
+        except Exception as exc:  # the run failed: the workflow fails (not retried), as the
+            # embedded run would raise; Updates waiting on it raise the same error
+            failure = _as_failure(exc)
+            await self._fail(failure)
+            raise failure from exc
         workflow.upsert_search_attributes(
             [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
         )
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
-        out["state"] = agent.export_state()
+        state = agent.export_state()
+        out["state"] = state
+        size, limit = json_size(out), self._limits.max_result_bytes
+        if size > limit:
+            out["state"] = None
+            out["state_omitted"] = (
+                f"the result with its state is {size} bytes of JSON, above the limit of {limit} "
+                "bytes (Limits.max_result_bytes; Temporal refuses payloads above 2 MiB): the "
+                "state (conversation, audit trail) is left out; the workflow's history holds "
+                "its answers and activities"
+            )
         return out
+
+    async def _fail(self, failure: ApplicationError) -> None:
+        """Hand the run's error to every Update still waiting, and let them finish."""
+        self._failure = failure
+        for ticket, *_ in self._inbox:
+            self._outcomes.setdefault(ticket, failure)
+        self._inbox.clear()
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     def _should_continue_as_new(self, agent: Agent) -> bool:
         """Whether this paused run is long enough to continue as new (see :class:`Limits`).
@@ -314,6 +367,11 @@ class AgentWorkflow:
         except ResumeError as exc:  # e.g. a deadline passed between validation and now
             self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
             return None
+        except TemporalError:
+            raise
+        except Exception as exc:  # the run fails: this Update raises the same error
+            self._outcomes[ticket] = exc if isinstance(exc, ApplicationError) else _as_failure(exc)
+            raise
         finally:
             self._applying = None
         self._outcomes[ticket] = summary(result, agent)
@@ -345,8 +403,9 @@ class AgentWorkflow:
         self._tickets += 1
         ticket = self._tickets
         self._inbox.append((ticket, answers, by, shown))
-        await workflow.wait_condition(lambda: ticket in self._outcomes)
-        outcome = self._outcomes.pop(ticket)
+        await workflow.wait_condition(lambda: ticket in self._outcomes or self._failure is not None)
+        outcome = self._outcomes.pop(ticket, self._failure)
+        assert outcome is not None
         if isinstance(outcome, ApplicationError):
             raise outcome
         return outcome
@@ -361,10 +420,18 @@ class AgentWorkflow:
         """Exactly the checks ``resume`` applies; a refused Update changes nothing."""
         try:
             agent = self._agent
+            if self._failure is not None:
+                raise _not_paused(f" (the run failed: {self._failure.message})")
             if agent is None or not agent.is_paused or agent._running:
                 raise _not_paused()
             if self._inbox or self._applying is not None:
                 raise _not_paused(" (answers are being applied)")
+            size, limit = json_size(answers), self._limits.max_answer_bytes
+            if size > limit:
+                raise ResumeInputError(
+                    f"the answers are {size} bytes of JSON, above the limit of {limit} bytes "
+                    "(Limits.max_answer_bytes): answer with less (e.g. a reference to the data)"
+                )
             resume_plan(agent, answers, by, shown)  # resume's own checks; the plan is unused
         except ResumeError as exc:
             raise ApplicationError(
@@ -378,6 +445,12 @@ class AgentWorkflow:
         if agent is None or agent._running:
             return []
         return [i.to_dict() for i in agent.interrupts]
+
+
+def _as_failure(exc: Exception) -> ApplicationError:
+    """The run's error as the workflow's failure: not retried, named by its type."""
+    message = str(exc) or type(exc).__name__
+    return ApplicationError(message, type=type(exc).__name__, non_retryable=True)
 
 
 def _not_paused(more: str = "") -> ResumeError:
