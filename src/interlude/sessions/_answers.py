@@ -4,6 +4,7 @@ back what a store kept, and the work order of ``sessions_to_resume``."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
 from .._messages import JsonValue
@@ -16,6 +17,7 @@ __all__ = [
     "conflict",
     "no_session",
     "read_answer",
+    "read_answer_rows",
     "resume_order",
 ]
 
@@ -102,6 +104,23 @@ def read_answer(session_id: str, seq: object, raw: object, where: str = "") -> R
     return RecordedAnswer(
         seq=seq, interrupt_id=iid, answer=data["answer"], by=by, at=float(at), shown=shown
     )
+
+
+def read_answer_rows(
+    session_id: str, rows: Iterable[Sequence[Any]], where: str = "in the database"
+) -> list[RecordedAnswer]:
+    """Rows of ``(seq, interrupt_id, data)`` as answers; SessionCorruptError if one is
+    malformed or filed under another question than its data names."""
+    found = []
+    for seq, iid, raw in rows:
+        answer = read_answer(session_id, seq, raw, where)
+        if answer.interrupt_id != iid:
+            raise SessionCorruptError(
+                f"session {session_id!r} is corrupt ({where}): recorded answer {seq} is filed "
+                f"under {iid!r}"
+            )
+        found.append(answer)
+    return found
 
 
 def claim_deadline(claim: object) -> float | None:

@@ -27,7 +27,14 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._answers import answer_entries, claim_deadline, conflict, no_session, read_answer
+from ._answers import (
+    answer_entries,
+    claim_deadline,
+    conflict,
+    no_session,
+    read_answer,
+    read_answer_rows,
+)
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
@@ -517,13 +524,7 @@ class PostgresStore:
         rows = await self._run(
             f"read the answers of {session_id!r}", self._rows, "answers", {"id": session_id}
         )
-        found = []
-        for seq, iid, text in rows:
-            answer = read_answer(session_id, seq, text, "in the database")
-            if answer.interrupt_id != iid:
-                raise _corrupt(session_id, f"recorded answer {seq} is filed under {iid!r}")
-            found.append(answer)
-        return found
+        return read_answer_rows(session_id, rows)
 
     async def clear_answers(self, session_id: str, upto_seq: int) -> None:
         check_session_id(session_id)

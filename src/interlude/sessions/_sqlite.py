@@ -22,7 +22,14 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._answers import answer_entries, claim_deadline, conflict, no_session, read_answer
+from ._answers import (
+    answer_entries,
+    claim_deadline,
+    conflict,
+    no_session,
+    read_answer,
+    read_answer_rows,
+)
 from ._protocol import (
     PendingInterrupt,
     RecordedAnswer,
@@ -505,13 +512,7 @@ class SQLiteStore:
                 "ORDER BY seq",
                 (session_id,),
             ).fetchall()
-        found = []
-        for seq, iid, raw in rows:
-            answer = read_answer(session_id, seq, raw, "in the database")
-            if answer.interrupt_id != iid:
-                raise _corrupt(session_id, f"recorded answer {seq} is filed under {iid!r}")
-            found.append(answer)
-        return found
+        return read_answer_rows(session_id, rows)
 
     async def clear_answers(self, session_id: str, upto_seq: int) -> None:
         check_session_id(session_id)
