@@ -51,6 +51,7 @@ from ._temporal import (
     temporal_show,
     temporal_worker,
 )
+from ._temporal_demo import temporal_demo
 
 __all__ = ["run"]
 
@@ -190,6 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     demo = command("demo", _demo, "run an agent that stops to ask before a risky tool")
     demo.add_argument("--model", help="run on a real model, e.g. openai:gpt-4.1-mini")
     demo.add_argument("--session", help="session id (default: a new demo-<id>)")
+    task_queue(demo, f"with --temporal: the task queue to start it on ({DEFAULT_TASK_QUEUE})")
+    demo.set_defaults(on_temporal=temporal_demo)
 
     pending = command("pending", _pending, "list the interrupts waiting for an answer")
     pending.add_argument("--name", help="only interrupts with this name")

@@ -51,6 +51,8 @@ DEFAULT_TASK_QUEUE = "agents"
 QUERY_TIMEOUT = timedelta(seconds=5)
 """How long a ``pending`` query may wait for a worker before the workflow is reported."""
 CONCURRENT_QUERIES = 20
+CONNECT_WAIT = 10.0
+"""Seconds ``demo`` and ``temporal-worker`` keep trying a server that is starting."""
 
 
 def _require() -> None:
@@ -118,13 +120,35 @@ def _flags(args: argparse.Namespace) -> str:
     return flags
 
 
-async def _connect(args: argparse.Namespace) -> Client:
+async def _connect(args: argparse.Namespace, *, wait: float = 0.0) -> Client:
+    """A client for ``--temporal``; ``wait``: seconds to keep trying a server that is not up
+    yet (the commands that start things, run just after ``temporal server start-dev &``)."""
     from temporalio.client import Client
 
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return await Client.connect(args.temporal, namespace=args.namespace)
+        except Exception as exc:
+            if time.monotonic() >= deadline:
+                tried = f" (tried for {wait:.0f} s)" if wait else ""
+                raise CliError(f"cannot reach {_where(args)}{tried}: {_what(exc)}") from None
+            await asyncio.sleep(0.2)
+
+
+async def _register_search_attributes(client: Client, args: argparse.Namespace) -> None:
+    """Register Interlude's search attributes on the namespace if missing; a server that
+    refuses (a managed cluster may) gets a warning: they can be created by an administrator."""
+    from ..temporal import register_search_attributes
+
     try:
-        return await Client.connect(args.temporal, namespace=args.namespace)
+        await register_search_attributes(client)
     except Exception as exc:
-        raise CliError(f"cannot reach {_where(args)}: {_what(exc)}") from None
+        print(
+            f"interlude: warning: {_where(args)}: Interlude's search attributes could not be "
+            f"registered ({_what(exc)}); without them paused workflows cannot be listed",
+            file=sys.stderr,
+        )
 
 
 async def _query_pending(client: Client, workflow_id: str) -> list[Interrupt]:
@@ -454,7 +478,8 @@ def temporal_worker(args: argparse.Namespace, out: Output) -> int:
     async def serve() -> None:
         from ..temporal import worker
 
-        client = await _connect(args)
+        client = await _connect(args, wait=CONNECT_WAIT)
+        await _register_search_attributes(client, args)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows

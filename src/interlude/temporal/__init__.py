@@ -41,6 +41,7 @@ from ._activities import model_activity, tool_activity
 from ._client import AgentClient, AnswerTimeoutError
 from ._hooks import HookActivity, as_activity, hook_activity
 from ._registry import ActivityOptions
+from ._setup import register_search_attributes
 from ._worker import replayer, worker
 from ._workflow import SEARCH_ATTRIBUTES, WORKFLOW, AgentWorkflow, Limits, PayloadLimitError
 
@@ -57,6 +58,7 @@ __all__ = [
     "as_activity",
     "hook_activity",
     "model_activity",
+    "register_search_attributes",
     "replayer",
     "tool_activity",
     "worker",

