@@ -357,6 +357,78 @@ def test_bad_tool_input_is_an_error_result_and_runs_nothing():
     assert ops.model.requests == []
 
 
+def test_discarding_the_pause_closes_the_sub_agent_call():
+    ops = make_ops(ops_turns("a"))
+    parent = make_parent([[ask("t1", "ops", "delete a")], "Ok."], [ops.agent.as_tool()])
+    parent("Go")
+    parent.discard_pause()
+    [(_, status, text)] = result_texts(parent)
+    assert status == "error" and "may have had effects" in text
+    assert str(parent("Anything else?")) == "Ok." and ops.deleted == []
+
+
+def test_a_sub_agent_call_in_doubt_after_a_crash_carries_on_from_its_checkpoint():
+    """A process stopped while the sub-agent ran again: recovery asks (a sub-agent is not safe
+    to repeat); "rerun" starts it from its last pause, not from the beginning."""
+    ops = make_ops(ops_turns("a"))
+    parent = make_parent([[ask("t1", "ops", "delete a")]], [ops.agent.as_tool()])
+    [question] = parent("Go").interrupts
+    state = json.loads(json.dumps(parent.export_state()))
+    [call] = state["pause"]["step"]["calls"]
+    call["phase"], call["started_at"] = "running", 1_700_000_000.0  # as a killed process leaves it
+    state["pause"]["interrupts"] = []
+
+    again = make_ops(["Deleted a."])
+    agent = make_parent(["Done."], [again.agent.as_tool()])
+    agent.import_state(state)
+    [in_doubt] = agent.recover().interrupts
+    assert in_doubt.source == "in_doubt" and in_doubt.tool_use.name == "ops"
+    [asked] = agent.resume({in_doubt.id: "rerun"}).interrupts
+    assert asked.id == question.id  # the sub-agent is back at its question: nothing redone
+    assert again.model.requests == [] and again.deleted == []
+    assert str(agent.resume({asked.id: True})) == "Done." and again.deleted == ["a"]
+
+
+def test_a_tool_keeps_a_checkpoint_across_its_question():
+    """The core seam under agents as tools: a tool body keeps JSON with its call when it stops
+    with a question, and gets it back when it runs again (also after an export)."""
+    from interlude import ToolContext
+
+    work: list[str] = []
+
+    @tool
+    def migrate(context: ToolContext) -> str:
+        """Migrate in two halves, asking before the second."""
+        done = context.checkpoint or {"half": 0}
+        if done["half"] == 0:
+            work.append("first half")
+            context.checkpoint = {"half": 1}
+        if context.interrupt("go_on") is not True:
+            return "stopped after the first half"
+        work.append("second half")
+        return "migrated"
+
+    @tool
+    def bad(context: ToolContext) -> str:
+        """Keep something that is not JSON."""
+        context.checkpoint = {"when": object()}
+        return "unreachable"
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "migrate", {})]]), tools=[migrate, bad])
+    [question] = agent("Migrate").interrupts
+    state = json.loads(json.dumps(agent.export_state()))
+    assert state["pause"]["step"]["calls"][0]["checkpoint"] == {"half": 1}
+    fresh = Agent(ScriptedModel(["Migrated."]), tools=[migrate, bad])
+    fresh.import_state(state)
+    assert str(fresh.resume({question.id: True})) == "Migrated."
+    assert work == ["first half", "second half"]  # the first half did not run twice
+    assert result_texts(fresh) == [("t1", "success", "migrated")]
+    assert "checkpoint" not in json.dumps(fresh.export_state())  # dropped once the call ended
+
+    refused = fresh.tool.bad()  # a checkpoint must be JSON: the call fails, naming it
+    assert refused.status == "error" and refused.text.startswith("InterruptError: the checkpoint")
+
+
 # --- typed, expiring questions ------------------------------------------------------------------
 
 
@@ -516,6 +588,10 @@ def test_approval_inside_a_sub_agent_answered_from_the_top_in_a_fresh_process(tm
         top, ops, _ = build_for_process(job, store)
         [question] = top("Clean /srv").interrupts
         assert ops.deleted == [] and len(ops.model.requests) == 1
+        from interlude.sessions import Inbox
+
+        [listed] = Inbox(store).pending(tool_name="delete")  # the store lists it, via and all
+        assert listed.interrupt == question and listed.interrupt.via[0].name == "ops"
     del top
 
     # The new process has only the replies still to come: anything asked twice would fail.
