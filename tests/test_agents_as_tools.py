@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -505,6 +506,41 @@ def test_an_expired_sub_agent_question_without_default_declines():
     ]
     text = ops.model.requests[-1].messages[2].content[0].text
     assert "expired without an answer" in text
+
+
+# --- golden file: a nested sub-agent pause in the version 3 format -----------------------------
+
+GOLDEN = Path(__file__).parent / "interrupts" / "golden" / "v3_agents_as_tools.json"
+
+
+def _golden_agents(top_turns: list, lead_turns: list, ops_turns_: list) -> tuple[Agent, Ops]:
+    def clock() -> float:
+        return 1_800_000_000.0
+
+    ops = make_ops(ops_turns_)
+    lead = Agent(ScriptedModel(lead_turns), tools=[ops.agent.as_tool()], name="lead")
+    top = Agent(
+        ScriptedModel(top_turns), tools=[lead.as_tool()], name="top", signing_key=KEY, clock=clock
+    )
+    return top, ops
+
+
+def test_golden_nested_sub_agent_pause_loads_and_resumes():
+    """A saved pause with a sub-agent's state two levels down (checkpoint, via) keeps loading.
+    Written once by INTERLUDE_REGEN_GOLDEN=1; a change that cannot read it fails here."""
+    if os.environ.get("INTERLUDE_REGEN_GOLDEN") == "1":
+        top, _ = _golden_agents(
+            [[ask("t1", "lead", "tidy")]], [[ask("m1", "ops", "delete z")]], ops_turns("z")
+        )
+        top("Tidy")
+        GOLDEN.write_text(json.dumps(top.export_state(), indent=1, sort_keys=True) + "\n")
+    state = json.loads(GOLDEN.read_text())
+    top, ops = _golden_agents(["Top done."], ["Lead done."], ["Deleted z."])
+    top.import_state(state)
+    [question] = top.interrupts
+    assert question.id == up("t1", up("m1", approve_id("s1")))
+    assert [u.id for u in question.via] == ["t1", "m1"] and question.raised_at == 1_800_000_000.0
+    assert str(top.resume({question.id: True})) == "Top done." and ops.deleted == ["z"]
 
 
 # --- a fresh process ------------------------------------------------------------------------------
