@@ -508,6 +508,37 @@ def test_an_expired_sub_agent_question_without_default_declines():
     assert "expired without an answer" in text
 
 
+def test_an_expired_question_two_levels_down_settles_at_every_level(executor):
+    now = [1_800_000_000.0]
+    ops = make_ops(ops_turns("z", reply="Timed out."), executor)
+
+    def timed(event: BeforeToolCallEvent) -> None:
+        if event.interrupt("approve", expires_in=30, default=False) is not True:
+            event.cancel("no answer in time")
+
+    ops.agent.hooks = type(ops.agent.hooks)()
+    ops.agent.hooks.add_callback(BeforeToolCallEvent, timed)
+    lead = Agent(
+        ScriptedModel([[ask("m1", "ops", "delete z")], "Lead: nothing done."]),
+        tools=[ops.agent.as_tool()],
+        tool_executor=executor,
+        name="lead",
+    )
+    top = make_parent(
+        [[ask("t1", "lead", "tidy")], "Top: nothing done."],
+        [lead.as_tool()],
+        executor,
+        clock=lambda: now[0],
+    )
+    [question] = top("Tidy").interrupts
+    assert question.expires_at == now[0] + 30 and question.has_default
+    now[0] += 31
+    assert str(top.resume_expired()) == "Top: nothing done."
+    assert ops.deleted == []
+    assert ops.model.requests[-1].messages[2].content[0].text == "no answer in time"
+    assert [(e.interrupt_id, e.by) for e in top.audit] == [(question.id, "expiry")]
+
+
 # --- golden file: a nested sub-agent pause in the version 3 format -----------------------------
 
 GOLDEN = Path(__file__).parent / "interrupts" / "golden" / "v3_agents_as_tools.json"
