@@ -3,8 +3,8 @@
 Every answer a resume applies (a person's, or a deadline's) adds one entry. Entries are kept
 with the agent (``agent.audit``, ``export_state()["audit"]``) and with its session, where stores
 only ever append them. ``shown`` is a digest of exactly what the question showed: its name,
-reason, source and tool use (name and input), so a later reader can check which question an
-answer covered.
+reason, source and tool use (name and input), and for a sub-agent's question the calls it came
+through (``via``), so a later reader can check which question an answer covered.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ def shown_digest(interrupt: Interrupt) -> str:
         "source": interrupt.source,
         "tool_use": None if interrupt.tool_use is None else tool_use_to_dict(interrupt.tool_use),
     }
+    if interrupt.via:  # a sub-agent's question: the calls it came through (absent: as before)
+        shown["via"] = [tool_use_to_dict(u) for u in interrupt.via]
     text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # surrogatepass: a lone surrogate (not text, but a model may send one) still gets a digest
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

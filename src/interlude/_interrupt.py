@@ -54,7 +54,9 @@ class Interrupt:
     that is what the person is shown and approves. ``response_schema`` is the JSON Schema an
     answer must meet (None: any JSON). ``expires_at`` is the deadline (epoch seconds, None:
     none); after it, the question is answered by ``default`` if it ``has_default``, else it
-    declines (see :class:`~interlude.errors.InterruptExpiredError`).
+    declines (see :class:`~interlude.errors.InterruptExpiredError`). ``via`` is empty for a
+    question of this agent; for one a sub-agent asked (see ``Agent.as_tool``), the tool calls
+    it came up through, outermost first.
     """
 
     id: str
@@ -68,6 +70,7 @@ class Interrupt:
     expires_at: float | None = None
     default: JsonValue = None
     has_default: bool = False
+    via: tuple[ToolUse, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -93,6 +96,8 @@ class Interrupt:
             out["expires_at"] = self.expires_at
             if self.has_default:
                 out["default"] = self.default
+        if self.via:
+            out["via"] = [tool_use_to_dict(u) for u in self.via]
         return out
 
     @classmethod
@@ -109,6 +114,9 @@ class Interrupt:
         if schema is not None and not isinstance(schema, dict):
             raise StateFormatError(f"{where}.response_schema: expected an object or null")
         expires = d.get("expires_at")
+        via = d.get("via", [])
+        if not isinstance(via, list):
+            raise StateFormatError(f"{where}.via: expected a list of tool uses")
         return cls(
             id=_str(d, "id", where),
             name=_str(d, "name", where),
@@ -121,6 +129,7 @@ class Interrupt:
             expires_at=None if expires is None else _time(expires, f"{where}.expires_at"),
             default=d.get("default"),
             has_default=expires is not None and "default" in d,
+            via=tuple(tool_use_from_dict(u, f"{where}.via[{i}]") for i, u in enumerate(via)),
         )
 
 

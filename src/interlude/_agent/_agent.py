@@ -315,6 +315,16 @@ class Agent:
 
         discard(self)
 
+    def as_tool(self, name: str | None = None, description: str | None = None) -> AgentTool:
+        """This agent as a tool of another: it takes ``{"prompt": text}`` and returns the final
+        text of a fresh copy of this agent run on it. The copy's questions pause the calling
+        agent (under ids scoped by its tool call); the answers given there resume the copy
+        where it stopped. ``name`` defaults to the agent's name. See docs/agents-as-tools.md.
+        """
+        from ._subagent import SubAgentTool
+
+        return SubAgentTool(self, name, description)
+
     # --- state ------------------------------------------------------------------------------
 
     def export_state(self) -> dict[str, JsonValue]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .._interrupt import Answers, Interrupt, interrupt_id
 from .._messages import Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
-from .._tools._context import ToolContext
+from .._tools._context import RelaySignal, ToolContext
 from ..errors import InterruptSignal, RetryLimitError
 from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ._state import ToolBatch, ToolCall
@@ -150,11 +150,14 @@ async def run_call(
             # Else resumed after the body interrupted, or a person chose to run an in-doubt
             # call again: the body runs again from the top.
             result, exception = await _body(run, call, cancel_message)
-            if result is None:  # the body interrupted
+            if result is None:  # the body interrupted (several questions: relayed at once)
                 assert isinstance(exception, InterruptSignal)
                 call.phase = "body"
+                if isinstance(exception, RelaySignal):
+                    return list(exception.interrupts)
                 return [exception.interrupt]
             call.result, call.exception, call.cancel_message = result, exception, cancel_message
+            call.checkpoint = None  # the body finished: nothing to pick up from any more
             call.phase = "after"
             if run.journal is not None and run.in_flight:  # siblings run: keep it now
                 await run.checkpoint()
@@ -246,11 +249,12 @@ async def _body(
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
-    context = ToolContext(tool_use, run.agent, run.progress.answers)
+    context = ToolContext(tool_use, run.agent, run.progress.answers, call.checkpoint)
     run.in_flight += 1
     try:
         return await run.agent._executor.run_tool(run, call, tool, tool_use, context), None
     except InterruptSignal as signal:
+        call.checkpoint = context._checkpoint  # kept for the re-run
         return None, signal
     except Exception as exc:
         return _error(tool_use, f"{type(exc).__name__}: {exc}"), exc
@@ -390,4 +394,5 @@ def _settle_in_doubt(run: Run, call: ToolCall) -> Interrupt | None:
         assert isinstance(answer, dict)
         result = to_tool_result(call.active_use.id, answer["result"])
     call.result, call.exception, call.cancel_message, call.phase = result, None, None, "after"
+    call.checkpoint = None
     return None

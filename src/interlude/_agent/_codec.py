@@ -54,7 +54,9 @@ VERSION = 3
 phase ``running`` with their start time, and the model's own id of a tool use made unique.
 3 added answers as data: the agent's name, the audit trail, typed and expiring questions
 (``response_schema``, ``expires_at``, ``default``), questions settled by expiry, and the
-pause's signature. Versions 1 and 2 read as they are."""
+pause's signature. Versions 1 and 2 read as they are. Later additions to 3 are optional and
+written only when used: a tool call's ``checkpoint`` (what its body kept, e.g. a sub-agent's
+state) and a question's ``via`` (the sub-agent tool calls it came up through)."""
 READS = (1, 2, 3)
 _PHASES = ("pending", "before", "running", "body", "after", "done")
 _MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
@@ -397,6 +399,8 @@ def _encode_call(c: ToolCall) -> dict[str, JsonValue]:
         out["exception"] = exception_to_dict(c.exception)
     if c.cancel_message is not None:
         out["cancel_message"] = c.cancel_message
+    if c.checkpoint is not None:  # only when kept: a state without it reads as before
+        out["checkpoint"] = json.loads(c.checkpoint)
     return out
 
 
@@ -430,6 +434,7 @@ def _decode_call(data: Any, where: str) -> ToolCall:
         cancel_message=_opt_str(d, "cancel_message", where),
         started_at=None if started_at is None else float(started_at),
         model_id=_opt_str(d, "model_id", where),
+        checkpoint=None if d.get("checkpoint") is None else json.dumps(d["checkpoint"]),
     )
     if phase in ("running", "body", "after") and call.active_use is None:
         call.active_use = tool_use

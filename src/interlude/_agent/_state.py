@@ -91,6 +91,9 @@ class ToolCall:
     """When the body last started (phases running, body, after)."""
     model_id: str | None = None
     """The model's own id for this tool use, when it was not unique (results answer it)."""
+    checkpoint: str | None = None
+    """What the tool body kept (``ToolContext.checkpoint``, as JSON text) when it last stopped
+    with a question (phases running and body): given back to it when it runs again."""
     tool: AgentTool | None = field(default=None, repr=False)
     """The selected tool object, when this process selected it (not persisted)."""
 

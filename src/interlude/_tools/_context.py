@@ -2,34 +2,119 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, NoReturn
 
-from .._interrupt import Answers, Interrupter, InterruptSource
-from .._messages import ToolUse
+from .._interrupt import Answers, Interrupt, Interrupter, InterruptSource, interrupt_id
+from .._messages import JsonValue, ToolUse
+from ..errors import InterruptError, InterruptSignal
 
 if TYPE_CHECKING:
     from .._agent._agent import Agent
 
-__all__ = ["ToolContext"]
+__all__ = ["RelaySignal", "ToolContext"]
+
+
+class RelaySignal(InterruptSignal):
+    """Raised by ``ToolContext.relay``: the tool stops with several questions at once."""
+
+    def __init__(self, interrupts: list[Interrupt]) -> None:
+        super().__init__(interrupts[0])
+        self.interrupts = interrupts
 
 
 class ToolContext(Interrupter):
     """What a running tool can see and do: its tool use, the agent, and ``interrupt(...)``.
 
     A tool that interrupts from its own body is run again from the top on resume, and then
-    ``interrupt(name)`` returns the answer.
+    ``interrupt(name)`` returns the answer. What it sets as :attr:`checkpoint` before stopping
+    is kept with the call (in the pause, and so in ``export_state()`` and the session, covered
+    by the pause's signature) and given back to it on that re-run.
     """
 
-    __slots__ = ("_answers", "_callback_index", "_names", "_scope", "agent", "tool_use")
+    __slots__ = (
+        "_answers",
+        "_callback_index",
+        "_checkpoint",
+        "_names",
+        "_scope",
+        "agent",
+        "tool_use",
+    )
     _source: InterruptSource = "tool_call"
 
-    def __init__(self, tool_use: ToolUse, agent: Agent, answers: Answers) -> None:
+    def __init__(
+        self, tool_use: ToolUse, agent: Agent, answers: Answers, checkpoint: str | None = None
+    ) -> None:
         self.tool_use = tool_use
         self.agent = agent
         self._answers = answers
         self._scope = tool_use.id
         self._names = None
         self._callback_index = 0
+        self._checkpoint = checkpoint
 
     def _interrupt_tool_use(self) -> ToolUse | None:
         return self.tool_use
+
+    @property
+    def checkpoint(self) -> JsonValue:
+        """JSON data this call kept when it last stopped with a question (None the first
+        time). Set it before ``interrupt`` or ``relay`` to keep it for the re-run; it must be
+        JSON (InterruptError otherwise). It is dropped once the call finishes."""
+        if self._checkpoint is None:
+            return None
+        import json
+
+        loaded: JsonValue = json.loads(self._checkpoint)
+        return loaded
+
+    @checkpoint.setter
+    def checkpoint(self, value: JsonValue) -> None:
+        import json
+
+        try:
+            text = None if value is None else json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InterruptError(
+                f"the checkpoint of tool use {self.tool_use.id!r} is not JSON-compatible ({exc})"
+            ) from None
+        self._checkpoint = text
+
+    def relayed_id(self, question: Interrupt) -> str:
+        """The id ``question`` (asked elsewhere, e.g. by a sub-agent) has once relayed by this
+        call: ``interrupt_id("tool_call", <tool use id>, question.id)``."""
+        return interrupt_id(self._source, self._scope, question.id)
+
+    def relay(self, questions: Iterable[Interrupt]) -> NoReturn:
+        """Stop the tool with questions asked elsewhere (a sub-agent's), all at once.
+
+        Each is asked of the person as it is, under the id :meth:`relayed_id` gives it and with
+        this call added in front of its ``via``; :meth:`relayed_answers` hands their answers
+        back on the re-run. Keep what the re-run needs in :attr:`checkpoint` first."""
+        relayed = [
+            replace(q, id=self.relayed_id(q), via=(self.tool_use, *q.via)) for q in questions
+        ]
+        if not relayed:
+            raise InterruptError(f"tool use {self.tool_use.id!r} relayed no questions")
+        raise RelaySignal(relayed)
+
+    def relayed_answers(self, questions: Iterable[Interrupt]) -> dict[str, JsonValue]:
+        """The answers given to these relayed ``questions`` since they were relayed, keyed by
+        each question's own id. Each answer is handed out once (a question asked again waits
+        for a new answer). A question settled by its deadline is left out: its asker settles
+        it by its own deadline (with the default, or as declined)."""
+        answers = self._answers
+        out: dict[str, JsonValue] = {}
+        used: list[str] = []
+        for q in questions:
+            iid = self.relayed_id(q)
+            found, value = answers.lookup(iid, None)
+            if iid in answers.expired:
+                used.append(iid)
+            elif found:
+                out[q.id] = value
+                used.append(iid)
+        answers.forget(used)
+        return out

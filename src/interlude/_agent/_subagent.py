@@ -1,0 +1,148 @@
+"""Agents as tools: one agent runs another as a tool, and the other's questions travel up.
+
+``Agent.as_tool`` makes a tool whose body runs a fresh copy of the agent on the prompt the
+model gives and returns the copy's final text. When the copy pauses, the tool relays its
+questions (``ToolContext.relay``): the parent pauses with all of them, under ids scoped by the
+parent's tool call, and keeps the copy's whole state (its ``export_state()``) as the call's
+checkpoint, so it lives in the parent's pause, its export and its session, under the parent's
+signature. On the parent's resume the body runs again: it loads that state into a new copy and
+resumes it with the answers given to its questions, so the copy carries on where it stopped and
+nothing it finished (model replies, tool runs) happens again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from .._messages import Text, ToolResult, ToolUse
+from .._result import AgentResult
+from .._tools._spec import ToolSpec
+from ..errors import ConfigurationError, ToolInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .._interrupt import Interrupt
+    from .._tools._context import ToolContext
+    from ._agent import Agent
+
+__all__ = ["SubAgentTool"]
+
+_PROMPT = "prompt"
+
+
+class SubAgentTool:
+    """A tool that hands its ``prompt`` to a copy of ``agent`` and returns the final text.
+
+    Each call runs its own copy: a new conversation, a copy of the agent's ``state``, and the
+    agent's model, tools, hooks, system prompt, limits, name and signing key; time comes from
+    the calling agent's clock, so a deadline passes for both at once. The agent itself is never
+    run or changed, and several calls (also of one agent) can run at once.
+    """
+
+    idempotent = False
+    """Recovery asks before running a sub-agent again whose process stopped mid-call."""
+
+    def __init__(self, agent: Agent, name: str | None, description: str | None) -> None:
+        if agent._session is not None:
+            raise ConfigurationError(
+                "an agent used as a tool keeps its state in the calling agent's pause; build "
+                "it without session="
+            )
+        tool_name = agent.name if name is None else name
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            raise ConfigurationError(
+                f"as_tool needs a tool name: name=... or an agent with a name, got {tool_name!r}"
+            )
+        if description is not None and not isinstance(description, str):
+            raise ConfigurationError(f"description must be text, got {description!r}")
+        self.agent = agent
+        self._name = tool_name
+        self._spec = ToolSpec(
+            tool_name,
+            description or f"Hand a task to the {tool_name} agent and get its final answer.",
+            {
+                "type": "object",
+                "properties": {
+                    _PROMPT: {"type": "string", "description": "The task, in plain words."}
+                },
+                "required": [_PROMPT],
+                "additionalProperties": False,
+            },
+        )
+
+    def __repr__(self) -> str:
+        return f"SubAgentTool({self._name!r})"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
+        prompt = tool_use.input.get(_PROMPT)
+        extra = sorted(set(tool_use.input) - {_PROMPT})
+        if not isinstance(prompt, str) or not prompt.strip() or extra:
+            raise ToolInputError(
+                f"invalid arguments for tool {self._name!r}: expected {{'prompt': <text>}}, "
+                f"got {json.dumps(tool_use.input, default=repr)[:200]}"
+            )
+        sub = self._copy(context.agent.clock)
+        saved = context.checkpoint
+        if saved is None:
+            result = await sub.invoke_async(prompt)
+        else:
+            assert isinstance(saved, dict)
+            sub.import_state(saved)
+            result = await _carry_on(sub, context)
+        if result.stop_reason == "interrupt":
+            context.checkpoint = sub.export_state()
+            context.relay(sub.interrupts)
+        return ToolResult(tool_use.id, "success", [Text(str(result))])
+
+    def _copy(self, clock: Callable[[], float]) -> Agent:
+        from ._agent import Agent
+
+        template = self.agent
+        sub = Agent(
+            template.model,
+            tools=list(template._tools.values()),
+            system_prompt=template.system_prompt,
+            tool_executor=template.tool_executor,
+            state=json.loads(json.dumps(template.state)),
+            max_cycles=template.max_cycles,
+            max_retries=template.max_retries,
+            in_doubt=template.in_doubt,
+            name=template.name,
+            signing_key=template._key,
+            clock=clock,
+        )
+        sub.hooks = template.hooks
+        sub._executor = template._executor
+        return sub
+
+
+async def _carry_on(sub: Agent, context: ToolContext) -> AgentResult:
+    """Resume the paused copy with what was answered to its questions since they went up;
+    with nothing new for it (the parent's resume answered other questions), it stays paused."""
+    pending = sub.interrupts
+    answers = context.relayed_answers(pending)
+    if answers:
+        return await sub.resume_async(answers, by=_answered_by(context, pending))
+    now = sub.clock()
+    if any(q.expires_at is not None and q.expires_at <= now for q in pending):
+        return await sub.resume_expired_async()
+    return AgentResult(stop_reason="interrupt", interrupts=pending)
+
+
+def _answered_by(context: ToolContext, pending: list[Interrupt]) -> str | None:
+    """Who answered (the calling agent's audit trail names them), for the copy's own trail."""
+    ids = {context.relayed_id(q) for q in pending}
+    for entry in reversed(context.agent.audit):
+        if entry.interrupt_id in ids and not entry.expired:
+            return entry.by
+    return None
