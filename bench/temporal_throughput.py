@@ -172,6 +172,7 @@ class Setup:
         self.cpu: defaultdict[str, float] = defaultdict(float)
         self.wrong: list[str] = []
         self.per_worker: Counter[str] = Counter()
+        self.notes: list[str] = []
 
     async def rounds(
         self, run: Callable[[str, int], Awaitable[None]], pids: Pids, ran: str, n: int, rounds: int
@@ -207,6 +208,7 @@ class Setup:
         return [
             f"   {self.name}: rounds {rounds}",
             f"      {check}; tool runs per worker process {spread}",
+            *(f"      {note}" for note in self.notes),
         ]
 
 
@@ -254,6 +256,13 @@ async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str
 
         setup = Setup(f"Temporal, {WORKERS} temporal-worker processes")
         await setup.rounds(run, pids, ran_dir, n, rounds)
+        history = await agents.handle("r0-0").fetch_history()
+        kinds = Counter(e.WhichOneof("attributes") for e in history.events)
+        setup.notes.append(
+            f"one run's history: {len(history.events)} events, "
+            f"{kinds['workflow_task_completed_event_attributes']} workflow tasks, "
+            f"{kinds['activity_task_completed_event_attributes']} activities"
+        )
         return setup
     finally:
         _stop_workers(procs)
