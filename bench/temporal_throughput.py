@@ -22,7 +22,9 @@ bench checks that every tool ran exactly once (and shows how the runs spread ove
   finished when its stored session has no pause, no claim and its 4 messages.
 
 Skipped, with a message, without temporalio / the temporal binary, or without PostgreSQL at
-$INTERLUDE_TEST_POSTGRES_DSN. Figures are wall-clock on whatever shares the machine.
+$INTERLUDE_TEST_POSTGRES_DSN. Figures are wall-clock on whatever shares the machine, so the
+CPU each part used per run (steadier under load) is printed too. Figures measured so far, and
+what they say: docs/notes/temporal.md, section 5.
 
 Run alone with  .venv/bin/python bench/temporal_throughput.py [--quick] [-n N] [--rounds R]
 """
