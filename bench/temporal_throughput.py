@@ -57,6 +57,7 @@ PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@12
 RAN_DIR = "INTERLUDE_BENCH_RAN_DIR"  # the folder each tool run writes to (set for the workers)
 WARM_UP = 6  # runs per setup before the measured rounds: the workers' first runs import things
 EMBEDDED_POLL = 0.05
+STALL = 120.0  # seconds without progress before a round is given up
 LIST_POLL = 0.02  # how often the Temporal side lists the paused workflows
 
 app = App()
@@ -161,6 +162,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class Stall:
+    """Raises when the count of runs not yet ``what`` has not fallen for STALL seconds, or at
+    once when starting them failed (rather than waiting for ever)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.left = -1
+        self.since = time.monotonic()
+
+    def check(self, left: int, started: asyncio.Future[Any]) -> None:
+        if started.done():
+            started.result()  # raises what starting raised
+        if left != self.left:
+            self.left, self.since = left, time.monotonic()
+        elif time.monotonic() - self.since > STALL:
+            raise RuntimeError(f"{left} run(s) not {self.what} after {STALL:g} s without progress")
+
+
 Pids = Callable[[], Awaitable[dict[str, list[int]]]]  # part ("workers", ...) -> its processes
 
 
@@ -233,6 +252,8 @@ async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str
                 if asked:
                     break
                 await asyncio.sleep(0.02)  # listed as paused before the query sees it: rare
+            else:
+                raise RuntimeError(f"{workflow_id} is listed as paused but asks nothing")
             outcome = await agents.answer(workflow_id, {asked[0].id: True}, by="bench")
             result = await agents.result(workflow_id)
             if outcome["stop_reason"] != "end_turn" or result["text"] != "done":
@@ -243,7 +264,9 @@ async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str
             started = asyncio.gather(*(agents.start("bench", w, workflow_id=w) for w in names))
             answering: list[asyncio.Task[None]] = []
             waiting = set(names)
+            stalled = Stall("paused")
             while waiting:  # answer each workflow as soon as it is listed as paused
+                stalled.check(len(waiting), started)
                 for workflow_id in await agents.paused("bench"):
                     if workflow_id in waiting:
                         waiting.discard(workflow_id)
@@ -324,7 +347,9 @@ async def _embedded(store: Any, url: str, tag: str, n: int, rounds: int, ran_dir
             names = [f"{prefix}{k}" for k in range(count)]
             started = asyncio.gather(*(start(s) for s in names))
             waiting = list(names)
+            stalled = Stall("finished")
             while waiting:
+                stalled.check(len(waiting), started)
                 done = await asyncio.gather(*(finished(s) for s in waiting))
                 waiting = [s for s, d in zip(waiting, done, strict=True) if not d]
                 if waiting:
