@@ -270,10 +270,10 @@ async def session_page(
         mapped = error_for(exc)
         if mapped is None:
             raise
+        heading = "No such session" if mapped[0] == 404 else "This session cannot be shown now"
         return _render(
-            request, "message.html", mapped[0], approver, heading="No such session",
-            message=str(exc),
-        )  # fmt: skip
+            request, "message.html", mapped[0], approver, heading=heading, message=str(exc)
+        )
     now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
     questions = []
