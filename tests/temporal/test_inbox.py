@@ -319,3 +319,23 @@ async def test_interlude_serve_on_temporal_answers_a_workflow(env: Env, tmp_path
         serve.send_signal(signal.SIGINT)
         _, err = await asyncio.wait_for(serve.communicate(), 30)
     assert serve.returncode == 0 and b"Traceback" not in err, err.decode()
+
+
+async def test_no_worker_on_the_queue_gives_504_not_a_hang(env: Env, tmp_path: Path) -> None:
+    from interlude.server import create_app
+    from interlude.temporal import AgentClient, TemporalInbox
+
+    nobody = AgentClient(env.client, task_queue=f"{env.task_queue}-nobody")
+    wid = await nobody.start("approve", _prompt(("touch", {"path": str(tmp_path / "a")})))
+    backend = TemporalInbox(env.client, query_timeout=1.0, answer_timeout=1.0)
+    asgi = create_app(backend, tokens={TOKEN: "ana"})
+    transport = httpx.ASGITransport(app=asgi)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            r = await http.get(f"/api/sessions/{wid}", headers=AUTH)
+            assert r.status_code == 504 and "temporal-worker" in r.json()["error"], r.text
+            body = {"answers": {"v1:any": True}}
+            r = await http.post(f"/api/sessions/{wid}/answers", json=body, headers=AUTH)
+            assert r.status_code == 504 and "may still be applied" in r.json()["error"], r.text
+    finally:
+        await env.client.get_workflow_handle(wid).terminate("test over")
