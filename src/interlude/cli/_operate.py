@@ -1,15 +1,17 @@
 """Operating the inbox: ``serve`` (the web inbox, optionally with a worker in the same
-process) and ``worker`` (carrying sessions on once answered, expired or stopped)."""
+process; with ``--temporal``, on paused agent workflows) and ``worker`` (carrying sessions on
+once answered, expired or stopped)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 from ._apps import _load_app
 from ._commands import _operator
 from ._errors import CliError
-from ._render import Output
+from ._render import Output, program
 from ._stores import _store
 
 if TYPE_CHECKING:
@@ -20,9 +22,9 @@ __all__ = ["_serve", "_worker"]
 
 def _serve(args: argparse.Namespace, out: Output) -> int:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
-        from ..server import create_app, load_tokens
+        from ..server import create_app, load_tokens  # noqa: F401
     except ImportError as exc:
         raise CliError(
             f"interlude serve needs the [server] extra ({exc.name} is missing): "
@@ -30,24 +32,104 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         ) from None
     if not args.poll > 0:
         raise CliError(f"--poll takes seconds > 0, got {args.poll}")
-    store = _store(args.store)
-    tokens = load_tokens(args.tokens)
-    made = None
-    if not tokens:
-        if not _loopback(args.host):
+    if getattr(args, "temporal", None):
+        if args.worker:
             raise CliError(
-                f"no tokens, and --host {args.host} is not a loopback address: set "
-                "INTERLUDE_TOKENS=token=name (tokens of 16+ characters) or pass --tokens FILE"
+                "serve --worker runs a worker on a session store; with --temporal the workflows "
+                f"are carried on by their own workers: run `{program()} --temporal "
+                f"{args.temporal} temporal-worker`"
             )
-        import secrets
+        from ._temporal import _command
 
-        made = secrets.token_urlsafe(24)
-        tokens = {made: _operator()}
+        return _command(_serve_temporal)(args, out)
+    return _serve_store(args, out)
+
+
+def _serve_store(args: argparse.Namespace, out: Output) -> int:
+    from ..server import create_app
+
+    store = _store(args.store)
+    tokens = _tokens(args)
+    made = _made_token(args, tokens)
     app = _load_app(args.app)[0] if args.worker else None
     asgi = create_app(store, app, tokens=tokens, worker=args.worker, poll=args.poll)
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{shown_host}:{args.port}"
+    url = _url(args)
     out.serving(url, made, tokens.get(made or "", ""), args.store, worker=args.worker)
+    _run_server(args, asgi)
+    return 0
+
+
+def _serve_temporal(args: argparse.Namespace, out: Output) -> int:
+    """``serve`` on the paused workflows of the Temporal server ``--temporal`` names."""
+    import asyncio
+    import json
+
+    from ..server import create_app
+    from ._temporal import _connect, _require
+
+    _require()
+    from ..temporal import TemporalInbox
+
+    tokens = _tokens(args)
+    made = _made_token(args, tokens)
+    asyncio.run(_connect(args))  # one line now if it cannot be reached, not on every request
+    queue = getattr(args, "task_queue", None)
+    backend = TemporalInbox(args.temporal, namespace=args.namespace, task_queue=queue)
+    asgi = create_app(backend, tokens=tokens, poll=args.poll)
+    url = _url(args)
+    if out.json_mode:
+        info = {"url": url, "login": f"{url}/login", "token": made, "temporal": args.temporal}
+        print(json.dumps(info), flush=True)
+    else:
+        where = f"Temporal at {args.temporal}"
+        if args.namespace != "default":
+            where += f", namespace {args.namespace}"
+        out._say(f"Interlude inbox on {url}  ({where})", "bold")
+        out._say(f"Open {url}/login and sign in with a token.")
+        if made is not None:
+            out._say(f"  token for {tokens[made]} (this run only, shown once): {made}", "cyan")
+        out._say(
+            "Answers go to the paused workflows, which carry their runs on (their workers are "
+            f"`{program()} temporal-worker`).",
+            "dim",
+        )
+        out._say("Ctrl-C stops.", "dim")
+        sys.stdout.flush()
+    _run_server(args, asgi)
+    return 0
+
+
+def _tokens(args: argparse.Namespace) -> dict[str, str]:
+    from ..server import load_tokens
+
+    return load_tokens(args.tokens)
+
+
+def _made_token(args: argparse.Namespace, tokens: dict[str, str]) -> str | None:
+    """With no tokens (on a loopback address only), a token made for this run, added to
+    ``tokens``; None when tokens are configured."""
+    if tokens:
+        return None
+    if not _loopback(args.host):
+        raise CliError(
+            f"no tokens, and --host {args.host} is not a loopback address: set "
+            "INTERLUDE_TOKENS=token=name (tokens of 16+ characters) or pass --tokens FILE"
+        )
+    import secrets
+
+    made = secrets.token_urlsafe(24)
+    tokens[made] = _operator()
+    return made
+
+
+def _url(args: argparse.Namespace) -> str:
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    return f"http://{shown_host}:{args.port}"
+
+
+def _run_server(args: argparse.Namespace, asgi: Any) -> None:
+    import uvicorn
+
     config = uvicorn.Config(
         asgi,
         host=args.host,
@@ -67,7 +149,6 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises Ctrl-C once it has stopped
         Server(config).run()
-    return 0
 
 
 def _loopback(host: str) -> bool:

@@ -1,5 +1,6 @@
 """The web inbox: a JSON API, server-rendered HTML pages and a live list of the questions that
-paused agents wait on, with answers recorded for a worker to apply (``interlude serve``).
+paused agents wait on, with answers recorded for a worker to apply (``interlude serve``), or,
+on Temporal, handed to the paused workflows (``interlude.temporal.TemporalInbox``).
 
 Needs the ``[server]`` extra (Starlette, uvicorn, Jinja2, python-multipart); importing
 ``interlude`` does not import it. See ``docs/inbox.md``.
@@ -9,5 +10,6 @@ from __future__ import annotations
 
 from ._app import create_app
 from ._auth import load_tokens
+from ._backend import InboxBackend, WorkflowView
 
-__all__ = ["create_app", "load_tokens"]
+__all__ = ["InboxBackend", "WorkflowView", "create_app", "load_tokens"]

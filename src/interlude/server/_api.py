@@ -1,10 +1,12 @@
 """The JSON API under ``/api``: pending questions, one session, and answers to record.
 
 Every route needs ``Authorization: Bearer <token>`` (401 otherwise, with no data). Recording
-returns 202 at once: a worker applies the answers. Status codes: 400 a body that is not the
-expected JSON; 404 no such session; 409 the session waits on no such question (not paused,
-unknown id, deadline passed) or the question already has a recorded answer; 422 an answer
-that does not fit its question (``path`` names the field) or a stale ``shown`` digest.
+returns 202 at once: a worker applies the answers (on Temporal: the workflow has accepted them
+and carries the run on). Status codes: 400 a body that is not the expected JSON; 404 no such
+session; 409 the session waits on no such question (not paused, unknown id, deadline passed)
+or the question already has a recorded answer; 422 an answer that does not fit its question
+(``path`` names the field) or a stale ``shown`` digest; 504 no one took the answer (or
+answered the query) in time (Temporal: no worker on the workflow's task queue).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _number(request: Request, key: str) -> float | None:
 
 
 def pending_filters(request: Request, now: float) -> dict[str, Any]:
-    """The ``Inbox.pending`` filters the query asks for (BadRequest if one is malformed)."""
+    """The backend's ``pending`` filters the query asks for (BadRequest if one is malformed)."""
     limit_text = request.query_params.get("limit")
     limit: int | None = None
     if limit_text:
@@ -102,6 +104,8 @@ def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
         return 409, {**body, "interrupt_id": iid}
     if isinstance(exc, ResumeError | SessionConflictError):
         return 409, body
+    if isinstance(exc, TimeoutError):  # e.g. no Temporal worker took the answer in time
+        return 504, body
     if isinstance(exc, InvalidSessionIdError):
         return 404, body
     if isinstance(exc, SessionError) and not isinstance(exc, SessionCorruptError):
@@ -113,12 +117,12 @@ async def list_pending(request: Request) -> Response:
     if _approver(request) is None:
         return _unauthorized()
     state = _state(request)
-    now = state.inbox.clock()
+    now = state.backend.clock()
     try:
         filters = pending_filters(request, now)
     except BadRequest as exc:
         return JSON({"error": str(exc)}, status_code=400)
-    entries = await state.inbox.pending_async(**filters)
+    entries = await state.backend.pending(**filters)
     return JSON({"pending": [pending_json(p, now) for p in entries]})
 
 
@@ -127,13 +131,13 @@ async def show_session(request: Request) -> Response:
         return _unauthorized()
     state = _state(request)
     try:
-        view = await state.inbox.session_async(request.path_params["session_id"])
+        view = await state.backend.session(request.path_params["session_id"])
     except Exception as exc:
         mapped = error_for(exc)
         if mapped is None:
             raise
         return JSON(mapped[1], status_code=mapped[0])
-    return JSON(session_json(view, state.inbox.clock()))
+    return JSON(session_json(view, state.backend.clock()))
 
 
 def _answers_body(raw: bytes) -> tuple[dict[str, Any], dict[str, str] | None]:
@@ -172,9 +176,7 @@ async def record_answers(request: Request) -> Response:
     except BadRequest as exc:
         return JSON({"error": str(exc)}, status_code=400)
     try:
-        recorded = await state.inbox.record_async(
-            session_id, answers, by=approver.name, shown=shown
-        )
+        recorded = await state.backend.answer(session_id, answers, by=approver.name, shown=shown)
     except UnicodeError:  # a question's data is not Unicode text: its digest cannot be made
         return JSON(
             {

@@ -15,12 +15,13 @@ from ..errors import ConfigurationError
 if TYPE_CHECKING:
     from .._app import App
     from ..sessions import SessionStore
+    from ._backend import InboxBackend
 
 __all__ = ["create_app", "stop_streams"]
 
 
 def create_app(
-    store: SessionStore | str,
+    store: SessionStore | str | InboxBackend,
     app: App | None = None,
     *,
     tokens: Mapping[str, str],
@@ -29,31 +30,44 @@ def create_app(
     secret: bytes | None = None,
     stream_seconds: float = 300.0,
 ) -> Starlette:
-    """The inbox on ``store`` (a store or a store URL) as a Starlette application.
+    """The inbox on ``store`` (a store, a store URL, or an :class:`InboxBackend` such as
+    ``interlude.temporal.TemporalInbox`` for paused Temporal workflows) as a Starlette
+    application.
 
     ``tokens`` maps each secret token (16+ characters) to the approver name the audit records.
     With ``worker=True`` an :class:`~interlude.Worker` runs ``app``'s agents in the
     application's lifespan, polling every ``poll`` seconds, and stops on shutdown. ``secret``
     signs the session cookies and CSRF tokens (default: random per process, so a restart signs
-    everyone out). ``stream_seconds`` bounds one ``/events`` stream.
+    everyone out). ``stream_seconds`` bounds one ``/events`` stream. ``worker=True`` needs a
+    store: Temporal workflows carry themselves on (their workers are ``interlude
+    temporal-worker``). The application closes the backend when it stops.
     """
     import jinja2
 
-    from ..sessions import Inbox
     from ._api import api_routes
     from ._auth import Auth
+    from ._backend import InboxBackend, StoreBackend
     from ._events import Hub, event_routes
     from ._limits import BodyLimit
     from ._output import finalize
     from ._pages import page_routes
     from ._state import ServerState
 
+    backend: InboxBackend
+    if isinstance(store, str) or not isinstance(store, InboxBackend):
+        backend = StoreBackend(store)
+    else:
+        backend = store
+    if worker and not isinstance(backend, StoreBackend):
+        raise ConfigurationError(
+            "create_app(worker=True) runs a worker on a session store; workflows are carried "
+            "on by their own workers (interlude temporal-worker)"
+        )
     if worker and app is None:
         raise ConfigurationError("create_app(worker=True) needs the App whose agents it runs")
     if not poll > 0:
         raise ConfigurationError(f"poll is a number of seconds > 0, got {poll!r}")
     auth = Auth(tokens, secret)
-    inbox = Inbox(store)
     templates = jinja2.Environment(
         loader=jinja2.PackageLoader("interlude.server", "templates"),
         autoescape=True,
@@ -61,7 +75,7 @@ def create_app(
         finalize=finalize,
     )
     state = ServerState(
-        inbox=inbox, auth=auth, poll=poll, templates=templates, stream_seconds=stream_seconds
+        backend=backend, auth=auth, poll=poll, templates=templates, stream_seconds=stream_seconds
     )
     state.hub = Hub(state)
 
@@ -70,10 +84,10 @@ def create_app(
         state.stopping = asyncio.Event()  # bound to the serving loop
         state.loop = asyncio.get_running_loop()
         task: asyncio.Task[None] | None = None
-        if worker and app is not None:
+        if worker and app is not None and isinstance(backend, StoreBackend):
             from .._worker import Worker
 
-            state.worker = Worker(app, inbox.store, poll=poll)
+            state.worker = Worker(app, backend.store, poll=poll)
             task = asyncio.create_task(state.worker.run(state.stopping))
         try:
             yield
@@ -81,7 +95,7 @@ def create_app(
             state.stopping.set()
             if task is not None:
                 await task
-            inbox.close()
+            await backend.aclose()
 
     starlette = Starlette(
         routes=[*api_routes(), *event_routes(), *page_routes()],

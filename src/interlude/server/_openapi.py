@@ -77,6 +77,11 @@ _SESSION: dict[str, Any] = {
         "interrupts": {"type": "array", "items": {"$ref": "#/components/schemas/Question"}},
         "recorded": {"type": "array", "items": {"$ref": "#/components/schemas/RecordedAnswer"}},
         "audit": {"type": "array", "items": {"type": "object"}},
+        "workflow": {
+            "type": "object",
+            "description": "on Temporal only: the workflow's status, run id, task queue, start "
+            "and close times, and once it has ended its stop_reason and reply, or its failure",
+        },
     },
 }
 
@@ -201,6 +206,7 @@ def document() -> dict[str, Any]:
                         "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
                         "401": unauthorized,
                         "404": _error("no such session"),
+                        "504": _error("on Temporal: the workflow did not answer its query in time"),
                     },
                 }
             },
@@ -228,7 +234,8 @@ def document() -> dict[str, Any]:
                                     },
                                 },
                             },
-                            "recorded; a worker carries the session on",
+                            "recorded; a worker carries the session on (on Temporal: accepted "
+                            "by the workflow, which carries the run on)",
                         ),
                         "400": _error(
                             "the body is not the expected JSON (or nests more than 64 levels, "
@@ -244,6 +251,10 @@ def document() -> dict[str, Any]:
                         "422": _error(
                             "an answer does not fit its question (path names the field), or "
                             "the question changed since it was shown"
+                        ),
+                        "504": _error(
+                            "on Temporal: no worker took the answer in time (it may still be "
+                            "applied later)"
                         ),
                     },
                 }

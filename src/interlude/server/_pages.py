@@ -17,6 +17,7 @@ from starlette.routing import Route
 from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
 from ._api import error_for
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
+from ._backend import WorkflowView
 from ._forms import FormError, answer_from_form, form_for
 from ._output import UnsafeJson, check_posted, scrub
 from ._views import fingerprint, shown_digest
@@ -24,7 +25,7 @@ from ._views import fingerprint, shown_digest
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from .._messages import Message
-    from ..sessions import PendingInterrupt, RecordedAnswer
+    from ..sessions import PendingInterrupt
     from ._state import ServerState
 
 __all__ = ["page_routes", "pending_rows", "request_approver"]
@@ -99,12 +100,9 @@ def _summary(i: Interrupt) -> str:
 
 async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
     """The list page's rows, and the fingerprint the event stream compares."""
-    now = state.inbox.clock()
-    entries: list[PendingInterrupt] = await state.inbox.pending_async()
-    answered: dict[str, dict[str, str]] = {}
-    for session_id in {e.session_id for e in entries}:
-        recorded: list[RecordedAnswer] = await state.inbox.store.recorded_answers(session_id)
-        answered[session_id] = {r.interrupt_id: r.by for r in recorded}
+    now = state.backend.clock()
+    entries: list[PendingInterrupt] = await state.backend.pending()
+    answered = await state.backend.answered({e.session_id for e in entries})
     rows = []
     for e in entries:
         i = e.interrupt
@@ -205,15 +203,26 @@ async def inbox_page(request: Request) -> Response:
     approver = request_approver(request)
     if approver is None:
         return _to_login()
-    rows, digest = await pending_rows(_state(request))
-    return _render(request, "list.html", approver=approver, rows=rows, fingerprint=digest)
+    state = _state(request)
+    rows, digest = await pending_rows(state)
+    return _render(
+        request,
+        "list.html",
+        approver=approver,
+        rows=rows,
+        fingerprint=digest,
+        applies=state.backend.applies,
+    )
 
 
 async def pending_fragment(request: Request) -> Response:
     if request_approver(request) is None:
         return HTMLResponse("sign in first", status_code=401)
-    rows, digest = await pending_rows(_state(request))
-    return _render(request, "_pending.html", rows=rows, fingerprint=digest)
+    state = _state(request)
+    rows, digest = await pending_rows(state)
+    return _render(
+        request, "_pending.html", rows=rows, fingerprint=digest, applies=state.backend.applies
+    )
 
 
 def _transcript(messages: list[Message]) -> list[str]:
@@ -256,16 +265,16 @@ async def session_page(
     state = _state(request)
     session_id = request.path_params["session_id"]
     try:
-        view = await state.inbox.session_async(session_id)
+        view = await state.backend.session(session_id)
     except Exception as exc:
         mapped = error_for(exc)
         if mapped is None:
             raise
+        heading = "No such session" if mapped[0] == 404 else "This session cannot be shown now"
         return _render(
-            request, "message.html", mapped[0], approver, heading="No such session",
-            message=str(exc),
-        )  # fmt: skip
-    now = state.inbox.clock()
+            request, "message.html", mapped[0], approver, heading=heading, message=str(exc)
+        )
+    now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
     questions = []
     for i in view.interrupts:
@@ -290,7 +299,8 @@ async def session_page(
         )
     notice = None
     if request.query_params.get("answered") and error is None:
-        notice = "Your answer is recorded; a worker carries the run on."
+        notice = state.backend.taken
+    workflow = view.workflow if isinstance(view, WorkflowView) else None
     return _render(
         request,
         "session.html",
@@ -303,6 +313,8 @@ async def session_page(
         csrf=state.auth.csrf(approver.cookie, f"answer:{session_id}"),
         error=error,
         notice=notice,
+        applies=state.backend.applies,
+        workflow=workflow,
     )
 
 
@@ -318,7 +330,7 @@ async def answer(request: Request) -> Response:
         return _render(request, "message.html", 403, approver, heading="Refused", message=_FORGED)
     interrupt_id = data.get("interrupt_id", "")
     try:
-        view = await state.inbox.session_async(session_id)
+        view = await state.backend.session(session_id)
     except Exception as exc:
         mapped = error_for(exc)
         if mapped is None:
@@ -338,7 +350,7 @@ async def answer(request: Request) -> Response:
     try:
         value = answer_from_form(form_for(question.response_schema), data)
         check_posted(value)
-        await state.inbox.record_async(
+        await state.backend.answer(
             session_id, {interrupt_id: value}, by=approver.name, shown={interrupt_id: shown}
         )
         state.recorded()

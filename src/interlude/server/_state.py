@@ -1,4 +1,4 @@
-"""What the server's routes share: the inbox, the auth, the templates, the shutdown signal."""
+"""What the server's routes share: the backend, the auth, the templates, the shutdown signal."""
 
 from __future__ import annotations
 
@@ -8,15 +8,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..sessions import Inbox
     from ._auth import Auth
+    from ._backend import InboxBackend
 
 __all__ = ["ServerState"]
 
 
 @dataclass(slots=True, kw_only=True)
 class ServerState:
-    inbox: Inbox
+    backend: InboxBackend
+    """Where the questions come from and the answers go (a store, or Temporal)."""
     auth: Auth
     poll: float
     templates: Any

@@ -58,7 +58,7 @@ def recorded_json(r: RecordedAnswer) -> dict[str, Any]:
 
 
 def session_json(view: SessionView, now: float) -> dict[str, Any]:
-    return {
+    out = {
         "session": view.session_id,
         "agent": view.agent,
         "version": view.version,
@@ -69,6 +69,10 @@ def session_json(view: SessionView, now: float) -> dict[str, Any]:
         "recorded": [recorded_json(r) for r in view.recorded],
         "audit": [e.to_dict() for e in view.audit],
     }
+    workflow = getattr(view, "workflow", None)  # a WorkflowView: what Temporal says of the run
+    if workflow is not None:
+        out["workflow"] = workflow
+    return out
 
 
 def fingerprint(items: Iterable[tuple[str, str, bool, bool]]) -> str:

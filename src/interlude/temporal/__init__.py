@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
 from ._activities import model_activity, tool_activity
 from ._client import AgentClient, AnswerTimeoutError
 from ._hooks import HookActivity, as_activity, hook_activity
+from ._inbox import QueryTimeoutError, TemporalInbox
 from ._registry import ActivityOptions
 from ._setup import register_search_attributes
 from ._worker import replayer, worker
@@ -55,6 +56,8 @@ __all__ = [
     "HookActivity",
     "Limits",
     "PayloadLimitError",
+    "QueryTimeoutError",
+    "TemporalInbox",
     "as_activity",
     "hook_activity",
     "model_activity",
