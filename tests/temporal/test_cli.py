@@ -225,6 +225,6 @@ def test_errors_are_one_line(temporal_address: str) -> None:
         "no workflow 'no-such-workflow'"
     )
     cli("--temporal", temporal_address, "sessions").one_line_error(
-        "--temporal works with pending, answer, show and temporal-worker"
+        "--temporal works with demo, pending, answer, show, serve and temporal-worker"
     )
     cli("temporal-worker").one_line_error("temporal-worker needs --temporal")

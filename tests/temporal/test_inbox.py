@@ -248,9 +248,9 @@ def test_serve_with_temporal_refuses_a_worker_and_create_app_too(temporal_addres
     from interlude.server import create_app
     from interlude.temporal import TemporalInbox
 
-    env = {"INTERLUDE_TEMPORAL": temporal_address, "PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "interlude", "serve", "--worker"],
+        [sys.executable, "-m", "interlude", "--temporal", temporal_address, "serve", "--worker"],
         env=env,
         capture_output=True,
         text=True,
@@ -274,7 +274,7 @@ def test_the_store_inbox_does_not_import_temporalio(tmp_path: Path) -> None:
 
 
 async def test_interlude_serve_on_temporal_answers_a_workflow(env: Env, tmp_path: Path) -> None:
-    """``interlude serve`` with ``$INTERLUDE_TEMPORAL``, as a process of its own on a free port:
+    """``interlude --temporal ADDR serve``, as a process of its own on a free port:
     the API shows the workflow, an answer posted to it runs the tool once."""
     import os
     import signal
@@ -287,9 +287,10 @@ async def test_interlude_serve_on_temporal_answers_a_workflow(env: Env, tmp_path
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("INTERLUDE_")}
-    environ |= {"INTERLUDE_TEMPORAL": env.address, "INTERLUDE_TOKENS": f"{TOKEN}=ana"}
+    environ |= {"INTERLUDE_TOKENS": f"{TOKEN}=ana"}
+    argv = ["--temporal", env.address, "serve", "--task-queue", env.task_queue]
     serve = await asyncio.create_subprocess_exec(
-        *[sys.executable, "-m", "interlude", "serve", "--json", "--port", str(port)],
+        *[sys.executable, "-m", "interlude", *argv, "--json", "--port", str(port)],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -112,8 +112,8 @@ def _command(args: argparse.Namespace) -> Callable[..., int]:
 
         def refuse(args: argparse.Namespace, out: Output) -> int:
             raise CliError(
-                "--temporal works with pending, answer, show and temporal-worker; this "
-                "command works on a session store (--store)"
+                "--temporal works with demo, pending, answer, show, serve and temporal-worker; "
+                "this command works on a session store (--store)"
             )
 
         return refuse
@@ -273,6 +273,8 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a worker in this process: it carries sessions on once answered",
     )
     serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+    task_queue(serve, "with --temporal: only workflows on this task queue")
+    serve.set_defaults(on_temporal=_serve)
 
     worker = command(
         "worker",
