@@ -220,12 +220,16 @@ Agent(model, tools=[transfer], session=SQLiteStore({db!r}), session_id="pay-7")(
     )
     interlude.otel.instrument(agent, tracer_provider=traces.provider)
     assert agent.needs_recovery
+    journal = agent.export_state()["pause"]  # the journal the dead process left
+    assert isinstance(journal, dict) and isinstance(journal["progress"], dict)
+    _, trace_id, span_id, _ = str(journal["progress"]["traceparent"]).split("-")
     assert str(agent.recover()) == "Ana has her 5."
     run = traces.one("invoke_agent")
     assert dict(run.attributes or {})["interlude.run.kind"] == "recover"
-    [link] = run.links  # to the span of the run that died (its chat span was exported)
+    [link] = run.links  # to the span of the run that died (its finished spans were exported)
     assert dict(link.attributes or {}) == {"interlude.link": "stopped_run"}
-    assert run.context is not None and link.context.trace_id != run.context.trace_id
+    assert (f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}") == (trace_id, span_id)
+    assert run.context is not None and run.context.trace_id != link.context.trace_id
 
 
 def test_a_state_without_trace_context_loads_and_resumes_without_a_link(
@@ -363,3 +367,38 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "in
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_resume_that_fails_before_getting_anywhere_keeps_the_link_to_the_pause(
+    traces: Traces,
+) -> None:
+    from interlude.hooks import BeforeToolCallEvent
+
+    calls: list[bool] = []
+
+    def flaky(event: BeforeToolCallEvent) -> None:
+        calls.append(event.is_replay)
+        if len(calls) == 1:  # the first replay fails, before anything ran
+            raise RuntimeError("hook store unreachable")
+
+    agent = _pause_here(traces)
+    agent.hooks.add_callback(BeforeToolCallEvent, flaky)
+    paused = traces.one("invoke_agent ops")
+    before = agent.export_state()
+    [question] = agent.interrupts
+    traces.clear()
+
+    agent.model = ScriptedModel(["Deployed."])
+    with pytest.raises(RuntimeError):
+        agent.resume({question.id: True})
+    failed = traces.one("invoke_agent ops")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert agent.export_state() == before  # the pause as it was, its trace context included
+
+    traces.clear()
+    assert str(agent.resume({question.id: True})) == "Deployed."
+    resumed = traces.one("invoke_agent ops")
+    assert paused.context is not None and failed.context is not None
+    for span in (failed, resumed):
+        [link] = span.links
+        assert link.context.span_id == paused.context.span_id

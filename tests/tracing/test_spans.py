@@ -97,6 +97,21 @@ def test_a_run_is_an_invoke_agent_span_over_chat_and_execute_tool_spans(traces: 
         assert t.end_time <= run.end_time
 
 
+async def test_a_streamed_run_is_traced_the_same(traces: Traces) -> None:
+    from interlude import RunFinished
+
+    model = ScriptedModel([[ToolUse("t1", "add", {"a": 1, "b": 2})], "3"])
+    agent = Agent(model, tools=[add], name="calc")
+    interlude.otel.instrument(agent, tracer_provider=traces.provider)
+    events = [e async for e in agent.stream_async("sum")]
+    assert isinstance(events[-1], RunFinished)
+    run = traces.one("invoke_agent calc")
+    assert run.context is not None
+    children = [s for s in traces.spans() if s is not run]
+    assert sorted(s.name for s in children) == ["chat", "chat", "execute_tool add"]
+    assert all(s.parent is not None and s.parent.span_id == run.context.span_id for s in children)
+
+
 def test_a_session_is_the_conversation_id(traces: Traces) -> None:
     agent = Agent(ScriptedModel(["hi"]), session=MemoryStore(), session_id="chat-9")
     interlude.otel.instrument(agent, tracer_provider=traces.provider)
