@@ -344,3 +344,30 @@ async def test_an_openai_model_names_the_chat_span_and_its_provider(
     interlude.otel.instrument(local, tracer_provider=traces.provider)
     await local.invoke_async("hello")
     assert "gen_ai.provider.name" not in dict(traces.one("chat qwen2.5").attributes or {})
+
+
+def test_instrument_before_the_global_provider_is_set_uses_it_once_set() -> None:
+    import subprocess
+    import sys
+
+    code = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import interlude.otel
+from interlude import Agent
+from interlude.testing import ScriptedModel
+
+interlude.otel.instrument()  # before any provider exists, as at the top of an app module
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+Agent(ScriptedModel(["hi"]), name="late")("hello")
+print(sorted(s.name for s in exporter.get_finished_spans()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['chat', 'invoke_agent late']"
