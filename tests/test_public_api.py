@@ -13,6 +13,7 @@ PUBLIC_MODULES = [
     "interlude.errors",
     "interlude.hooks",
     "interlude.models",
+    "interlude.otel",
     "interlude.testing",
 ]
 
@@ -72,7 +73,18 @@ def test_every_error_is_under_one_base() -> None:
 
 
 def test_import_is_light() -> None:
-    heavy = ["pydantic", "asyncio", "json", "openai", "anthropic", "boto3", "psycopg", "sqlite3"]
+    heavy = [
+        "pydantic",
+        "asyncio",
+        "json",
+        "openai",
+        "anthropic",
+        "boto3",
+        "psycopg",
+        "sqlite3",
+        "opentelemetry",
+        "interlude.otel",
+    ]
     code = f"import interlude, sys; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

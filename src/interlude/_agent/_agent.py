@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..sessions._protocol import SessionStore
     from ._executor import Executor
     from ._loop import Emit
+    from ._observe import Observer
     from ._persist import SessionLink
 
 # The loop, asyncio and the JSON codec load on first use, keeping `import interlude` light.
@@ -50,6 +51,10 @@ class Agent:
     Hook callbacks and tools may ``interrupt(...)`` at any step; the run then stops with
     ``stop_reason == "interrupt"`` and :meth:`resume` carries on from exactly there.
     """
+
+    _observer: Observer | None = None
+    """Who watches this agent's runs (``interlude.otel.instrument(agent)``); None: the
+    process-wide observer, if any (see ``_observe``)."""
 
     def __init__(
         self,
@@ -393,7 +398,12 @@ class Agent:
                 link.check_not_running()
                 link.claim_for(run)
             with self._lock:
-                task = asyncio.ensure_future(run.drive(step, replay))
+                observer = run.observer
+                task = asyncio.ensure_future(
+                    run.drive(step, replay)
+                    if observer is None
+                    else observer.observe_run(run, step, replay)
+                )
                 self._task = task
                 if self._cancel_requested:  # cancel() came while the session was claimed
                     task.cancel()

@@ -252,7 +252,10 @@ async def _body(
     context = ToolContext(tool_use, run.agent, run.progress.answers, call.checkpoint)
     run.in_flight += 1
     try:
-        return await run.agent._executor.run_tool(run, call, tool, tool_use, context), None
+        body = run.agent._executor.run_tool(run, call, tool, tool_use, context)
+        if run.observer is not None:
+            body = run.observer.observe_tool(run, call, tool, tool_use, body)
+        return await body, None
     except InterruptSignal as signal:
         call.checkpoint = context._checkpoint  # kept for the re-run
         return None, signal

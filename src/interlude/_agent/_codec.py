@@ -55,8 +55,11 @@ phase ``running`` with their start time, and the model's own id of a tool use ma
 3 added answers as data: the agent's name, the audit trail, typed and expiring questions
 (``response_schema``, ``expires_at``, ``default``), questions settled by expiry, and the
 pause's signature. Versions 1 and 2 read as they are. Later additions to 3 are optional and
-written only when used: a tool call's ``checkpoint`` (what its body kept, e.g. a sub-agent's
-state) and a question's ``via`` (the sub-agent tool calls it came up through)."""
+written only when used (readers that do not know them ignore them; a pause without them reads as
+before): a tool call's ``checkpoint`` (what its body kept, e.g. a sub-agent's state), a
+question's ``via`` (the sub-agent tool calls it came up through), and
+``progress.traceparent`` (the W3C trace context of the run that paused, when it was traced:
+the resumed run's span links to it)."""
 READS = (1, 2, 3)
 _PHASES = ("pending", "before", "running", "body", "after", "done")
 _MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
@@ -215,6 +218,8 @@ def encode_pause(
         out["progress"]["expired"] = sorted(p.answers.expired)
     if p.answers.asked:
         out["progress"]["asked"] = [i.to_dict() for i in p.answers.asked.values()]
+    if p.traceparent is not None:  # only when traced: an untraced pause reads as before
+        out["progress"]["traceparent"] = p.traceparent
     if key is not None:
         from ._signing import sign
 
@@ -244,6 +249,11 @@ def decode_pause(data: Any, where: str) -> Pause:
     asked = p.get("asked", [])
     if not isinstance(asked, list):
         raise StateFormatError(f"{pw}.asked: expected a list, got {_show(asked)}")
+    traceparent = p.get("traceparent")
+    if traceparent is not None and (not isinstance(traceparent, str) or len(traceparent) > 512):
+        raise StateFormatError(
+            f"{pw}.traceparent: expected a W3C traceparent, got {_show(traceparent)}"
+        )
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -253,6 +263,7 @@ def decode_pause(data: Any, where: str) -> Pause:
             {k: tool_use_from_dict(v, f"{pw}.shown[{k!r}]") for k, v in shown.items()},
             expired,
         ),
+        traceparent=traceparent,
     )
     for i, x in enumerate(asked):
         question = Interrupt.from_dict(x, f"{pw}.asked[{i}]")

@@ -42,6 +42,7 @@ from ..hooks._events import (
     MessageAddedEvent,
 )
 from ._batch import run_batch
+from ._observe import observer_for
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -90,6 +91,7 @@ class Run:
         "in_flight",
         "journal",
         "messages",
+        "observer",
         "progress",
         "progressed",
         "seen_ids",
@@ -105,6 +107,8 @@ class Run:
         self.emit = emit
         self.journal = journal
         self.messages = agent._messages
+        self.observer = observer_for(agent)
+        """Who watches the run (tracing), or None: see ``_observe``."""
         self.step: Step | None = None
         self.started = False
         self.seen_ids: dict[str, int] | None = None
@@ -237,7 +241,10 @@ class Run:
             await self.checkpoint()
         self.progressed = True
         try:
-            response = await self.agent._executor.call_model(self)
+            call = self.agent._executor.call_model(self)
+            if self.observer is not None:
+                call = self.observer.observe_model(self, call)
+            response = await call
         except Exception as exc:
             return AfterModelCall(None, exc)
         return AfterModelCall(response, None)

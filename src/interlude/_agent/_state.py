@@ -145,6 +145,9 @@ class Progress:
     usage: Usage = field(default_factory=Usage)
     answers: Answers = field(default_factory=Answers)
     """Answers to interrupts given so far in this invocation."""
+    traceparent: str | None = None
+    """The W3C trace context of the invocation's latest traced run (set by tracing, see
+    ``interlude.otel``): a resumed or recovered run's span links to it."""
 
 
 @dataclass(slots=True)

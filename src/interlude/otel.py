@@ -1,0 +1,310 @@
+"""OpenTelemetry traces of agent runs (``pip install 'interlude[otel]'``).
+
+::
+
+    import interlude.otel
+
+    interlude.otel.instrument()  # every agent, through the global TracerProvider
+    interlude.otel.instrument(agent, tracer_provider=provider)  # one agent, this provider
+
+Each run is an ``invoke_agent`` span; each model call a ``chat`` span and each tool body an
+``execute_tool`` span under it, named and described by the OpenTelemetry GenAI semantic
+conventions. Questions raised and answered are events of the run's span. A run that pauses
+ends its span with ``interlude.stop_reason = "interrupt"`` (not an error) and keeps the span's
+W3C trace context in the pause, so the run that resumes it, in this process or any other,
+links its span to the paused one. No message text, tool input or output, or answer is
+recorded. Until this module is imported, nothing of OpenTelemetry is. See
+docs/observability.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+try:
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "interlude.otel needs the OpenTelemetry API: pip install 'interlude[otel]'"
+    ) from exc
+
+from ._agent._observe import install
+from .errors import InterruptSignal
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+    from opentelemetry.util.types import AttributeValue
+
+    from ._agent._agent import Agent
+    from ._agent._loop import Run
+    from ._agent._state import Step, ToolCall
+    from ._interrupt import Interrupt
+    from ._messages import ToolResult, ToolUse, Usage
+    from ._result import AgentResult
+    from ._stream import ModelResponse
+    from ._tools._spec import AgentTool
+
+__all__ = ["STOP_REASON", "TRACER_NAME", "instrument", "uninstrument"]
+
+TRACER_NAME = "interlude"
+"""The instrumentation scope of Interlude's spans."""
+
+STOP_REASON = "interlude.stop_reason"
+"""How a span's work ended when not plainly: on a run's span its stop reason (``"interrupt"``
+for a pause, ``"cancelled"``, ...), on a model call's or tool's span ``"cancelled"``, or
+``"interrupt"`` for a tool that asked a question."""
+
+# Attribute names of the OpenTelemetry GenAI semantic conventions.
+_OPERATION = "gen_ai.operation.name"
+_AGENT_NAME = "gen_ai.agent.name"
+_CONVERSATION = "gen_ai.conversation.id"
+_PROVIDER = "gen_ai.provider.name"
+_MODEL = "gen_ai.request.model"
+_FINISH = "gen_ai.response.finish_reasons"
+_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+_TOOL_NAME = "gen_ai.tool.name"
+_TOOL_CALL_ID = "gen_ai.tool.call.id"
+_TOOL_TYPE = "gen_ai.tool.type"
+_ERROR_TYPE = "error.type"
+
+_PROVIDERS = {
+    "interlude.models.openai": "openai",
+    "interlude.models.anthropic": "anthropic",
+    "interlude.models.bedrock": "aws.bedrock",
+    "interlude.models.ollama": "ollama",
+}
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def instrument(
+    agent: Agent | None = None, *, tracer_provider: TracerProvider | None = None
+) -> None:
+    """Trace agent runs: every agent's (with no ``agent``; agents made later too), or only
+    ``agent``'s. Spans go to ``tracer_provider``, by default the global one (so a provider
+    configured later, e.g. by the OpenTelemetry SDK or an auto-instrumentation agent, is
+    used once it is set). Calling it again replaces the earlier setting."""
+    observer = _Tracing(trace.get_tracer(TRACER_NAME, _version(), tracer_provider))
+    if agent is None:
+        install(observer)
+    else:
+        agent._observer = observer
+
+
+def uninstrument(agent: Agent | None = None) -> None:
+    """Stop tracing: every agent's runs (no ``agent``), or ``agent``'s own setting (it then
+    follows the process-wide one)."""
+    if agent is None:
+        install(None)
+    else:
+        agent._observer = None
+
+
+class _Tracing:
+    """The observer (see ``interlude._agent._observe``) that makes OpenTelemetry spans."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+
+    async def observe_run(self, run: Run, step: Step, replay: bool) -> AgentResult:
+        agent, progress = run.agent, run.progress
+        kind = "prompt"
+        if replay:
+            paused = agent._pause is not None and bool(agent._pause.interrupts)
+            kind = "resume" if paused else "recover"
+        attributes: dict[str, AttributeValue] = {
+            _OPERATION: "invoke_agent",
+            "interlude.run.kind": kind,
+        }
+        if agent.name is not None:
+            attributes[_AGENT_NAME] = agent.name
+        if agent.session_id is not None:
+            attributes[_CONVERSATION] = agent.session_id
+        attributes.update(_model_attributes(agent.model))
+        links = []
+        earlier = _span_context(progress.traceparent)
+        if earlier is not None:
+            follows = "paused_run" if kind == "resume" else "stopped_run"
+            links.append(trace.Link(earlier, {"interlude.link": follows}))
+        name = "invoke_agent" if agent.name is None else f"invoke_agent {agent.name}"
+        span = self.tracer.start_span(name, attributes=attributes, links=links)
+        own = _traceparent(span)
+        if own is not None:  # the pause (or the journal) carries it to whoever carries on
+            progress.traceparent = own
+        for entry in run.audit:
+            answered: dict[str, AttributeValue] = {
+                "interlude.interrupt.id": entry.interrupt_id,
+                "interlude.interrupt.name": entry.name,
+                "interlude.interrupt.answered_by": entry.by,
+            }
+            if entry.expired:
+                answered["interlude.interrupt.expired"] = True
+            span.add_event("interlude.interrupt.answered", answered)
+        usage_before = progress.usage
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await run.drive(step, replay)
+        except asyncio.CancelledError:
+            span.set_attribute(STOP_REASON, "cancelled")
+            raise
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+        else:
+            span.set_attribute(STOP_REASON, result.stop_reason)
+            for interrupt in result.interrupts if result.stop_reason == "interrupt" else ():
+                span.add_event("interlude.interrupt.raised", _raised(interrupt))
+            return result
+        finally:
+            _usage(span, progress.usage, usage_before)
+            otel_context.detach(token)
+            span.end()
+
+    async def observe_model(
+        self, run: Run, call: Coroutine[Any, Any, ModelResponse]
+    ) -> ModelResponse:
+        attributes: dict[str, AttributeValue] = {_OPERATION: "chat"}
+        attributes.update(_model_attributes(run.agent.model))
+        model = attributes.get(_MODEL)
+        name = "chat" if model is None else f"chat {model}"
+        try:
+            span = self.tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
+        except BaseException:
+            call.close()
+            raise
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            response = await call
+        except asyncio.CancelledError:
+            span.set_attribute(STOP_REASON, "cancelled")
+            raise
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+        else:
+            span.set_attribute(_FINISH, [response.stop_reason])
+            _usage(span, response.usage)
+            return response
+        finally:
+            otel_context.detach(token)
+            span.end()
+
+    async def observe_tool(
+        self,
+        run: Run,
+        call: ToolCall,
+        tool: AgentTool,
+        tool_use: ToolUse,
+        body: Coroutine[Any, Any, ToolResult],
+    ) -> ToolResult:
+        attributes: dict[str, AttributeValue] = {
+            _OPERATION: "execute_tool",
+            _TOOL_NAME: tool.name,
+            _TOOL_CALL_ID: call.answer_id,
+            _TOOL_TYPE: "function",
+        }
+        if call.model_id is not None:  # the model repeated the id: the run's own is unique
+            attributes["interlude.tool_use.id"] = tool_use.id
+        try:
+            span = self.tracer.start_span(f"execute_tool {tool.name}", attributes=attributes)
+        except BaseException:
+            body.close()
+            raise
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await body
+        except InterruptSignal as signal:  # a question, not a failure
+            span.set_attribute(STOP_REASON, "interrupt")
+            span.set_attribute("interlude.interrupt.id", signal.interrupt.id)
+            raise
+        except asyncio.CancelledError:
+            span.set_attribute(STOP_REASON, "cancelled")
+            raise
+        except BaseException as exc:
+            _failed(span, exc)
+            raise
+        else:
+            if result.status == "error":
+                span.set_status(trace.Status(trace.StatusCode.ERROR, "the tool returned an error"))
+                span.set_attribute(_ERROR_TYPE, "tool_error")
+            return result
+        finally:
+            otel_context.detach(token)
+            span.end()
+
+
+def _model_attributes(model: object) -> dict[str, AttributeValue]:
+    """``gen_ai.request.model`` and ``gen_ai.provider.name``, where the model says them."""
+    out: dict[str, AttributeValue] = {}
+    model_id = getattr(model, "model_id", None)
+    if isinstance(model_id, str) and model_id:
+        out[_MODEL] = model_id
+    provider = _PROVIDERS.get(type(model).__module__)
+    if provider == "openai" and not getattr(model, "_official", True):
+        provider = None  # an OpenAI-compatible server of someone else's
+    if provider is not None:
+        out[_PROVIDER] = provider
+    return out
+
+
+def _usage(span: Span, usage: Usage, before: Usage | None = None) -> None:
+    """The tokens used (since ``before``, for a run that carries on an invocation)."""
+    inputs, outputs = usage.input_tokens, usage.output_tokens
+    if before is not None:
+        inputs, outputs = inputs - before.input_tokens, outputs - before.output_tokens
+    span.set_attribute(_INPUT_TOKENS, inputs)
+    span.set_attribute(_OUTPUT_TOKENS, outputs)
+
+
+def _failed(span: Span, exc: BaseException) -> None:
+    span.record_exception(exc)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    span.set_attribute(_ERROR_TYPE, _error_type(exc))
+
+
+def _error_type(exc: BaseException) -> str:
+    """The exception's class name, qualified by its module (builtins go bare)."""
+    kind = type(exc)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _raised(interrupt: Interrupt) -> dict[str, AttributeValue]:
+    out: dict[str, AttributeValue] = {
+        "interlude.interrupt.id": interrupt.id,
+        "interlude.interrupt.name": interrupt.name,
+        "interlude.interrupt.source": interrupt.source,
+    }
+    if interrupt.tool_use is not None:
+        out[_TOOL_NAME] = interrupt.tool_use.name
+        out[_TOOL_CALL_ID] = interrupt.tool_use.id
+    return out
+
+
+def _traceparent(span: Span) -> str | None:
+    """The span's W3C ``traceparent``, or None for a span that is not real (no SDK)."""
+    if not span.get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier, context=trace.set_span_in_context(span))
+    return carrier.get("traceparent")
+
+
+def _span_context(traceparent: str | None) -> trace.SpanContext | None:
+    """The span context a ``traceparent`` names, or None if it names none."""
+    if traceparent is None:
+        return None
+    extracted = _PROPAGATOR.extract({"traceparent": traceparent})
+    found = trace.get_current_span(extracted).get_span_context()
+    return found if found.is_valid else None
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
