@@ -100,14 +100,16 @@ async def nap(path: str, seconds: float) -> str:
 
 @tool
 def remember(key: str, value: str, context: ToolContext) -> str:
-    """Keep ``value`` under ``key`` in the agent state (and drop ``forget`` if there).
+    """Keep ``value`` under ``key`` in the agent state (an empty value: drop the key).
 
     Args:
         key: The key.
         value: The value.
     """
-    context.agent.state[key] = value
-    context.agent.state.pop("forget", None)
+    if value:
+        context.agent.state[key] = value
+    else:
+        context.agent.state.pop(key, None)
     return f"remembered {key}"
 
 
@@ -221,6 +223,14 @@ def build_retry(session: AgentSession) -> Agent:
 @app.agent("plain")
 def build_plain(session: AgentSession) -> Agent:
     return _agent(session)
+
+
+@app.agent("stateful")
+def build_stateful(session: AgentSession) -> Agent:
+    """Starts with ``state={"old": "yes", "keep": "me"}``."""
+    agent = _agent(session)
+    agent.state.update({"old": "yes", "keep": "me"})
+    return agent
 
 
 def _explode_after(event: AfterToolCallEvent) -> None:
