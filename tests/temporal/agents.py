@@ -183,12 +183,13 @@ def _retry(event: AfterToolCallEvent) -> None:
         event.retry = True
 
 
-def _agent(session: AgentSession) -> Agent:
+def _agent(session: AgentSession, state: dict[str, str] | None = None) -> Agent:
     return Agent(
         FunctionModel(_reply),
         tools=[touch, flaky, slow, slow_safe, nap, remember, big, confirmed],
         session=session.store,
         session_id=session.id,
+        state=state,
     )
 
 
@@ -227,10 +228,8 @@ def build_plain(session: AgentSession) -> Agent:
 
 @app.agent("stateful")
 def build_stateful(session: AgentSession) -> Agent:
-    """Starts with ``state={"old": "yes", "keep": "me"}``."""
-    agent = _agent(session)
-    agent.state.update({"old": "yes", "keep": "me"})
-    return agent
+    """Starts with ``state={"old": "yes", "keep": "me"}`` (a stored session's state wins)."""
+    return _agent(session, {"old": "yes", "keep": "me"})
 
 
 def _explode_after(event: AfterToolCallEvent) -> None:
