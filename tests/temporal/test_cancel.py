@@ -81,6 +81,12 @@ async def test_cancelled_while_a_tool_runs_the_activity_is_cancelled(
     assert _runs(log) == 0  # the body did not run to its end
     described = await cancel_env.agents.handle(wid).describe()
     assert _pending_attribute(described) is False
+    from interlude.temporal import replayer
+
+    from .agents import app
+
+    history = await cancel_env.client.get_workflow_handle(wid).fetch_history()
+    await replayer(app).replay_workflow(history)
 
 
 async def test_cancelled_while_paused_nothing_is_left_pending(

@@ -109,6 +109,12 @@ async def test_a_tool_killed_mid_body_is_in_doubt_and_a_person_decides(
         assert outcome["stop_reason"] == "end_turn"
         result = await env.agents.result(wid)
         scheduled = await _scheduled(env.client, wid)
+        history = await env.client.get_workflow_handle(wid).fetch_history()
+    from interlude.temporal import replayer
+
+    from .agents import app
+
+    await replayer(app).replay_workflow(history)  # the lost attempt and the question replay
     [_, _, results, _] = result["state"]["messages"]
     block = results["content"][1]
     tools = [(tool, attempts) for kind, tool, attempts in scheduled if kind == "interlude.tool"]
