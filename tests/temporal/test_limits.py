@@ -77,7 +77,7 @@ hook_app = App()
 
 
 def _long_reply(request: ModelRequest) -> str:
-    return "words " * 2_000
+    return "words " * 500  # 3000 characters
 
 
 def _look(event: AfterModelCallEvent) -> None:
@@ -86,9 +86,23 @@ def _look(event: AfterModelCallEvent) -> None:
 
 @hook_app.agent("chatty")
 def build_chatty(session: AgentSession) -> Agent:
-    agent = Agent(FunctionModel(_long_reply), session=session.store, session_id=session.id)
+    agent = Agent(
+        FunctionModel(_long_reply),
+        session=session.store,
+        session_id=session.id,
+        state={"pad": "p" * 3000},
+    )
     agent.hooks.add_callback(AfterModelCallEvent, as_activity(_look, name="look"))
     return agent
+
+
+def _huge_reply(request: ModelRequest) -> str:
+    return "w" * 2_500_000
+
+
+@hook_app.agent("huge")
+def build_huge(session: AgentSession) -> Agent:
+    return Agent(FunctionModel(_huge_reply), session=session.store, session_id=session.id)
 
 
 @pytest.fixture
@@ -109,7 +123,9 @@ async def test_a_hook_request_above_the_limit_fails_the_run(hook_env: Env) -> No
 
     from interlude.temporal import Limits
 
-    limits = Limits(max_request_bytes=5_000)  # the model's request fits; its reply does not
+    # The model's request (the state, a short prompt) fits, so does its reply; the hook's
+    # request carries both
+    limits = Limits(max_request_bytes=5_000)
     wid = await hook_env.agents.start("chatty", "hi", limits=limits)
     with pytest.raises(WorkflowFailureError) as failed:
         await hook_env.agents.result(wid)
@@ -152,3 +168,19 @@ async def test_a_state_too_large_to_continue_as_new_stays_in_its_run(
     ]
     warned = [r.getMessage() for r in caplog.records if "continue as new" in r.getMessage()]
     assert warned and "above the limit of 25000 bytes" in warned[0]
+
+
+async def test_a_model_response_above_the_limit_fails_the_run_once(hook_env: Env) -> None:
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.client import WorkflowFailureError
+
+    wid = await hook_env.agents.start("huge", "hi")
+    with pytest.raises(WorkflowFailureError) as failed:
+        await hook_env.agents.result(wid)
+    cause = failed.value.cause
+    assert cause.type == "PayloadLimitError"
+    assert cause.message.startswith("the model's response is ")
+    assert "above the limit of 1572864 bytes" in cause.message
+    kinds = await _events(hook_env, wid)
+    assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == 1
+    assert EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED not in kinds  # not retried

@@ -38,9 +38,12 @@ def _agent(name: str) -> Any:
 
 @activity.defn(name=MODEL_ACTIVITY)
 async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
-    """``{agent, messages, system_prompt, state, now}`` -> ``{"response"}`` or ``{"error"}``.
+    """``{agent, messages, system_prompt, state, now, max_result_bytes}`` -> ``{"response"}``
+    or ``{"error"}``.
 
-    A retryable ModelError fails the attempt (Temporal retries it per the model options)."""
+    A retryable ModelError fails the attempt (Temporal retries it per the model options). A
+    response larger than ``max_result_bytes`` (as JSON) comes back as the error
+    PayloadLimitError naming both sizes (once: Temporal would refuse it)."""
     from .._agent._codec import _encode_response
 
     agent = _agent(request["agent"])
@@ -60,7 +63,18 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
         return {"error": exception_to_dict(exc)}
     except Exception as exc:
         return {"error": exception_to_dict(exc)}
-    return {"response": _encode_response(response)}
+    out: dict[str, JsonValue] = {"response": _encode_response(response)}
+    size, limit = json_size(out), int(request.get("max_result_bytes") or MAX_REQUEST_BYTES)
+    if size > limit:
+        error = too_large(
+            "the model's response",
+            size,
+            limit,
+            "Limits.max_request_bytes",
+            "ask the model for a shorter reply",
+        )
+        return {"error": exception_to_dict(error)}
+    return out
 
 
 @activity.defn(name=TOOL_ACTIVITY)

@@ -60,6 +60,7 @@ class ActivityExecutor:
             "system_prompt": agent.system_prompt,
             "state": dict(agent.state),
             "now": agent.clock(),
+            "max_result_bytes": self.limits.max_request_bytes,
         }
         size, limit = json_size(request), self.limits.max_request_bytes
         if size > limit:

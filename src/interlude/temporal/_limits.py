@@ -67,10 +67,11 @@ class Limits:
     (None: no such limit); not when that input would be larger than ``max_request_bytes``
     (then it stays in this run, and logs a warning naming both sizes).
 
-    ``max_request_bytes`` bounds every activity request and every tool result: a model call
-    whose request (as JSON) is larger fails the run with :class:`PayloadLimitError`; so does a
-    hook run as an activity; a tool call whose request or result is larger gets an error
-    result naming both sizes (the model sees it). ``max_answer_bytes``: an Update whose answers
+    ``max_request_bytes`` bounds every activity request and what a model or tool activity
+    returns: a model call whose request or response (as JSON) is larger fails the run with
+    :class:`PayloadLimitError`; so does a hook run as an activity whose request is; a tool
+    call whose request or result is larger gets an error result naming both sizes (the model
+    sees it). ``max_answer_bytes``: an Update whose answers
     (as JSON) are larger is refused (a ResumeInputError naming size and limit; nothing
     changes). ``max_result_bytes``: a finished run whose result (with ``export_state()``) is
     larger returns ``"state": None`` and says why under ``"state_omitted"`` (the conversation
