@@ -136,3 +136,21 @@ async def test_cancelled_while_an_answer_runs_the_tool_the_update_says_so(
     await _cancelled(cancel_env, wid)
     assert _pending_attribute(await cancel_env.agents.handle(wid).describe()) is False
     assert _runs(log) == 0
+
+
+async def test_a_run_that_fails_after_a_pause_leaves_nothing_pending(
+    cancel_env: Env, tmp_path: Path
+) -> None:
+    from temporalio.client import WorkflowExecutionStatus
+
+    from interlude.errors import ModelError
+
+    wid = await cancel_env.agents.start(
+        "approve_then_model_error", _prompt(("touch", {"path": str(tmp_path / "a")}))
+    )
+    [question] = await _pending(cancel_env, wid)
+    with pytest.raises(ModelError):
+        await cancel_env.agents.answer(wid, {question.id: True})
+    described = await cancel_env.agents.handle(wid).describe()
+    assert described.status == WorkflowExecutionStatus.FAILED
+    assert _pending_attribute(described) is False

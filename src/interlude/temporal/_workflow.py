@@ -142,9 +142,7 @@ class AgentWorkflow:
             failure = _as_failure(exc)
             await self._fail(failure)
             raise failure from exc
-        workflow.upsert_search_attributes(
-            [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
-        )
+        _clear_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
         state = agent.export_state()
@@ -163,9 +161,6 @@ class AgentWorkflow:
     async def _cancelled(self) -> None:
         """On the way out of a cancelled workflow: nothing is pending any more, and Updates
         still waiting raise that the workflow was cancelled."""
-        workflow.upsert_search_attributes(
-            [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
-        )
         cancelled = ApplicationError(
             "the workflow was cancelled", type="CancelledError", non_retryable=True
         )
@@ -196,7 +191,9 @@ class AgentWorkflow:
         return None
 
     async def _fail(self, failure: ApplicationError) -> None:
-        """Hand the run's error to every Update still waiting, and let them finish."""
+        """Nothing is pending any more: hand the run's error to every Update still waiting,
+        and let them finish."""
+        _clear_pending()
         self._failure = failure
         for ticket, *_ in self._inbox:
             self._outcomes.setdefault(ticket, failure)
@@ -321,6 +318,14 @@ class AgentWorkflow:
         if agent is None or agent._running:
             return []
         return [i.to_dict() for i in agent.interrupts]
+
+
+def _clear_pending() -> None:
+    """The search attributes of a run that waits on nothing (it ended, failed or was
+    cancelled)."""
+    workflow.upsert_search_attributes(
+        [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
+    )
 
 
 def _as_failure(exc: Exception) -> ApplicationError:
