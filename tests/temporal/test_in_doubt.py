@@ -39,7 +39,9 @@ async def _scheduled(client: Any, workflow_id: str) -> list[tuple[str, str, int]
 
 
 @asynccontextmanager
-async def _killed_mid_slow(address: str, tmp_path: Path) -> AsyncIterator[tuple[Env, str]]:
+async def _killed_mid_slow(
+    address: str, tmp_path: Path, limits: Any = None
+) -> AsyncIterator[tuple[Env, str]]:
     """A run whose ``slow`` tool (not idempotent) was running when its worker was SIGKILLed;
     yields it with another worker up."""
     from temporalio.client import Client
@@ -56,7 +58,7 @@ async def _killed_mid_slow(address: str, tmp_path: Path) -> AsyncIterator[tuple[
         assert doomed.stdout is not None and doomed.stdout.readline().strip() == "ready"
         fast, slow = tmp_path / "fast", tmp_path / "slow"
         calls = [("touch", {"path": str(fast)}), ("slow", {"path": str(slow), "seconds": 3})]
-        wid = await agents.start("plain", _prompt(*calls))
+        wid = await agents.start("plain", _prompt(*calls), limits=limits)
         started = Path(str(slow) + ".started")
         for _ in range(400):
             if _runs(started):
@@ -157,3 +159,30 @@ async def test_attempts_follow_idempotence_unless_the_options_say_otherwise(
         assert (await agents.result(wid))["stop_reason"] == "end_turn"
     tools_scheduled = [(t, n) for kind, t, n in await _scheduled(client, wid) if t]
     assert sorted(tools_scheduled) == [("flaky", 3), ("slow_safe", 5), ("touch", 1)]
+
+
+async def test_an_in_doubt_pause_continues_as_new_and_means_the_same(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """The pause is carried as the embedded engine keeps it (the call started, no result):
+    after a continue-as-new, "fail" still does not run the body again."""
+    from interlude.temporal import Limits
+
+    from .test_continue_as_new import _runs_of
+
+    slow = tmp_path / "slow"
+    limits = Limits(continue_after_model_calls=1)
+    async with _killed_mid_slow(temporal_address, tmp_path, limits) as (env, wid):
+        [question] = await _question(env, wid)
+        for _ in range(100):
+            if len(await _runs_of(env, wid)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert len(await _runs_of(env, wid)) == 2  # continued as new while in doubt
+        assert [q.id for q in await env.agents.pending(wid)] == [question.id]
+        outcome = await env.agents.answer(wid, {question.id: "fail"}, by="alice")
+        assert outcome["stop_reason"] == "end_turn"
+        result = await env.agents.result(wid)
+    assert _runs(Path(str(slow) + ".started")) == 1 and _runs(slow) == 0
+    block = result["state"]["messages"][2]["content"][1]
+    assert block["status"] == "error" and "may have had effects" in str(block)
