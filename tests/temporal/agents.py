@@ -1,12 +1,14 @@
 """The agents the Temporal tests run: an App, its factories, tools that count their runs.
 
 Each tool appends a line to the file its input names, so a test counts how often it ran
-(activities may run in any worker thread or process). Hook callbacks are deterministic: they
-run in workflow code.
+(activities may run in any worker thread or process). A relative path is taken under
+``RUNS_DIR`` (set by the test: the same tool input then runs in either engine, in a directory
+of its own). Hook callbacks are deterministic: they run in workflow code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from interlude import Agent, AgentSession, App, ToolUse, tool
+from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
 from interlude.temporal import ActivityOptions
 from interlude.testing import FunctionModel
@@ -23,11 +25,15 @@ from interlude.testing._models import ModelRequest
 
 app = App()
 
+RUNS_DIR: Path | None = None
+"""Where relative paths given to the tools are (None: the working directory)."""
+
 
 def _record(path: str, what: str) -> int:
-    with open(path, "a", encoding="utf-8") as f:
+    full = Path(path) if RUNS_DIR is None else RUNS_DIR / path
+    with open(full, "a", encoding="utf-8") as f:
         f.write(f"{os.getpid()} {what}\n")
-    return len(Path(path).read_text(encoding="utf-8").splitlines())
+    return len(full.read_text(encoding="utf-8").splitlines())
 
 
 @tool
@@ -67,12 +73,77 @@ def slow(path: str, seconds: float) -> str:
     return "slow done"
 
 
-KILL_TEST_TOOLS = {
-    "slow": ActivityOptions(
-        start_to_close_timeout=timedelta(seconds=30), heartbeat_timeout=timedelta(seconds=1)
-    )
-}
-"""The slow tool's activity options: a lost worker is noticed after a second."""
+@tool(idempotent=True)
+def slow_safe(path: str, seconds: float) -> str:
+    """Take a while, then record a run; safe to run again.
+
+    Args:
+        path: The file.
+        seconds: How long.
+    """
+    return str(slow(path, seconds))
+
+
+@tool
+async def nap(path: str, seconds: float) -> str:
+    """Record a start, sleep (cancellable), then record a run.
+
+    Args:
+        path: The file.
+        seconds: How long.
+    """
+    _record(path + ".started", "nap")
+    await asyncio.sleep(seconds)
+    _record(path, "nap")
+    return "rested"
+
+
+@tool
+def remember(key: str, value: str, context: ToolContext) -> str:
+    """Keep ``value`` under ``key`` in the agent state (an empty value: drop the key).
+
+    Args:
+        key: The key.
+        value: The value.
+    """
+    if value:
+        context.agent.state[key] = value
+    else:
+        context.agent.state.pop(key, None)
+    return f"remembered {key}"
+
+
+@tool
+def big(path: str, size: int) -> str:
+    """Record a run and return ``size`` characters.
+
+    Args:
+        path: The file.
+        size: How many characters.
+    """
+    _record(path, "big")
+    return "x" * size
+
+
+@tool
+def confirmed(path: str, context: ToolContext) -> str:
+    """Record a start, ask to confirm from the body, then record a run.
+
+    Args:
+        path: The file.
+    """
+    _record(path + ".started", "confirmed")
+    if context.interrupt("confirm", reason=path) is not True:
+        return "not confirmed"
+    _record(path, "confirmed")
+    return f"confirmed {path}"
+
+
+_HEARTBEAT_1S = ActivityOptions(
+    start_to_close_timeout=timedelta(seconds=30), heartbeat_timeout=timedelta(seconds=1)
+)
+KILL_TEST_TOOLS = {"slow": _HEARTBEAT_1S, "slow_safe": _HEARTBEAT_1S, "nap": _HEARTBEAT_1S}
+"""The slow tools' activity options: a lost worker (or a cancel) is noticed after a second."""
 
 
 def _reply(request: ModelRequest) -> str | list[ToolUse]:
@@ -112,12 +183,13 @@ def _retry(event: AfterToolCallEvent) -> None:
         event.retry = True
 
 
-def _agent(session: AgentSession) -> Agent:
+def _agent(session: AgentSession, state: dict[str, str] | None = None) -> Agent:
     return Agent(
         FunctionModel(_reply),
-        tools=[touch, flaky, slow],
+        tools=[touch, flaky, slow, slow_safe, nap, remember, big, confirmed],
         session=session.store,
         session_id=session.id,
+        state=state,
     )
 
 
@@ -152,6 +224,12 @@ def build_retry(session: AgentSession) -> Agent:
 @app.agent("plain")
 def build_plain(session: AgentSession) -> Agent:
     return _agent(session)
+
+
+@app.agent("stateful")
+def build_stateful(session: AgentSession) -> Agent:
+    """Starts with ``state={"old": "yes", "keep": "me"}`` (a stored session's state wins)."""
+    return _agent(session, {"old": "yes", "keep": "me"})
 
 
 def _explode_after(event: AfterToolCallEvent) -> None:

@@ -22,6 +22,7 @@ from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_from_dict
 from .._tools._context import ToolContext
 from ..errors import InterruptSignal, ModelError
+from ._limits import MAX_REQUEST_BYTES, json_size, too_large
 from ._registry import build_agent, lookup
 
 __all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "model_activity", "tool_activity"]
@@ -37,9 +38,12 @@ def _agent(name: str) -> Any:
 
 @activity.defn(name=MODEL_ACTIVITY)
 async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
-    """``{agent, messages, system_prompt, state, now}`` -> ``{"response"}`` or ``{"error"}``.
+    """``{agent, messages, system_prompt, state, now, max_result_bytes}`` -> ``{"response"}``
+    or ``{"error"}``.
 
-    A retryable ModelError fails the attempt (Temporal retries it per the model options)."""
+    A retryable ModelError fails the attempt (Temporal retries it per the model options). A
+    response larger than ``max_result_bytes`` (as JSON) comes back as the error
+    PayloadLimitError naming both sizes (once: Temporal would refuse it)."""
     from .._agent._codec import _encode_response
 
     agent = _agent(request["agent"])
@@ -59,34 +63,86 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
         return {"error": exception_to_dict(exc)}
     except Exception as exc:
         return {"error": exception_to_dict(exc)}
-    return {"response": _encode_response(response)}
+    out: dict[str, JsonValue] = {"response": _encode_response(response)}
+    size, limit = json_size(out), int(request.get("max_result_bytes") or MAX_REQUEST_BYTES)
+    if size > limit:
+        error = too_large(
+            "the model's response",
+            size,
+            limit,
+            "Limits.max_request_bytes",
+            "ask the model for a shorter reply",
+        )
+        return {"error": exception_to_dict(error)}
+    return out
 
 
 @activity.defn(name=TOOL_ACTIVITY)
 async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
-    """``{agent, tool, tool_use, answers, state, now}`` -> ``{"result"}``, ``{"error"}`` (the
-    tool raised: its exception) or ``{"interrupt"}`` (the body asked a question)."""
+    """``{agent, tool, tool_use, answers, state, now, max_result_bytes}`` -> ``{"result"}``,
+    ``{"error"}`` (the tool raised: its exception) or ``{"interrupt"}`` (the body asked a
+    question), with ``"state"``: the agent state, when the body changed it.
+
+    An outcome larger than ``max_result_bytes`` (as JSON) comes back as the error
+    PayloadLimitError naming both sizes (once, not retried: Temporal would refuse it)."""
     agent = _agent(request["agent"])
     now = float(request["now"])
     agent.clock = lambda: now
-    agent.state = dict(request.get("state") or {})
+    sent = dict(request.get("state") or {})
+    agent.state = dict(sent)
     tool_use = tool_use_from_dict(request["tool_use"], "tool_use")
     tool = agent._tools[request["tool"]]
     context = ToolContext(tool_use, agent, _answers_from_dict(request["answers"], now))
     beat = _heartbeat_while_running()
+    out: dict[str, JsonValue]
     try:
         result = await LOCAL.run_tool(
             Run(agent, Progress(), None, None), ToolCall(tool_use), tool, tool_use, context
         )
+        out = {"result": block_to_dict(result)}
     except InterruptSignal as signal:
-        return {"interrupt": signal.interrupt.to_dict()}
+        out = {"interrupt": signal.interrupt.to_dict()}
     except Exception as exc:
-        return {"error": exception_to_dict(exc)}
+        out = {"error": exception_to_dict(exc)}
     finally:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
-    return {"result": block_to_dict(result)}
+    if agent.state != sent:
+        try:
+            out["state"] = _json_state(agent.state)
+        except (TypeError, ValueError) as exc:  # the loop could not keep it either
+            problem = TypeError(f"tool {tool.name!r} left agent.state not JSON-compatible: {exc}")
+            out = {"error": exception_to_dict(problem)}
+    return _bounded(out, tool.name, int(request.get("max_result_bytes") or MAX_REQUEST_BYTES))
+
+
+def _json_state(state: dict[str, Any]) -> JsonValue:
+    """The state as plain JSON (what the workflow's agent could export)."""
+    import json
+
+    value: JsonValue = json.loads(json.dumps(state))
+    return value
+
+
+def _bounded(out: dict[str, JsonValue], name: str, limit: int) -> dict[str, JsonValue]:
+    """``out``, or the error saying it is too large (with the state changes if they fit)."""
+    size = json_size(out)
+    if size <= limit:
+        return out
+    kind = next(k for k in ("result", "interrupt", "error") if k in out)
+    what = {"result": "result", "interrupt": "question", "error": "exception"}[kind]
+    error = too_large(
+        f"the {what} of tool {name!r}",
+        size,
+        limit,
+        "Limits.max_request_bytes",
+        "return less (e.g. a reference to where the data is)",
+    )
+    bounded: dict[str, JsonValue] = {"error": exception_to_dict(error)}
+    if "state" in out and json_size({**bounded, "state": out["state"]}) <= limit:
+        bounded["state"] = out["state"]
+    return bounded
 
 
 def _heartbeat_while_running() -> asyncio.Task[None]:

@@ -75,7 +75,8 @@ class HookActivity:
         if not workflow.in_workflow():
             await _call(self.callback, event)
             return
-        from ._workflow import _activity_failure, _execute
+        from ._executor import activity_failure, execute
+        from ._limits import Limits, json_size, too_large
 
         kind = type(event).__name__
         if kind not in _EVENTS:
@@ -93,10 +94,20 @@ class HookActivity:
             "state": dict(agent.state),
             "now": agent.clock(),
         }
+        limits = getattr(agent._executor, "limits", None) or Limits()
+        size, limit = json_size(request), limits.max_request_bytes
+        if size > limit:  # the run fails, as a callback raising would fail it
+            raise too_large(
+                f"the request of hook {self.key!r} ({kind})",
+                size,
+                limit,
+                "Limits.max_request_bytes",
+                "shorten the agent state or what the event carries",
+            )
         try:
-            out = await _execute(HOOK_ACTIVITY, request, self.options)
+            out = await execute(HOOK_ACTIVITY, request, self.options)
         except ActivityError as exc:  # the callback raised on every attempt (or a timeout)
-            raise _activity_failure(exc, f"hook {self.key!r}") from None
+            raise activity_failure(exc, f"hook {self.key!r}") from None
         _apply(event, out)
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..sessions._protocol import StoredSession
 
 __all__ = [
+    "DEFAULT_RETRY",
     "ActivityOptions",
     "Registration",
     "build_agent",
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 
+DEFAULT_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
+"""The retry policy of :class:`ActivityOptions` left at its default (this very object)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ActivityOptions:
     """How one kind of activity (the model call, or one tool's body) is run by Temporal.
@@ -37,16 +42,18 @@ class ActivityOptions:
     A tool's exception is not an activity failure (it comes back as the tool's error result,
     as in the embedded engine): the retry policy covers lost workers and timeouts only.
     ``heartbeat_timeout``: the worker heartbeats for the body while it runs, so a worker that
-    dies is noticed after this long and the body runs again on another worker.
+    dies is noticed after this long (and a cancel is heard at the next heartbeat).
+
+    ``retry_policy`` left at its default (:data:`DEFAULT_RETRY`, 5 attempts) gives a tool that
+    is not ``idempotent`` a single attempt: when it is lost (a timeout: its worker died, or the
+    body ran too long) the run pauses with the ``in_doubt`` question the embedded engine asks
+    after a crash. An idempotent tool (or every tool of an ``Agent(in_doubt="rerun")``) is
+    retried per the policy. A policy given here applies as given.
     """
 
     start_to_close_timeout: timedelta = timedelta(minutes=5)
     heartbeat_timeout: timedelta | None = None
-    retry_policy: RetryPolicy | None = field(
-        default_factory=lambda: RetryPolicy(
-            initial_interval=timedelta(milliseconds=200), maximum_attempts=5
-        )
-    )
+    retry_policy: RetryPolicy | None = field(default_factory=lambda: DEFAULT_RETRY)
 
 
 DEFAULT_MODEL = ActivityOptions()

@@ -3,41 +3,23 @@ its pauses durable waits for answers delivered by an Update."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TemporalError
+from temporalio.exceptions import ApplicationError, TemporalError, is_cancelled_exception
 
 from .._agent._agent import Agent
 from .._agent._answering import resume_plan
-from .._agent._codec import _decode_response
-from .._exceptions import exception_from_dict
-from .._interrupt import Interrupt
-from .._messages import JsonValue, block_to_dict, tool_result_from_dict
+from .._messages import JsonValue
 from .._result import AgentResult
-from ..errors import (
-    InterludeError,
-    InterruptSignal,
-    LimitError,
-    ModelError,
-    ResumeError,
-    ResumeInputError,
-)
-from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY, answers_to_dict
-from ._registry import ActivityOptions, Registration, build_agent, lookup
-
-if TYPE_CHECKING:
-    from .._agent._loop import Run
-    from .._agent._state import ToolCall
-    from .._messages import ToolResult, ToolUse
-    from .._stream import ModelResponse
-    from .._tools._context import ToolContext
-    from .._tools._spec import AgentTool
+from ..errors import InterludeError, ResumeError, ResumeInputError
+from ._executor import ActivityExecutor
+from ._limits import Limits, PayloadLimitError, json_size, too_large
+from ._registry import build_agent, lookup
 
 __all__ = [
     "AGENT",
@@ -49,6 +31,7 @@ __all__ = [
     "AgentWorkflow",
     "Limits",
     "PayloadLimitError",
+    "json_size",
 ]
 
 WORKFLOW = "interlude.agent"
@@ -63,157 +46,6 @@ SEARCH_ATTRIBUTES = {
     DEADLINE.name: "Datetime",
 }
 """The search attributes the workflow sets (name: type), to register on the namespace."""
-
-
-MAX_REQUEST_BYTES = 3 * 512 * 1024
-"""The default limit on a model call's request (1.5 MiB): below Temporal's 2 MiB payload limit."""
-
-MAX_ANSWER_BYTES = 256 * 1024
-"""The default limit on one Update's answers (256 KiB of JSON)."""
-
-MAX_RESULT_BYTES = 3 * 512 * 1024
-"""The default limit on the workflow's result (1.5 MiB): above it the result omits the state."""
-
-
-class PayloadLimitError(LimitError):
-    """A model call's request (the conversation as JSON) is larger than
-    ``Limits.max_request_bytes``: the run fails with this error instead of Temporal's
-    PayloadsTooLarge."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Limits:
-    """How large one workflow run may grow (passed in the workflow's input, under ``"limits"``,
-    so a replay sees the same values).
-
-    While the run is paused (waiting for answers) and this run has called the model at least
-    once, it continues as new, carrying ``agent.export_state()`` (the conversation, the pause
-    with its interrupt ids, the audit trail) when Temporal suggests it, or when this run has
-    made ``continue_after_model_calls`` model calls, or when the exported state is larger than
-    ``continue_above_state_bytes``, or the history larger than ``continue_above_history_bytes``
-    (None: no such limit). ``max_request_bytes``: a model call whose request (as JSON) is
-    larger fails the run with :class:`PayloadLimitError`. ``max_answer_bytes``: an Update whose
-    answers (as JSON) are larger is refused (a ResumeInputError naming size and limit; nothing
-    changes). ``max_result_bytes``: a finished run whose result (with ``export_state()``) is
-    larger returns ``"state": None`` and says why under ``"state_omitted"`` (the conversation
-    and audit trail stay in the workflow's history, in its Updates and activities).
-    """
-
-    continue_after_model_calls: int | None = None
-    continue_above_state_bytes: int | None = None
-    continue_above_history_bytes: int | None = None
-    max_request_bytes: int = MAX_REQUEST_BYTES
-    max_answer_bytes: int = MAX_ANSWER_BYTES
-    max_result_bytes: int = MAX_RESULT_BYTES
-
-    def to_dict(self) -> dict[str, JsonValue]:
-        return {
-            "continue_after_model_calls": self.continue_after_model_calls,
-            "continue_above_state_bytes": self.continue_above_state_bytes,
-            "continue_above_history_bytes": self.continue_above_history_bytes,
-            "max_request_bytes": self.max_request_bytes,
-            "max_answer_bytes": self.max_answer_bytes,
-            "max_result_bytes": self.max_result_bytes,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Limits:
-        data = data or {}
-        return cls(
-            continue_after_model_calls=data.get("continue_after_model_calls"),
-            continue_above_state_bytes=data.get("continue_above_state_bytes"),
-            continue_above_history_bytes=data.get("continue_above_history_bytes"),
-            max_request_bytes=int(data.get("max_request_bytes") or MAX_REQUEST_BYTES),
-            max_answer_bytes=int(data.get("max_answer_bytes") or MAX_ANSWER_BYTES),
-            max_result_bytes=int(data.get("max_result_bytes") or MAX_RESULT_BYTES),
-        )
-
-
-def json_size(value: Any) -> int:
-    """The size of ``value`` as Temporal's JSON payload converter writes it."""
-    return len(json.dumps(value, separators=(",", ":"), sort_keys=True).encode())
-
-
-class ActivityExecutor:
-    """The agent's executor in workflow code: each model call and each tool body is an
-    activity; everything else (hooks, answers, state) stays in the workflow."""
-
-    def __init__(
-        self, agent_name: str, registration: Registration, limits: Limits | None = None
-    ) -> None:
-        self.agent_name = agent_name
-        self.registration = registration
-        self.limits = limits or Limits()
-        self.model_calls = 0
-        """Model activities scheduled by this run (not counting earlier runs of the chain)."""
-
-    async def call_model(self, run: Run) -> ModelResponse:
-        agent = run.agent
-        request: dict[str, JsonValue] = {
-            "agent": self.agent_name,
-            "messages": [m.to_dict() for m in run._model_view()],
-            "system_prompt": agent.system_prompt,
-            "state": dict(agent.state),
-            "now": agent.clock(),
-        }
-        size, limit = json_size(request), self.limits.max_request_bytes
-        if size > limit:
-            raise PayloadLimitError(
-                f"the model call's request is {size} bytes of JSON, above the limit of {limit} "
-                "bytes (Limits.max_request_bytes; Temporal refuses payloads above 2 MiB): "
-                "shorten the conversation or the agent state"
-            )
-        self.model_calls += 1
-        try:
-            out = await _execute(MODEL_ACTIVITY, request, self.registration.model)
-        except ActivityError as exc:  # retries exhausted: after-model hooks see a ModelError
-            raise _activity_failure(exc, "the model call") from None
-        if "error" in out:
-            raise exception_from_dict(out["error"], "model error")
-        return _decode_response(out["response"], "model response")
-
-    async def run_tool(
-        self, run: Run, call: ToolCall, tool: AgentTool, tool_use: ToolUse, context: ToolContext
-    ) -> ToolResult:
-        request: dict[str, JsonValue] = {
-            "agent": self.agent_name,
-            "tool": tool.name,
-            "tool_use": block_to_dict(tool_use),
-            "answers": answers_to_dict(context._answers),
-            "state": dict(run.agent.state),
-            "now": run.agent.clock(),
-        }
-        try:
-            out = await _execute(TOOL_ACTIVITY, request, self.registration.tool_options(tool.name))
-        except ActivityError as exc:  # lost workers / timeouts beyond the retry policy
-            raise _activity_failure(exc, f"tool {tool.name!r}") from None
-        if "interrupt" in out:
-            raise InterruptSignal(Interrupt.from_dict(out["interrupt"]))
-        if "error" in out:  # the tool raised: the loop makes its error result, as embedded
-            raise exception_from_dict(out["error"], "tool error")
-        return tool_result_from_dict(out["result"], "tool result")
-
-
-async def _execute(name: str, request: Mapping[str, Any], options: ActivityOptions) -> Any:
-    return await workflow.execute_activity(
-        name,
-        request,
-        start_to_close_timeout=options.start_to_close_timeout,
-        heartbeat_timeout=options.heartbeat_timeout,
-        retry_policy=options.retry_policy,
-    )
-
-
-def _activity_failure(exc: ActivityError, what: str) -> Exception:
-    cause = exc.cause
-    if isinstance(cause, CancelledError):  # the workflow is being cancelled: let it be
-        return exc
-    if isinstance(cause, ApplicationError) and cause.details:
-        rebuilt = exception_from_dict(cause.details[0], "activity failure")
-        if isinstance(rebuilt, Exception):
-            return rebuilt
-    text = f"{what} failed in its activity: {cause or exc}"
-    return ModelError(text) if what == "the model call" else RuntimeError(text)
 
 
 def summary(result: AgentResult | None, agent: Agent) -> dict[str, JsonValue]:
@@ -241,6 +73,8 @@ class AgentWorkflow:
         """The run's error, once it failed: waiting Updates raise it too."""
         self._limits = Limits.from_dict(request.get("limits"))
         self._import_error: Exception | None = None
+        self._warned = False
+        """Whether this run warned that its state is too large to continue as new."""
         # The agent is built here, before any handler runs: an answer that reaches a run
         # continued as new in its first task is checked against the imported pause.
         name = request["agent"]
@@ -277,36 +111,38 @@ class AgentWorkflow:
             assert agent is not None
             if request.get("prompt") is not None:
                 result = await agent.invoke_async(request["prompt"])
+                self._executor.settle(agent)
             while agent.is_paused:
                 self._mark_paused(agent, name)
-                if not self._inbox and self._should_continue_as_new(agent):
+                if (
+                    not self._inbox
+                    and self._should_continue_as_new(agent)
+                    and self._carried(agent, name) is not None
+                ):
                     # Let every Update finish; one accepted meanwhile is applied here instead.
                     await workflow.wait_condition(
                         lambda: workflow.all_handlers_finished() or bool(self._inbox)
                     )
-                    if not self._inbox:
-                        workflow.continue_as_new(
-                            {
-                                "agent": name,
-                                "prompt": None,
-                                "state": agent.export_state(),
-                                "limits": self._limits.to_dict(),
-                            }
-                        )
+                    carried = self._carried(agent, name)
+                    if not self._inbox and carried is not None:
+                        workflow.continue_as_new(carried)
                 result = await self._next(agent)
+        except asyncio.CancelledError:  # the workflow is cancelled: it ends so, nothing pending
+            await self._cancelled()
+            raise
         except ApplicationError as exc:  # e.g. from a hook activity: the workflow fails
             await self._fail(exc)
             raise
-        except TemporalError:  # nondeterminism (the task retries), cancellation
+        except TemporalError as exc:  # nondeterminism (the task retries), cancellation
+            if is_cancelled_exception(exc):
+                await self._cancelled()
             raise
         except Exception as exc:  # the run failed: the workflow fails (not retried), as the
             # embedded run would raise; Updates waiting on it raise the same error
             failure = _as_failure(exc)
             await self._fail(failure)
             raise failure from exc
-        workflow.upsert_search_attributes(
-            [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
-        )
+        _clear_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
         state = agent.export_state()
@@ -322,8 +158,42 @@ class AgentWorkflow:
             )
         return out
 
+    async def _cancelled(self) -> None:
+        """On the way out of a cancelled workflow: nothing is pending any more, and Updates
+        still waiting raise that the workflow was cancelled."""
+        cancelled = ApplicationError(
+            "the workflow was cancelled", type="CancelledError", non_retryable=True
+        )
+        await self._fail(cancelled)
+
+    def _carried(self, agent: Agent, name: str) -> dict[str, JsonValue] | None:
+        """The input to continue as new with, or None when it is larger than
+        ``Limits.max_request_bytes`` (then the run stays in this run; a warning says so)."""
+        carried: dict[str, JsonValue] = {
+            "agent": name,
+            "prompt": None,
+            "state": agent.export_state(),
+            "limits": self._limits.to_dict(),
+        }
+        size, limit = json_size(carried), self._limits.max_request_bytes
+        if size <= limit:
+            return carried
+        if not self._warned:
+            self._warned = True
+            problem = too_large(
+                "the input to continue as new (the exported state)",
+                size,
+                limit,
+                "Limits.max_request_bytes",
+                "the run does not continue as new; it waits in this run, its history growing",
+            )
+            workflow.logger.warning(str(problem))
+        return None
+
     async def _fail(self, failure: ApplicationError) -> None:
-        """Hand the run's error to every Update still waiting, and let them finish."""
+        """Nothing is pending any more: hand the run's error to every Update still waiting,
+        and let them finish."""
+        _clear_pending()
         self._failure = failure
         for ticket, *_ in self._inbox:
             self._outcomes.setdefault(ticket, failure)
@@ -357,9 +227,11 @@ class AgentWorkflow:
             await workflow.wait_condition(lambda: bool(self._inbox), timeout=timeout)
         except TimeoutError:  # the deadline applies its default (the timer is in the history)
             try:
-                return await agent.resume_expired_async()
+                expired = await agent.resume_expired_async()
             except ResumeInputError:  # none expired yet (an answer came first): wait again
                 return None
+            self._executor.settle(agent)
+            return expired
         ticket, answers, by, shown = self._inbox.pop(0)
         self._applying = ticket
         try:
@@ -374,6 +246,7 @@ class AgentWorkflow:
             raise
         finally:
             self._applying = None
+        self._executor.settle(agent)
         self._outcomes[ticket] = summary(result, agent)
         return result
 
@@ -445,6 +318,14 @@ class AgentWorkflow:
         if agent is None or agent._running:
             return []
         return [i.to_dict() for i in agent.interrupts]
+
+
+def _clear_pending() -> None:
+    """The search attributes of a run that waits on nothing (it ended, failed or was
+    cancelled)."""
+    workflow.upsert_search_attributes(
+        [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
+    )
 
 
 def _as_failure(exc: Exception) -> ApplicationError:
