@@ -280,3 +280,31 @@ def build_approve_then_model_error(session: AgentSession) -> Agent:
     )
     agent.hooks.add_callback(BeforeToolCallEvent, _approve)
     return agent
+
+
+def _sub_reply(request: ModelRequest) -> str | list[ToolUse]:
+    """The sub-agent's model: records each call (in ``sub-model``), then plays ``_reply``."""
+    _record("sub-model", "call")
+    return _reply(request)
+
+
+def _lead_reply(request: ModelRequest) -> str | list[ToolUse]:
+    """The lead hands its whole prompt to the ``ops`` sub-agent, then reports."""
+    last = request.messages[-1]
+    if len(request.messages) > 1 and last.role == "user":
+        return "Lead done."
+    first = request.messages[0].content[0]
+    return [ToolUse("lead_0", "ops", {"prompt": getattr(first, "text", "")})]
+
+
+@app.agent("lead")
+def build_lead(session: AgentSession) -> Agent:
+    """A lead agent whose one tool is the ``ops`` sub-agent (approval before each tool)."""
+    ops = Agent(FunctionModel(_sub_reply), tools=[touch], name="ops")
+    ops.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return Agent(
+        FunctionModel(_lead_reply),
+        tools=[ops.as_tool(description="Runs file chores.")],
+        session=session.store,
+        session_id=session.id,
+    )

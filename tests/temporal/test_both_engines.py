@@ -309,6 +309,22 @@ async def tool_changes_agent_state(t: Trace) -> None:
     assert final["state"] == {"keep": "me", "a": "1"}
 
 
+async def sub_agent_questions_travel_up(t: Trace) -> None:
+    """A sub-agent (a tool of the lead) asks two questions at once: both reach the top, the
+    answers go down, and its finished steps are not redone (its model is asked twice)."""
+    run = await t.start("lead", ("touch", {"path": "a"}), ("touch", {"path": "b"}))
+    qa, qb = await t.pending(run, 2)
+    assert [q.via[0].name for q in (qa, qb)] == ["ops", "ops"]
+    assert [q.reason for q in (qa, qb)] == [{"path": "a"}, {"path": "b"}]
+    assert t.tool_runs() == {"sub-model": 1}
+    assert await t.answer(run, {qa.id: True}, "alice") == ("interrupt", [qb.id])
+    assert await t.answer(run, {qb.id: False}, "bob") == ("end_turn", [])
+    final = await t.finish(run)
+    assert final["tool_runs"] == {"a": 1, "sub-model": 2}
+    assert _texts(final) == [("success", "Done.")]
+    assert [(e["by"], e["answer"]) for e in final["audit"]] == [("alice", True), ("bob", False)]
+
+
 SCENARIOS: list[Callable[[Trace], Awaitable[None]]] = [
     before_tool_approve,
     decline,
@@ -318,6 +334,7 @@ SCENARIOS: list[Callable[[Trace], Awaitable[None]]] = [
     typed_answer_refused,
     deadline_with_default,
     tool_changes_agent_state,
+    sub_agent_questions_travel_up,
 ]
 
 

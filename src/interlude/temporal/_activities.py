@@ -20,7 +20,7 @@ from .._agent._state import Progress, ToolCall
 from .._exceptions import exception_to_dict
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_from_dict
-from .._tools._context import ToolContext
+from .._tools._context import RelaySignal, ToolContext
 from ..errors import InterruptSignal, ModelError
 from ._limits import MAX_REQUEST_BYTES, json_size, too_large
 from ._registry import build_agent, lookup
@@ -79,9 +79,11 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
 
 @activity.defn(name=TOOL_ACTIVITY)
 async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
-    """``{agent, tool, tool_use, answers, state, now, max_result_bytes}`` -> ``{"result"}``,
-    ``{"error"}`` (the tool raised: its exception) or ``{"interrupt"}`` (the body asked a
-    question), with ``"state"``: the agent state, when the body changed it.
+    """``{agent, tool, tool_use, answers, state, now, max_result_bytes, checkpoint?}`` ->
+    ``{"result"}``, ``{"error"}`` (the tool raised: its exception), ``{"interrupt"}`` (the
+    body asked a question) or ``{"interrupts"}`` (it relayed several, e.g. a sub-agent's), with
+    ``"checkpoint"`` (what a body that stopped kept for its re-run), ``"used"`` (the ids of the
+    answers it took) and ``"state"`` (the agent state, when the body changed it).
 
     An outcome larger than ``max_result_bytes`` (as JSON) comes back as the error
     PayloadLimitError naming both sizes (once, not retried: Temporal would refuse it)."""
@@ -92,7 +94,9 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     agent.state = dict(sent)
     tool_use = tool_use_from_dict(request["tool_use"], "tool_use")
     tool = agent._tools[request["tool"]]
-    context = ToolContext(tool_use, agent, _answers_from_dict(request["answers"], now))
+    answers = _answers_from_dict(request["answers"], now)
+    given = set(answers.values) | answers.expired
+    context = ToolContext(tool_use, agent, answers, request.get("checkpoint"))
     beat = _heartbeat_while_running()
     out: dict[str, JsonValue]
     try:
@@ -100,6 +104,8 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
             Run(agent, Progress(), None, None), ToolCall(tool_use), tool, tool_use, context
         )
         out = {"result": block_to_dict(result)}
+    except RelaySignal as signal:  # several questions at once (e.g. a sub-agent's)
+        out = {"interrupts": [q.to_dict() for q in signal.interrupts]}
     except InterruptSignal as signal:
         out = {"interrupt": signal.interrupt.to_dict()}
     except Exception as exc:
@@ -108,6 +114,11 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
+    if ("interrupt" in out or "interrupts" in out) and context._checkpoint is not None:
+        out["checkpoint"] = context._checkpoint  # what the body kept for its re-run
+    used = sorted(given - set(answers.values) - answers.expired)
+    if used:  # answers the body took (each is handed out once): gone in the workflow too
+        out["used"] = list(used)
     if agent.state != sent:
         try:
             out["state"] = _json_state(agent.state)
@@ -130,8 +141,13 @@ def _bounded(out: dict[str, JsonValue], name: str, limit: int) -> dict[str, Json
     size = json_size(out)
     if size <= limit:
         return out
-    kind = next(k for k in ("result", "interrupt", "error") if k in out)
-    what = {"result": "result", "interrupt": "question", "error": "exception"}[kind]
+    kind = next(k for k in ("result", "interrupt", "interrupts", "error") if k in out)
+    what = {
+        "result": "result",
+        "interrupt": "question",
+        "interrupts": "questions",
+        "error": "exception",
+    }[kind]
     error = too_large(
         f"the {what} of tool {name!r}",
         size,

@@ -20,6 +20,7 @@ from .._agent._codec import _decode_response
 from .._exceptions import exception_from_dict
 from .._interrupt import Interrupt
 from .._messages import JsonValue, block_to_dict, tool_result_from_dict
+from .._tools._context import RelaySignal
 from ..errors import InterruptSignal, ModelError
 from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY, answers_to_dict
 from ._limits import Limits, json_size, too_large
@@ -95,6 +96,8 @@ class ActivityExecutor:
             "now": agent.clock(),
             "max_result_bytes": limit,
         }
+        if context._checkpoint is not None:  # what the body kept when it last stopped
+            request["checkpoint"] = context._checkpoint
         size = json_size(request)
         if size > limit:  # the tool's error result says so (the model sees it)
             raise too_large(
@@ -120,6 +123,14 @@ class ActivityExecutor:
         changed = out.get("state")
         if isinstance(changed, dict):
             merge_state(agent.state, sent, changed)
+        used = out.get("used")
+        if isinstance(used, list):
+            context._answers.forget([str(i) for i in used])
+        checkpoint = out.get("checkpoint")
+        if isinstance(checkpoint, str):
+            context._checkpoint = checkpoint
+        if "interrupts" in out:
+            raise RelaySignal([Interrupt.from_dict(q) for q in out["interrupts"]])
         if "interrupt" in out:
             raise InterruptSignal(Interrupt.from_dict(out["interrupt"]))
         if "error" in out:  # the tool raised: the loop makes its error result, as embedded
