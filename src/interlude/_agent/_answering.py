@@ -107,7 +107,7 @@ def resume_plan(
             merged.values.pop(i.id, None)
     # Questions with a deadline keep their first raising when asked again.
     merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
-    progress = Progress(p.cycles, p.model_retries, p.usage, merged)
+    progress = Progress(p.cycles, p.model_retries, p.usage, merged, p.output)
     return pause.step, progress, True, audit
 
 

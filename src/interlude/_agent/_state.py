@@ -18,6 +18,7 @@ from .._stream import ModelResponse
 
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
+    from ._output import OutputState
 
 __all__ = [
     "AfterInvocation",
@@ -142,6 +143,8 @@ class Progress:
     usage: Usage = field(default_factory=Usage)
     answers: Answers = field(default_factory=Answers)
     """Answers to interrupts given so far in this invocation."""
+    output: OutputState | None = None
+    """The output type the invocation must end with (None: a plain text reply)."""
 
 
 @dataclass(slots=True)
