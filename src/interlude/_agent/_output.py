@@ -251,9 +251,7 @@ def _again(problem: Problem) -> str:
     )
 
 
-async def _done(
-    run: Run, message: Message, stop: StopReason, value: JsonValue
-) -> MessageAdded:
+async def _done(run: Run, message: Message, stop: StopReason, value: JsonValue) -> MessageAdded:
     _count_ids(run, message)
     result = AgentResult(stop_reason=stop, message=message, usage=run.progress.usage, output=value)
     return await run._append(message, AfterInvocation(result))
@@ -312,5 +310,3 @@ def finish(run: Run, result: AgentResult) -> AgentResult:
             output=result.output,
         ) from None
     return replace(result, output=value)
-
-
