@@ -214,6 +214,22 @@ def test_a_tool_named_final_result_clashes_in_tool_mode():
         agent("?", output_type=int)
 
 
+def test_in_native_mode_a_tool_named_final_result_is_an_ordinary_tool():
+    @make_tool
+    def final_result(x: int) -> int:
+        """Double a number.
+
+        Args:
+            x: The number.
+        """
+        return 2 * x
+
+    model = ScriptedModel([[ToolUse("t1", "final_result", {"x": 2})], '{"result": 4}'])
+    agent = Agent(model, tools=[final_result])
+    assert agent("?", output_type=int).output == 4
+    assert agent.messages[2].content[0].content[0].value == 4  # it ran, as a tool
+
+
 # --- answers sent back, and the limit -----------------------------------------------------------
 
 

@@ -166,8 +166,7 @@ async def after_reply(run: Run, response: ModelResponse, message: Message) -> Me
     assert output is not None
     stop = "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
     uses = message.tool_uses
-    finals = [u for u in uses if u.name == FINAL_TOOL]
-    if is_native(run.agent.model) and not finals:
+    if is_native(run.agent.model):  # the answer is the text of a reply without tool calls
         if uses:
             return None
         raw: JsonValue = message.text
@@ -175,6 +174,7 @@ async def after_reply(run: Run, response: ModelResponse, message: Message) -> Me
         if problem is None:
             return await _done(run, message, stop, value)
         return await _retry(run, message, raw, problem, Message("user", [Text(_again(problem))]))
+    finals = [u for u in uses if u.name == FINAL_TOOL]
     if not finals:
         if uses:
             return None
