@@ -509,3 +509,42 @@ async def test_streaming_yields_the_answer_as_text_events():
     last = events[-1]
     assert isinstance(last, RunFinished) and isinstance(last.result, AgentResult)
     assert last.result.output == Weather(city="Oslo", celsius=21)
+
+
+# --- golden file: a version 3 pause of a structured run -----------------------------------------
+
+GOLDEN = Path(__file__).parent / "golden" / "structured_output_v3.json"
+
+
+def check_first_reply(event: MessageAddedEvent) -> None:
+    if "I think" in event.message.text:  # the hook that paused the golden run
+        event.interrupt("check_reply")
+
+
+@pytest.mark.parametrize("typed", [True, False], ids=["typed", "json"])
+def test_golden_pause_in_the_middle_of_a_retry_loads_and_resumes(typed: bool) -> None:
+    """Written once from a run paused by a hook on a bad answer: the pause holds the output
+    schema with one answer sent back, and the reply and what was wrong, chained."""
+    state = json.loads(GOLDEN.read_text())
+    assert state["version"] == 3
+    step = state["pause"]["step"]
+    assert step["kind"] == step["then"]["kind"] == "message_added"
+    assert state["pause"]["progress"]["output"]["retries"] == 1
+
+    agent = Agent(ScriptedModel(["still sunny", weather_json()]), output_retries=2)
+    agent.hooks.add_callback(MessageAddedEvent, check_first_reply)
+    agent.import_state(state)
+    result = agent.resume({agent.interrupts[0].id: "ok"}, output_type=Weather if typed else None)
+    expected = {"city": "Oslo", "celsius": 21}
+    assert result.output == (Weather(**expected) if typed else expected)
+    # prompt, bad answer, what was wrong (the pause), another bad one, what was wrong, answer
+    assert len(agent.messages) == 6
+
+
+def test_golden_pause_past_its_retries_fails_with_the_stored_count() -> None:
+    agent = Agent(ScriptedModel(["still sunny", "and sunny"]), output_retries=2)
+    agent.hooks.add_callback(MessageAddedEvent, check_first_reply)
+    agent.import_state(json.loads(GOLDEN.read_text()))
+    with pytest.raises(OutputValidationError, match="after 2 retries"):
+        agent.resume({agent.interrupts[0].id: "ok"})
+    assert len(agent.model.requests) == 2
