@@ -133,6 +133,11 @@ def test_a_bare_value_is_taken_for_a_wrapped_type():
     assert result.output == ["x", "y"]
 
 
+def test_str_takes_plain_text_or_the_wrapped_form():
+    assert Agent(ScriptedModel(["just text"]))("?", output_type=str).output == "just text"
+    assert Agent(ScriptedModel(['{"result": "hi"}']))("?", output_type=str).output == "hi"
+
+
 def test_a_fenced_json_reply_is_read():
     reply = f"```json\n{weather_json()}\n```"
     assert Agent(ScriptedModel([reply]))("?", output_type=Weather).output.celsius == 21

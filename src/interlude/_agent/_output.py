@@ -215,6 +215,8 @@ def _parse(output: OutputState, text: str) -> tuple[JsonValue, Problem | None]:
     try:
         value = json.loads(raw)
     except ValueError as exc:
+        if output.schema.get("type") == "string":  # output_type=str: plain text is the answer
+            return _check(output, text)
         return None, Problem((), f"the reply is not JSON ({exc})")
     return _check(output, _unwrap(output, value))
 
