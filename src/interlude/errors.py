@@ -18,6 +18,7 @@ Exception
     │   ├── ModelAuthError          the provider refused the credentials
     │   ├── ContextWindowOverflowError  the conversation no longer fits the model
     │   └── ModelProviderError      any other provider failure (server errors, bad requests)
+    ├── OutputValidationError       a run's final answer did not fit its output_type
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
     ├── ResumeError                 bad resume input; nothing was changed
@@ -26,6 +27,7 @@ Exception
     │   ├── ResumeInputError        the answers are not a map of id to JSON answer
     │   │   └── AnswerValidationError   an answer does not fit its question's response type
     │   ├── InterruptExpiredError   a question's deadline passed (an answer came too late)
+    │   ├── OutputTypeMismatchError resume(output_type=T) with a T the paused run was not given
     │   └── AgentPausedError        a new prompt was sent to a paused agent
     ├── StateError
     │   ├── StateFormatError        unknown format version, corrupt or malformed state
@@ -74,6 +76,8 @@ __all__ = [
     "ModelProviderError",
     "ModelThrottledError",
     "NotPausedError",
+    "OutputTypeMismatchError",
+    "OutputValidationError",
     "ReplayedException",
     "ResumeError",
     "ResumeInputError",
@@ -181,6 +185,18 @@ class ModelProviderError(ModelError):
     """Any other failure reported by the provider (a server error, a rejected request)."""
 
 
+class OutputValidationError(InterludeError):
+    """A run's final answer did not fit its ``output_type``, still after the answers sent back
+    to the model (``Agent(output_retries=...)``). ``path`` names the bad field (empty: the
+    whole answer) and ``output`` is the model's last answer (its text, or its final-answer
+    tool input)."""
+
+    def __init__(self, message: str, *, path: tuple[str | int, ...] = (), output: object = None):
+        super().__init__(message)
+        self.path = path
+        self.output = output
+
+
 class ScriptError(InterludeError):
     """A scripted test model was asked for a turn it does not have: a broken test, not a
     model failure (so a hook that retries model errors does not retry it)."""
@@ -236,6 +252,11 @@ class InterruptExpiredError(ResumeError):
     def __init__(self, message: str, interrupt: Interrupt | None = None) -> None:
         super().__init__(message)
         self.interrupt = interrupt
+
+
+class OutputTypeMismatchError(ResumeError):
+    """``resume(..., output_type=T)`` gave a T whose JSON Schema is not the one the paused run
+    was started with (or the run had none); nothing changed."""
 
 
 class AgentPausedError(ResumeError):

@@ -60,7 +60,11 @@ class AnthropicServer:
                             json.loads(raw or b"{}"),
                         )
                     )
-                    reply = server.replies.popleft() if server.replies else None
+                    problem = output_format_problem(server.requests[-1].body)
+                    if problem is not None:
+                        reply = error(400, "invalid_request_error", problem)
+                    else:
+                        reply = server.replies.popleft() if server.replies else None
                 if reply is None:
                     reply = error(500, "api_error", "the test server has no reply queued")
                 self.send_response(reply.status)
@@ -95,6 +99,44 @@ class AnthropicServer:
     @property
     def bodies(self) -> list[dict[str, Any]]:
         return [r.body for r in self.requests]
+
+
+def output_format_problem(body: dict[str, Any]) -> str | None:
+    """What the Messages API refuses in ``output_config.format`` (None: accepted): a format
+    other than ``json_schema`` with a schema, or an object schema not closed with
+    ``additionalProperties: false``."""
+    fmt = (body.get("output_config") or {}).get("format")
+    if fmt is None:
+        return None
+    if fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):
+        return "output_config.format: expected {'type': 'json_schema', 'schema': {...}}"
+    open_ = _open_objects(fmt["schema"])
+    if open_:
+        return (
+            f"output_config.format.schema: For 'object' type, 'additionalProperties' must be "
+            f"explicitly set to false (at {open_[0]})"
+        )
+    return None
+
+
+def _open_objects(schema: Any, where: str = "") -> list[str]:
+    """Paths of object schemas that do not say ``additionalProperties: false``."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        if (schema.get("type") == "object" or "properties" in schema) and schema.get(
+            "additionalProperties"
+        ) is not False:
+            found.append(where or "(root)")
+        for key, value in schema.items():
+            if key in ("properties", "$defs"):
+                for name, sub in (value or {}).items():
+                    found += _open_objects(sub, f"{where}/{key}/{name}")
+            elif isinstance(value, dict):
+                found += _open_objects(value, f"{where}/{key}")
+            elif isinstance(value, list):
+                for i, sub in enumerate(value):
+                    found += _open_objects(sub, f"{where}/{key}/{i}")
+    return found
 
 
 # --- replies -------------------------------------------------------------------------------

@@ -176,6 +176,26 @@ def tool_reply(*calls: tuple[str, str, list[str]], text: str | None = None) -> S
     return StreamReply(events(*blocks, stop="tool_use"))
 
 
+def output_config_problem(body: dict[str, Any]) -> str | None:
+    """What ConverseStream refuses in ``outputConfig.textFormat`` (None: accepted): a type
+    other than ``json_schema``, or a ``jsonSchema.schema`` that is not JSON text of an object
+    schema."""
+    fmt = (body.get("outputConfig") or {}).get("textFormat")
+    if fmt is None:
+        return None
+    if fmt.get("type") != "json_schema":
+        return f"outputConfig.textFormat.type: {fmt.get('type')!r} is not 'json_schema'"
+    definition = (fmt.get("structure") or {}).get("jsonSchema") or {}
+    text = definition.get("schema")
+    try:
+        schema = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        schema = None
+    if not isinstance(schema, dict):
+        return "outputConfig.textFormat.structure.jsonSchema.schema: not a JSON Schema string"
+    return None
+
+
 class BedrockServer:
     """``with BedrockServer() as server:`` serves ``server.replies`` in order on ``server.url``."""
 
@@ -232,6 +252,9 @@ class BedrockServer:
                 if path.startswith("/model/") and path.endswith("/converse-stream"):
                     model_id = unquote(path[len("/model/") : -len("/converse-stream")])
                 reply = server._next(Recorded(path, model_id, dict(self.headers), body))
+                problem = output_config_problem(body)
+                if problem is not None:
+                    reply = ErrorReply(400, "ValidationException", problem)
                 if isinstance(reply, ErrorReply):
                     self._send_error(reply)
                 else:

@@ -180,6 +180,9 @@ class OllamaServer:
                     return
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 reply = server._next(Recorded(self.path, headers, body))
+                fmt = body.get("format")
+                if fmt is not None and fmt != "json" and not isinstance(fmt, dict):
+                    reply = ErrorReply(400, f"invalid format: {fmt!r}")  # as ollama serve does
                 if isinstance(reply, ErrorReply):
                     self._send_error(reply)
                 else:

@@ -9,6 +9,7 @@ The chunk helpers copy the shape of recorded api.openai.com streams.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -78,7 +79,8 @@ class OpenAIServer:
                 assert self.path == "/v1/chat/completions", self.path
                 server.requests.append(json.loads(raw))
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                reply = server._next()
+                problem = response_format_problem(server.requests[-1])
+                reply = error_reply(400, problem) if problem else server._next()
                 if reply.status != 200:
                     data = json.dumps(reply.body).encode()
                     self.send_response(reply.status)
@@ -107,6 +109,78 @@ class OpenAIServer:
                     self.close_connection = True
 
         return Handler
+
+
+def response_format_problem(body: dict[str, Any]) -> str | None:
+    """What api.openai.com refuses in a ``json_schema`` response format (None: accepted):
+    a name outside ``[a-zA-Z0-9_-]{1,64}``, a schema that is not an object, and in strict mode
+    an object that is not closed or does not require all its properties."""
+    fmt = body.get("response_format")
+    if fmt is None or fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema") or {}
+    name = spec.get("name", "")
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
+        return f"Invalid 'response_format.json_schema.name': {name!r}"
+    schema = spec.get("schema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return (
+            f"Invalid schema for response_format {name!r}: schema must be a JSON Schema of "
+            "'type: \"object\"'"
+        )
+    if spec.get("strict"):
+        open_ = _open_objects(schema)
+        if open_:
+            return (
+                f"Invalid schema for response_format {name!r}: In context=({open_[0]}), "
+                "'additionalProperties' is required to be supplied and to be false."
+            )
+        for where, node in _objects(schema):
+            props = set(node.get("properties", {}))
+            if props != set(node.get("required", [])):
+                return (
+                    f"Invalid schema for response_format {name!r}: In context=({where}), "
+                    "'required' is required to be supplied and to be an array including every "
+                    "key in properties."
+                )
+    return None
+
+
+def _objects(schema: Any, where: str = "(root)") -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "object":
+            out.append((where, schema))
+        for key, value in schema.items():
+            if key in ("properties", "$defs") and isinstance(value, dict):
+                for name, sub in value.items():
+                    out += _objects(sub, f"{where}/{key}/{name}")
+            elif isinstance(value, dict):
+                out += _objects(value, f"{where}/{key}")
+            elif isinstance(value, list):
+                for i, sub in enumerate(value):
+                    out += _objects(sub, f"{where}/{key}/{i}")
+    return out
+
+
+def _open_objects(schema: Any, where: str = "") -> list[str]:
+    """Paths of object schemas that do not say ``additionalProperties: false``."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        if (schema.get("type") == "object" or "properties" in schema) and schema.get(
+            "additionalProperties"
+        ) is not False:
+            found.append(where or "(root)")
+        for key, value in schema.items():
+            if key in ("properties", "$defs"):
+                for name, sub in (value or {}).items():
+                    found += _open_objects(sub, f"{where}/{key}/{name}")
+            elif isinstance(value, dict):
+                found += _open_objects(value, f"{where}/{key}")
+            elif isinstance(value, list):
+                for i, sub in enumerate(value):
+                    found += _open_objects(sub, f"{where}/{key}/{i}")
+    return found
 
 
 # --- chunk helpers: shaped like recorded api.openai.com streams ---------------------------------

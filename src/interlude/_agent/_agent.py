@@ -68,6 +68,7 @@ class Agent:
         state: Mapping[str, JsonValue] | None = None,
         max_cycles: int = 50,
         max_retries: int = 3,
+        output_retries: int = 2,
         session: SessionStore | None = None,
         session_id: str | None = None,
         session_lease: float = 30.0,
@@ -86,7 +87,11 @@ class Agent:
             raise ConfigurationError(
                 f"tool_executor must be 'concurrent' or 'sequential', got {tool_executor!r}"
             )
-        for what, value in (("max_cycles", max_cycles), ("max_retries", max_retries)):
+        for what, value in (
+            ("max_cycles", max_cycles),
+            ("max_retries", max_retries),
+            ("output_retries", output_retries),
+        ):
             if not isinstance(value, int) or value < 0:
                 raise ConfigurationError(f"{what} must be a non-negative integer, got {value!r}")
         if in_doubt not in ("ask", "rerun"):
@@ -120,6 +125,9 @@ class Agent:
         self.tool_executor = tool_executor
         self.max_cycles = max_cycles
         self.max_retries = max_retries
+        self.output_retries = output_retries
+        """How often a final answer that does not fit a run's ``output_type`` is sent back to
+        the model with what is wrong, before the run fails with OutputValidationError."""
         self._tools: dict[str, AgentTool] = {}
         for item in tools:
             # FunctionTool first: a runtime-protocol isinstance costs tens of microseconds.
@@ -209,13 +217,18 @@ class Agent:
 
     # --- runs -----------------------------------------------------------------------------
 
-    def __call__(self, prompt: Prompt) -> AgentResult:
+    def __call__(self, prompt: Prompt, *, output_type: Any = None) -> AgentResult:
         """Run to the end (or to a pause) from sync code."""
-        return run_sync(self.invoke_async(prompt))
+        return run_sync(self.invoke_async(prompt, output_type=output_type))
 
-    async def invoke_async(self, prompt: Prompt) -> AgentResult:
-        """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
-        return await self._start(prompt_plan(self, prompt), None)
+    async def invoke_async(self, prompt: Prompt, *, output_type: Any = None) -> AgentResult:
+        """Run to the end, or to a pause (``stop_reason == "interrupt"``).
+
+        With ``output_type`` (a pydantic model, dataclass, TypedDict or a plain type such as
+        ``int``, ``list[str]`` or a ``Literal``), the final answer must be a value of it:
+        ``result.output`` holds it, validated (see docs/structured-output.md)."""
+        plan = _bind_output(prompt_plan(self, prompt), output_type)
+        return await self._start(plan, None)
 
     def resume(
         self,
@@ -223,9 +236,10 @@ class Agent:
         *,
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
+        output_type: Any = None,
     ) -> AgentResult:
         """Answer pending interrupts (``{interrupt_id: answer}``) and carry on, from sync code."""
-        return run_sync(self.resume_async(answers, by=by, shown=shown))
+        return run_sync(self.resume_async(answers, by=by, shown=shown, output_type=output_type))
 
     async def resume_async(
         self,
@@ -233,6 +247,7 @@ class Agent:
         *,
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
+        output_type: Any = None,
     ) -> AgentResult:
         """Answer pending interrupts and carry on from where the run paused.
 
@@ -244,24 +259,31 @@ class Agent:
         kept for deadlines). ``shown`` maps interrupt ids to the digest of the question the
         person was shown (``Interrupt.digest``, as in ``AuditEntry.shown``): if the pending
         question differs (its data changed meanwhile), the resume is refused and nothing
-        changes."""
-        return await self._start(resume_plan(self, answers, by, shown), None)
+        changes.
 
-    def resume_expired(self) -> AgentResult:
+        A run started with ``output_type`` keeps its JSON Schema in the pause: give the type
+        again as ``output_type`` to get ``result.output`` as that type (a type with another
+        schema raises OutputTypeMismatchError, nothing changed); without it the answer is
+        still checked against the stored schema and ``result.output`` is its JSON data."""
+        plan = _bind_output(resume_plan(self, answers, by, shown), output_type)
+        return await self._start(plan, None)
+
+    def resume_expired(self, *, output_type: Any = None) -> AgentResult:
         """Settle the questions whose deadline has passed and carry on, from sync code."""
-        return run_sync(self.resume_expired_async())
+        return run_sync(self.resume_expired_async(output_type=output_type))
 
-    async def resume_expired_async(self) -> AgentResult:
+    async def resume_expired_async(self, *, output_type: Any = None) -> AgentResult:
         """Settle every pending question whose deadline has passed (with its default, or as
         declined when it has none: see InterruptExpiredError) and carry on. The others stay
         pending. ResumeInputError if none has expired; nothing changes then."""
-        return await self._start(resume_plan(self, {}, EXPIRY, expiry_only=True), None)
+        plan = resume_plan(self, {}, EXPIRY, expiry_only=True)
+        return await self._start(_bind_output(plan, output_type), None)
 
-    def recover(self) -> AgentResult:
+    def recover(self, *, output_type: Any = None) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
-        return run_sync(self.recover_async())
+        return run_sync(self.recover_async(output_type=output_type))
 
-    async def recover_async(self) -> AgentResult:
+    async def recover_async(self, *, output_type: Any = None) -> AgentResult:
         """Carry on a run whose process stopped (see :attr:`needs_recovery`) from its journal.
 
         Completed steps are kept: a model reply is not asked for again, a finished tool keeps
@@ -276,13 +298,16 @@ class Agent:
                 "the agent holds no stopped run to recover"
                 + (" (it is paused: answer it with resume())" if position is not None else "")
             )
-        return await self._start((position.step, position.progress, True, []), None)
+        plan = _bind_output((position.step, position.progress, True, []), output_type)
+        return await self._start(plan, None)
 
-    async def stream_async(self, prompt: Prompt) -> AsyncIterator[StreamEvent]:
+    async def stream_async(
+        self, prompt: Prompt, *, output_type: Any = None
+    ) -> AsyncIterator[StreamEvent]:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
         import asyncio
 
-        plan = prompt_plan(self, prompt)
+        plan = _bind_output(prompt_plan(self, prompt), output_type)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
@@ -479,6 +504,18 @@ class DirectTool:
             )
         assert call.result is not None
         return call.result
+
+
+def _bind_output(plan: Plan, output_type: Any) -> Plan:
+    """The plan with the output its run must end with: ``output_type`` for a new prompt; for
+    a resume, the stored schema, checked against ``output_type`` when it is given."""
+    progress, replay = plan[1], plan[2]
+    if output_type is not None or progress.output is not None:
+        from ._output import for_prompt, for_resume
+
+        output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
+        progress.output = output
+    return plan
 
 
 def _as_tool(obj: Any) -> AgentTool:

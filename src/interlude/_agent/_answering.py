@@ -107,7 +107,9 @@ def resume_plan(
             merged.values.pop(i.id, None)
     # Questions with a deadline keep their first raising when asked again.
     merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
-    progress = Progress(p.cycles, p.model_retries, p.usage, merged, p.traceparent)
+    progress = Progress(
+        p.cycles, p.model_retries, p.usage, merged, traceparent=p.traceparent, output=p.output
+    )
     return pause.step, progress, True, audit
 
 

@@ -32,6 +32,7 @@ from .._messages import (
 from .._result import AgentResult
 from .._stream import ModelResponse
 from ..errors import StateFormatError
+from ._output import OutputState
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -57,9 +58,11 @@ phase ``running`` with their start time, and the model's own id of a tool use ma
 pause's signature. Versions 1 and 2 read as they are. Later additions to 3 are optional and
 written only when used (readers that do not know them ignore them; a pause without them reads as
 before): a tool call's ``checkpoint`` (what its body kept, e.g. a sub-agent's state), a
-question's ``via`` (the sub-agent tool calls it came up through), and
-``progress.traceparent`` (the W3C trace context of the run that paused, when it was traced:
-the resumed run's span links to it)."""
+question's ``via`` (the sub-agent tool calls it came up through), ``progress.traceparent``
+(the W3C trace context of the run that paused, when it was traced: the resumed run's span
+links to it), and for a run given an output type its schema in ``progress.output`` (and its
+answer in an ``after_invocation`` step's ``output``); a message-added step may be followed by
+one more (a reply, then what is wrong with it)."""
 READS = (1, 2, 3)
 _PHASES = ("pending", "before", "running", "body", "after", "done")
 _MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
@@ -220,6 +223,8 @@ def encode_pause(
         out["progress"]["asked"] = [i.to_dict() for i in p.answers.asked.values()]
     if p.traceparent is not None:  # only when traced: an untraced pause reads as before
         out["progress"]["traceparent"] = p.traceparent
+    if p.output is not None:  # only when set: a state without it reads as before
+        out["progress"]["output"] = {"schema": p.output.schema, "retries": p.output.retries}
     if key is not None:
         from ._signing import sign
 
@@ -268,7 +273,20 @@ def decode_pause(data: Any, where: str) -> Pause:
     for i, x in enumerate(asked):
         question = Interrupt.from_dict(x, f"{pw}.asked[{i}]")
         progress.answers.asked[question.id] = question
+    if p.get("output") is not None:
+        progress.output = _decode_output(p["output"], f"{pw}.output")
     return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
+
+
+def _decode_output(data: Any, where: str) -> OutputState:
+    d = _obj(data, where)
+    schema = d.get("schema")
+    if not isinstance(schema, dict):
+        raise StateFormatError(f"{where}.schema: expected a JSON Schema, got {_show(schema)}")
+    retries = d.get("retries", 0)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise StateFormatError(f"{where}.retries: expected a count, got {_show(retries)}")
+    return OutputState(dict(schema), None, retries)
 
 
 # --- steps ------------------------------------------------------------------------------------
@@ -302,25 +320,35 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
                 batch["approved"] = True
             return batch
         case AfterInvocation(result):
-            return {
+            after: dict[str, JsonValue] = {
                 "kind": "after_invocation",
                 "stop_reason": result.stop_reason,
                 "message": None if result.message is None else result.message.to_dict(),
                 "usage": result.usage.to_dict(),
             }
+            if result.output is not None:  # structured output, as JSON data (see _output)
+                after["output"] = result.output
+            return after
     raise TypeError(f"not a step: {step!r}")
 
 
-def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
+def _decode_step(data: Any, where: str, nested: int = 0) -> Step:
     d = _obj(data, where)
     kind = d.get("kind")
-    if nested and kind == "message_added":  # a loop never chains two: refuse, do not recurse
-        raise StateFormatError(f"{where}.kind: a message-added step cannot follow another")
+    # A loop chains at most two (a reply and what is wrong with it): refuse more, do not recurse.
+    if nested > 1 and kind == "message_added":
+        raise StateFormatError(f"{where}.kind: a message-added step cannot follow another twice")
     if kind == "before_invocation":
         return BeforeInvocation(message_from_dict(d.get("prompt"), f"{where}.prompt"))
     if kind == "message_added":
-        then = _decode_step(d.get("then"), f"{where}.then", nested=True)
-        return MessageAdded(_int(d, "index", where), then)
+        then = _decode_step(d.get("then"), f"{where}.then", nested=nested + 1)
+        index = _int(d, "index", where)
+        if isinstance(then, MessageAdded) and then.index != index + 1:
+            raise StateFormatError(
+                f"{where}.then: a message-added step cannot follow another but for the next "
+                f"message (index {index + 1}), got index {then.index}"
+            )
+        return MessageAdded(index, then)
     if kind == "before_model_call":
         return BeforeModelCall()
     if kind == "after_model_call":
@@ -367,6 +395,7 @@ def _decode_step(data: Any, where: str, nested: bool = False) -> Step:
                 stop_reason=stop,
                 message=None if message is None else message_from_dict(message, f"{where}.message"),
                 usage=Usage.from_dict(d.get("usage"), f"{where}.usage"),
+                output=d.get("output"),
             )
         )
     raise StateFormatError(f"{where}.kind: unknown step {_show(kind)}")

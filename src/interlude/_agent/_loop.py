@@ -43,6 +43,7 @@ from ..hooks._events import (
 )
 from ._batch import run_batch
 from ._observe import observer_for
+from ._output import after_reply, finish, model_request
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -161,6 +162,7 @@ class Run:
                 self.step = step
                 outcome = await handlers[type(step)](step, replay)  # type: ignore[operator]
                 if isinstance(outcome, AgentResult):
+                    outcome = finish(self, outcome)  # the output as output_type, if any
                     await self._save(None)
                     return outcome
                 if isinstance(outcome, _Paused):
@@ -288,6 +290,10 @@ class Run:
                 "assistant", [b for b in message.content if not isinstance(b, ToolUse)]
             )
             tool_uses = []
+        if progress.output is not None:  # a final answer of the output type, or asked again
+            answered_step = await after_reply(self, response, message)
+            if answered_step is not None:
+                return answered_step
         then: Step
         if tool_uses:
             then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self._tool_use_ids()))
@@ -425,8 +431,9 @@ class Run:
                 reasoning.clear()
                 signature = None
 
+        specs, extra = model_request(self)  # with the output schema, if the run has one
         async for event in agent.model.stream(
-            self._model_view(), agent._tool_specs(), agent.system_prompt
+            self._model_view(), specs, agent.system_prompt, **extra
         ):
             if emit is not None and not isinstance(event, ModelStop):
                 emit(event)

@@ -18,6 +18,7 @@ from .._stream import ModelResponse
 
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
+    from ._output import OutputState
 
 __all__ = [
     "AfterInvocation",
@@ -148,6 +149,8 @@ class Progress:
     traceparent: str | None = None
     """The W3C trace context of the invocation's latest traced run (set by tracing, see
     ``interlude.otel``): a resumed or recovered run's span links to it."""
+    output: OutputState | None = None
+    """The output type the invocation must end with (None: a plain text reply)."""
 
 
 @dataclass(slots=True)

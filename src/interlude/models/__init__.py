@@ -9,9 +9,10 @@ A model needs one method. Provider adapters live in submodules and are imported 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .._messages import Message
+from .._messages import JsonValue, Message
 from .._stream import (
     ModelEvent,
     ModelResponse,
@@ -32,6 +33,7 @@ __all__ = [
     "ModelResponse",
     "ModelStop",
     "ModelStopReason",
+    "OutputSchema",
     "ReasoningDelta",
     "RetryPolicy",
     "TextDelta",
@@ -42,12 +44,29 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """What a model's final reply must be when a run asks for structured output: JSON text
+    meeting ``schema`` (always an object schema). ``name`` and ``description`` are what
+    providers call the response format."""
+
+    name: str
+    schema: dict[str, JsonValue]
+    description: str | None = None
+
+
 @runtime_checkable
 class Model(Protocol):
     """Anything that streams a reply to a conversation.
 
     ``stream`` must end with exactly one :class:`ModelStop`. ``messages`` is the live
     conversation: read it, do not change it.
+
+    Structured output (``agent(prompt, output_type=T)``) needs nothing more: the model is
+    given a ``final_result`` tool whose input is the answer. A model that can constrain its
+    reply to a JSON Schema natively says so with an attribute ``native_output = True``; its
+    ``stream`` is then also given ``output_schema=OutputSchema(...)`` (as a keyword, only when
+    a run asks for structured output) and the final reply's text is the JSON answer.
     """
 
     def stream(

@@ -39,9 +39,11 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import classify, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._schema import closed_objects
 from ._stop import with_tool_uses
 
 __all__ = [
@@ -88,9 +90,13 @@ class AnthropicModel:
         temperature: float | None = None,
         retry: RetryPolicy | None = None,
         params: Mapping[str, Any] | None = None,
+        native_output: bool = True,
     ) -> None:
         if client is not None and client_args:
             raise ConfigurationError("give AnthropicModel either client or client_args, not both")
+        self.native_output = native_output
+        """Whether structured output uses ``output_config.format`` (models without it: False,
+        for a final-answer tool)."""
         self.model_id = model_id
         self._client = None if client is None else client.with_options(max_retries=0)
         args: dict[str, Any] = {**(client_args or {}), "max_retries": 0}
@@ -137,6 +143,8 @@ class AnthropicModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
         request = build_request(
             self.model_id,
@@ -146,6 +154,7 @@ class AnthropicModel:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             params=self.params,
+            output_schema=output_schema,
         )
 
         def translate(exc: Exception) -> ModelError | None:
@@ -196,10 +205,12 @@ def build_request(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     temperature: float | None = None,
     params: Mapping[str, Any] | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for one streamed turn.
 
-    Only arguments every SDK version takes are named; ``temperature`` and ``params`` travel in
+    Only arguments every SDK version takes are named; ``temperature``, the structured-output
+    format (``output_config.format``, objects closed as the API wants) and ``params`` travel in
     ``extra_body``, which the SDK merges into the JSON body last (so ``params`` win).
     """
     request: dict[str, Any] = {
@@ -213,6 +224,9 @@ def build_request(
     if tool_specs:
         request["tools"] = convert_tools(tool_specs)
     extra: dict[str, Any] = {} if temperature is None else {"temperature": temperature}
+    if output_schema is not None:
+        schema = closed_objects(output_schema.schema)
+        extra["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     extra.update(params or {})
     extra.pop("stream", None)
     if extra:

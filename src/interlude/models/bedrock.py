@@ -49,8 +49,10 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from . import OutputSchema
 from ._errors import is_context_overflow, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._schema import closed_objects
 from ._stop import with_tool_uses
 
 if TYPE_CHECKING:
@@ -115,8 +117,12 @@ class BedrockModel:
         temperature: float | None = None,
         params: Mapping[str, Any] | None = None,
         retry: RetryPolicy = _DEFAULT_RETRY,
+        native_output: bool = True,
     ) -> None:
         self.model_id = model_id
+        self.native_output = native_output
+        """Whether structured output uses ``outputConfig.textFormat`` (models without it:
+        False, for a final-answer tool)."""
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.params = dict(params or {})
@@ -153,6 +159,8 @@ class BedrockModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
         request = build_request(
             self.model_id,
@@ -162,6 +170,7 @@ class BedrockModel:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             params=self.params,
+            output_schema=output_schema,
         )
 
         def translate(exc: Exception) -> ModelError | None:
@@ -320,8 +329,10 @@ def build_request(
     max_tokens: int | None = None,
     temperature: float | None = None,
     params: Mapping[str, Any] | None = None,
+    output_schema: OutputSchema | None = None,
 ) -> dict[str, Any]:
-    """The ConverseStream request for a conversation; ``params`` win over what is built here."""
+    """The ConverseStream request for a conversation; ``params`` win over what is built here.
+    Structured output is ``outputConfig.textFormat`` (the schema as JSON text, objects closed)."""
     messages_out = _convert_messages(messages, _takes_tool_status(model_id))
     request: dict[str, Any] = {"modelId": model_id, "messages": messages_out}
     if system_prompt:
@@ -332,12 +343,22 @@ def build_request(
     inference = {"maxTokens": max_tokens, "temperature": temperature}
     if inference := {k: v for k, v in inference.items() if v is not None}:
         request["inferenceConfig"] = inference
+    if output_schema is not None:
+        request["outputConfig"] = {"textFormat": _text_format(output_schema)}
     for key, value in (params or {}).items():
         current = request.get(key)
         if isinstance(current, dict) and isinstance(value, Mapping):
             value = {**current, **value}  # e.g. inferenceConfig: add stopSequences
         request[key] = value
     return request
+
+
+def _text_format(output: OutputSchema) -> dict[str, Any]:
+    schema = json.dumps(closed_objects(output.schema), ensure_ascii=False)
+    definition: dict[str, Any] = {"schema": schema, "name": output.name}
+    if output.description:
+        definition["description"] = output.description
+    return {"type": "json_schema", "structure": {"jsonSchema": definition}}
 
 
 def _takes_tool_status(model_id: str) -> bool:

@@ -13,6 +13,9 @@ the request disables truncation, which the ``ollama`` client's ``chat()`` cannot
 Retry-After: the ``ollama`` client's ``ResponseError`` keeps no headers; the wait is read from
 the HTTP error it was raised from (``retry-after-ms`` or ``retry-after``). An error reported
 inside the NDJSON stream has no headers, so no ``retry_after`` then.
+
+Structured output sends the output schema as ``format`` (Ollama constrains the reply to it);
+``format`` given in ``params`` wins.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import is_context_overflow, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
@@ -83,9 +87,12 @@ class OllamaModel:
         options: Mapping[str, Any] | None = None,
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, shared safely
         params: Mapping[str, Any] | None = None,
+        native_output: bool = True,
     ) -> None:
         if client is not None and client_args:
             raise ConfigurationError("give OllamaModel either client or client_args, not both")
+        self.native_output = native_output
+        """Whether structured output is asked for with ``format`` (else a final-answer tool)."""
         clash = sorted(_RESERVED & set(params or {}))
         if clash:
             raise ConfigurationError(
@@ -126,8 +133,13 @@ class OllamaModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
         chat_messages = build_messages(messages, system_prompt)
+        params = dict(self.params)
+        if output_schema is not None:
+            params.setdefault("format", output_schema.schema)
         tools = build_tools(tool_specs)
         options = {"num_predict": self.max_tokens, "temperature": self.temperature, **self.options}
         options = {k: v for k, v in options.items() if v is not None}
@@ -142,7 +154,7 @@ class OllamaModel:
                 stream=True,
                 think=self.think,
                 options=options or None,
-                **self.params,
+                **params,
             )
             # The request is only sent when the stream is first read.
             return reply, await anext(reply, None)

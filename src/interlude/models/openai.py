@@ -11,6 +11,9 @@ Conversion notes:
   id), and the tool message says where they are.
 - ``max_tokens`` is sent as ``max_completion_tokens`` to api.openai.com (its reasoning models
   refuse ``max_tokens``) and as ``max_tokens`` to any other server.
+- Structured output is ``response_format: {"type": "json_schema", ...}``, ``strict`` when the
+  schema meets strict mode (every object closed, every property required), else not strict.
+  A server without it: ``OpenAIModel(..., native_output=False)`` uses a final-answer tool.
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
+from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import classify, malformed_chunk
 from ._errors import retry_after as header_retry_after
 from ._retry import RetryPolicy, with_retries
+from ._schema import closed_objects, strict_ready
 from ._stop import with_tool_uses
 
 __all__ = ["OpenAIModel"]
@@ -89,8 +94,12 @@ class OpenAIModel:
         temperature: float | None = None,
         retry: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen, shared safely
         params: Mapping[str, Any] | None = None,
+        native_output: bool = True,
     ) -> None:
         self.model_id = model_id
+        self.native_output = native_output
+        """Whether structured output uses the server's JSON-schema response format (else a
+        final-answer tool)."""
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.retry = retry
@@ -145,8 +154,10 @@ class OpenAIModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
-        request = self.build_request(messages, tool_specs, system_prompt)
+        request = self.build_request(messages, tool_specs, system_prompt, output_schema)
         create = self.client().chat.completions.create
 
         async def open_stream() -> openai.AsyncStream[Any]:
@@ -180,6 +191,7 @@ class OpenAIModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        output_schema: OutputSchema | None = None,
     ) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create``."""
         request: dict[str, Any] = {
@@ -195,6 +207,8 @@ class OpenAIModel:
             request[field_name] = self.max_tokens
         if self.temperature is not None:
             request["temperature"] = self.temperature
+        if output_schema is not None:
+            request["response_format"] = response_format(output_schema)
         if self.params:
             request["extra_body"] = dict(self.params)
         return request
@@ -296,6 +310,19 @@ def tool_params(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         }
         for s in specs
     ]
+
+
+def response_format(output: OutputSchema) -> dict[str, Any]:
+    """The ``response_format`` asking for a reply that meets the output schema."""
+    strict = strict_ready(output.schema)
+    json_schema: dict[str, Any] = {
+        "name": output.name,
+        "schema": closed_objects(output.schema) if strict else output.schema,
+        "strict": strict,
+    }
+    if output.description:
+        json_schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": json_schema}
 
 
 # --- stream parsing ------------------------------------------------------------------------

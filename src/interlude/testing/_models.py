@@ -19,6 +19,7 @@ from .._stream import (
 )
 from .._tools._spec import ToolSpec
 from ..errors import ScriptError
+from ..models import OutputSchema
 
 __all__ = ["FunctionModel", "ModelRequest", "ScriptedModel", "Turn"]
 
@@ -28,11 +29,13 @@ Turn: TypeAlias = str | Sequence[ToolUse] | Message
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """What a model was asked: the conversation, the tool specs and the system prompt."""
+    """What a model was asked: the conversation, the tool specs and the system prompt, and
+    the output schema of a run given ``output_type`` (with ``native_output=True``)."""
 
     messages: tuple[Message, ...]
     tool_specs: tuple[ToolSpec, ...]
     system_prompt: str | None
+    output_schema: OutputSchema | None = None
 
 
 def _events(turn: Turn, usage: Usage) -> list[ModelEvent]:
@@ -63,9 +66,17 @@ class ScriptedModel:
     calls), or a whole assistant :class:`Message`. It records every request in ``requests``,
     raises ScriptError when called with no turn left, and ``unused`` / ``assert_done()``
     report turns never played.
+
+    For a run given ``output_type``, a model with ``native_output=True`` (the default) is sent
+    the output schema and answers with JSON text (a string turn); with ``native_output=False``
+    it is given the ``final_result`` tool instead, and answers by calling it
+    (``[ToolUse(id, "final_result", {...})]``).
     """
 
-    def __init__(self, turns: Sequence[Turn], *, usage: Usage | None = None) -> None:
+    def __init__(
+        self, turns: Sequence[Turn], *, usage: Usage | None = None, native_output: bool = True
+    ) -> None:
+        self.native_output = native_output
         self._turns = list(turns)
         self._usage = usage or Usage(10, 5)
         for i, turn in enumerate(self._turns):
@@ -93,8 +104,11 @@ class ScriptedModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
-        self.requests.append(ModelRequest(tuple(messages), tuple(tool_specs), system_prompt))
+        request = ModelRequest(tuple(messages), tuple(tool_specs), system_prompt, output_schema)
+        self.requests.append(request)
         if self._position >= len(self._turns):
             last = messages[-1] if messages else None
             raise ScriptError(
@@ -113,10 +127,14 @@ ReplyFn: TypeAlias = Callable[[ModelRequest], "Turn | Awaitable[Turn]"]
 class FunctionModel:
     """A model whose every reply is computed by ``fn(request)`` (sync or async).
 
-    ``fn`` returns a turn in the same forms as :class:`ScriptedModel` takes.
+    ``fn`` returns a turn in the same forms as :class:`ScriptedModel` takes; ``native_output``
+    is as there (the request's ``output_schema`` or its ``final_result`` tool spec).
     """
 
-    def __init__(self, fn: ReplyFn, *, usage: Usage | None = None) -> None:
+    def __init__(
+        self, fn: ReplyFn, *, usage: Usage | None = None, native_output: bool = True
+    ) -> None:
+        self.native_output = native_output
         self._fn = fn
         self._usage = usage or Usage(10, 5)
         self.requests: list[ModelRequest] = []
@@ -126,8 +144,10 @@ class FunctionModel:
         messages: Sequence[Message],
         tool_specs: Sequence[ToolSpec],
         system_prompt: str | None,
+        *,
+        output_schema: OutputSchema | None = None,
     ) -> AsyncIterator[ModelEvent]:
-        request = ModelRequest(tuple(messages), tuple(tool_specs), system_prompt)
+        request = ModelRequest(tuple(messages), tuple(tool_specs), system_prompt, output_schema)
         self.requests.append(request)
         turn = self._fn(request)
         if inspect.isawaitable(turn):
