@@ -15,6 +15,7 @@ from .._stream import RunFinished, StreamEvent
 from .._sync import run_sync
 from .._tools._function import FunctionTool
 from .._tools._spec import AgentTool, ToolSpec
+from ..conversation import STATE_KEY, ConversationManager, ConversationState
 from ..errors import (
     AgentBusyError,
     ConfigurationError,
@@ -70,6 +71,7 @@ class Agent:
         name: str | None = None,
         signing_key: bytes | str | None = None,
         clock: Callable[[], float] | None = None,
+        conversation: ConversationManager | None = None,
     ) -> None:
         if isinstance(model, str):
             from ..models import model_from_string
@@ -110,6 +112,15 @@ class Agent:
         self.in_doubt = in_doubt
         """What recovery does with a call whose process stopped while it ran, for tools not
         marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
+        if conversation is not None and not isinstance(conversation, ConversationManager):
+            raise ConfigurationError(
+                f"conversation must be a conversation manager (SlidingWindow, Summarizing, ...) "
+                f"with view() and reduce(), got {conversation!r}"
+            )
+        self.conversation = conversation
+        """What part of the conversation the model is sent (None: all of it); see
+        :mod:`interlude.conversation`."""
+        self._conversation_state = ConversationState()
         self.model = model
         self.system_prompt = system_prompt
         self.tool_executor = tool_executor
@@ -325,7 +336,7 @@ class Agent:
 
         return encode_state(
             self._messages,
-            self.state,
+            self._saved_state(),
             self._pause,
             list(self._tools),
             agent=self.name,
@@ -358,6 +369,13 @@ class Agent:
         adopt(self, loaded)
 
     # --- internals --------------------------------------------------------------------------
+
+    def _saved_state(self) -> dict[str, JsonValue]:
+        """``agent.state`` as it is saved: with the conversation manager's state, if any, under
+        a reserved key (split off again when the state is loaded)."""
+        if self._conversation_state == ConversationState():
+            return self.state
+        return {**self.state, STATE_KEY: self._conversation_state.to_dict()}
 
     async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
         import asyncio

@@ -209,6 +209,7 @@ class SessionLink:
         audit = agent._audit
         if (
             if_changed
+            and not state
             and self._holding
             and count == self.saved
             and encoded == self._last
@@ -378,6 +379,6 @@ def _json_state(agent: Agent) -> dict[str, object]:
     import json
 
     try:
-        return dict(json.loads(json.dumps(agent.state)))
+        return dict(json.loads(json.dumps(agent._saved_state())))
     except (TypeError, ValueError) as exc:
         raise StateFormatError(f"agent.state is not JSON-compatible: {exc}") from None
