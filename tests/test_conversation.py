@@ -322,8 +322,9 @@ def test_summarizing_on_overflow_folds_the_earlier_summary_in():
 
     model = FunctionModel(reply)
     agent = Agent(model, messages=turns(6), conversation=Summarizing(keep_last=2))
-    assert str(agent("first")) == "ok"
-    assert len(writer.summaries) == 1
+    first = agent("first")
+    assert str(first) == "ok" and len(writer.summaries) == 1
+    assert first.usage.input_tokens == 20  # the summary call's usage counts (10 + 10)
     assert str(agent("second")) == "ok"  # 1 + 2 + 2 messages: over again
     assert len(writer.summaries) == 2
     assert "SUMMARY 1" in writer.summaries[1].messages[0].text  # folded into the new one
@@ -475,3 +476,14 @@ async def test_ollama_overflow_error_is_reduced_and_retried():
     first, second = (b["messages"] for b in server.bodies)
     assert len(first) == 11 and 0 < len(second) < len(first)
     assert second[0]["role"] == "user"
+
+
+def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_path: Path):
+    from interlude.errors import SessionCorruptError
+
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", state={})
+    agent.state["interlude.conversation"] = {"start": "zero"}
+    agent("q")
+    with pytest.raises(SessionCorruptError, match="start"):
+        Agent(ScriptedModel([]), session=store, session_id="s")

@@ -158,8 +158,19 @@ def _assemble(messages: Sequence[Message], start: int, summary: str | None) -> l
 
 
 def _first_start(messages: Sequence[Message], state: ConversationState) -> int | None:
-    starts = _starts(messages, state.start)
-    return starts[0] if starts else None
+    """The first place from ``state.start`` on where a sent conversation may start."""
+    for i in range(state.start, len(messages)):
+        if not _is_results(messages[i]):
+            return i
+    return None
+
+
+def _last_start(messages: Sequence[Message], floor: int) -> int | None:
+    """The last place (from ``floor`` on) where a sent conversation may start."""
+    for i in range(len(messages) - 1, floor - 1, -1):
+        if not _is_results(messages[i]):
+            return i
+    return None
 
 
 # --- the managers -------------------------------------------------------------------------------
@@ -184,14 +195,13 @@ class SlidingWindow:
         return f"SlidingWindow(max_messages={self.max_messages})"
 
     def _start(self, messages: Sequence[Message], state: ConversationState) -> int | None:
-        starts = _starts(messages, state.start)
-        if not starts:
-            return None
-        lowest = len(messages) - self.max_messages
-        for s in starts:
-            if s >= lowest and _size(messages, s, state.summary) <= self.max_messages:
+        for s in range(max(state.start, len(messages) - self.max_messages), len(messages)):
+            if (
+                not _is_results(messages[s])
+                and _size(messages, s, state.summary) <= self.max_messages
+            ):
                 return s
-        return starts[-1]  # the smallest part that can be sent
+        return _last_start(messages, state.start)  # the smallest part that can be sent
 
     def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
         state = _effective(state, len(messages))

@@ -112,6 +112,7 @@ class SessionLink:
         }
         try:
             loaded = decode_state(data, key, name)
+            _check_conversation(loaded.state)
             if isinstance(legacy, dict):
                 self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")
         except StateFormatError as exc:
@@ -373,6 +374,14 @@ def split_marker(
         if isinstance(marker, dict):
             return None, marker
     return stored_pause, None
+
+
+def _check_conversation(state: dict[str, JsonValue]) -> None:
+    """StateFormatError if the conversation manager's saved state is malformed."""
+    from ..conversation import STATE_KEY, ConversationState
+
+    if STATE_KEY in state:
+        ConversationState.from_dict(state[STATE_KEY])
 
 
 def _json_state(agent: Agent) -> dict[str, object]:
