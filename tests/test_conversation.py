@@ -332,6 +332,37 @@ def test_summarizing_on_overflow_folds_the_earlier_summary_in():
     assert len(agent.messages) == 16  # the conversation itself is whole
 
 
+def test_a_summary_request_too_long_itself_summarizes_the_older_half_first():
+    written: list[int] = []
+
+    def reply(request: ModelRequest) -> Any:
+        if request.system_prompt and request.system_prompt.startswith(SUMMARY_MARK):
+            lines = [x for x in request.messages[0].text.splitlines() if x.startswith("[")]
+            if len(lines) > 4:
+                raise ContextWindowOverflowError("prompt is too long", status=400)
+            written.append(len(lines))
+            return f"summary of {len(lines)} more"
+        if len(request.messages) > 3:
+            raise ContextWindowOverflowError("prompt is too long", status=400)
+        return "ok"
+
+    model = FunctionModel(reply)
+    agent = Agent(model, messages=turns(6), conversation=Summarizing(keep_last=1))
+    assert str(agent("now")) == "ok"
+    assert written and all(n <= 4 for n in written) and sum(written) == 12
+    (last,) = [r for r in model.requests if r.system_prompt is None][-1:]
+    assert len(last.messages) <= 3 and last.messages[-1].text.endswith("now")
+
+
+def test_a_summary_request_that_cannot_be_made_small_enough_is_a_clear_error():
+    def reply(request: ModelRequest) -> Any:
+        raise ContextWindowOverflowError("prompt is too long", status=400)
+
+    agent = Agent(FunctionModel(reply), messages=turns(2), conversation=Summarizing(keep_last=1))
+    with pytest.raises(ContextWindowOverflowError, match="the summary call does not fit"):
+        agent("now")
+
+
 def test_a_summary_survives_a_crash_right_after_it_was_written(tmp_path: Path):
     """The summary is saved before the model call that uses it: a process killed during that
     call leaves it in the session, and recovery does not pay for it again."""

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolUse
-from .errors import ConfigurationError, StateFormatError
+from .errors import (
+    ConfigurationError,
+    ContextWindowOverflowError,
+    ModelProviderError,
+    StateFormatError,
+)
 
 if TYPE_CHECKING:
     from .models import Model
@@ -305,13 +310,27 @@ class Summarizing:
             return None
         lowest = len(messages) - keep
         cut = next((s for s in later if s >= lowest), later[-1])
-        text = transcript(messages[current:cut], state.summary)
-        summary = (await reduction.ask(text, system=self.prompt, model=self.model)).strip()
-        if not summary:
-            from .errors import ModelProviderError
-
+        while True:
+            text = transcript(messages[current:cut], state.summary)
+            try:
+                summary = await reduction.ask(text, system=self.prompt, model=self.model)
+                break
+            except ContextWindowOverflowError as exc:
+                # The summary request is too long itself: summarize the older half first (a
+                # later reduction folds the rest in).
+                half = (current + cut) // 2
+                shorter = [s for s in later if half <= s < cut]
+                if not shorter:
+                    raise ContextWindowOverflowError(
+                        f"the summary call does not fit the summarizing model's context window "
+                        f"({cut - current} message(s) to summarize): {exc}",
+                        provider=exc.provider,
+                        status=exc.status,
+                    ) from exc
+                cut = shorter[0]
+        if not summary.strip():
             raise ModelProviderError("the summary call returned no text")
-        return ConversationState(cut, summary)
+        return ConversationState(cut, summary.strip())
 
 
 def transcript(messages: Sequence[Message], summary: str | None = None) -> str:
