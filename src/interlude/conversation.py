@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationManager",
     "ConversationState",
+    "DEFAULT_SUMMARY_PROMPT",
     "Reduction",
     "SlidingWindow",
     "Summarizing",
