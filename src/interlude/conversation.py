@@ -15,7 +15,7 @@ thing and a summary is never asked for twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -109,19 +109,17 @@ class ConversationManager(Protocol):
 
 def _is_results(message: Message) -> bool:
     """A user message carrying tool results: it must follow the tool uses it answers."""
-    return message.role == "user" and any(isinstance(b, ToolResult) for b in message.content)
+    if message.role == "user":
+        for block in message.content:
+            if isinstance(block, ToolResult):
+                return True
+    return False
 
 
 def _effective(state: ConversationState, count: int) -> ConversationState:
     """The state, unless the conversation is now shorter than where it starts (it was replaced
     by a shorter one): then nothing of it applies."""
     return state if state.start <= count else ConversationState()
-
-
-def _starts(messages: Sequence[Message], floor: int) -> list[int]:
-    """Where a sent conversation may start: any message from ``floor`` on but one carrying tool
-    results (which would be separated from its tool uses)."""
-    return [i for i in range(floor, len(messages)) if not _is_results(messages[i])]
 
 
 def _prompt_before(messages: Sequence[Message], index: int) -> int | None:
@@ -134,23 +132,42 @@ def _prompt_before(messages: Sequence[Message], index: int) -> int | None:
     return None
 
 
-def _pinned(messages: Sequence[Message], start: int, summary: str | None) -> int | None:
-    """The prompt kept in front when the sent part would start with an assistant message
-    (Anthropic and Bedrock want a user message first). A summary stands in front instead."""
-    if summary is not None or messages[start].role != "assistant":
-        return None
-    return _prompt_before(messages, start)
+def _candidates(
+    messages: Sequence[Message], begin: int, summary: str | None
+) -> Iterator[tuple[int, int, int | None]]:
+    """``(start, size, pinned)`` for every place from ``begin`` on where a sent conversation
+    may start (not on tool results, which would be separated from their tool uses): how many
+    messages :func:`_assemble` then sends, and the prompt kept in front, if any.
+
+    A part starting with an assistant message gets the prompt its tool loop works on in front
+    (Anthropic and Bedrock want a user message first); a summary stands in front instead,
+    joined to a first user message or as a message of its own. The prompt is looked up once
+    and then followed, so a long tool loop costs one pass."""
+    count = len(messages)
+    prompt: int | None = None
+    looked = False
+    for s in range(begin, count):
+        m = messages[s]
+        if _is_results(m):
+            continue
+        pinned = None
+        if summary is not None:
+            size = count - s + (0 if m.role == "user" else 1)
+        elif m.role == "assistant":
+            if not looked:
+                prompt, looked = _prompt_before(messages, s), True
+            pinned = prompt
+            size = count - s + (0 if pinned is None else 1)
+        else:
+            size = count - s
+        yield s, size, pinned
+        if m.role == "user":
+            prompt, looked = s, True
 
 
-def _size(messages: Sequence[Message], start: int, summary: str | None) -> int:
-    """How many messages :func:`_assemble` sends."""
-    count = len(messages) - start
-    if summary is not None:  # joined to a first user message, else a message of its own
-        return count if messages[start].role == "user" else count + 1
-    return count + (0 if _pinned(messages, start, summary) is None else 1)
-
-
-def _assemble(messages: Sequence[Message], start: int, summary: str | None) -> list[Message]:
+def _assemble(
+    messages: Sequence[Message], start: int, summary: str | None, pinned: int | None
+) -> list[Message]:
     """``messages[start:]``, led by the summary (joined to the first message if that is a user
     message, so roles still alternate) or by the pinned prompt."""
     rest = list(messages[start:])
@@ -159,16 +176,7 @@ def _assemble(messages: Sequence[Message], start: int, summary: str | None) -> l
         if rest and rest[0].role == "user":
             return [Message("user", [note, *rest[0].content]), *rest[1:]]
         return [Message("user", [note]), *rest]
-    pinned = _pinned(messages, start, summary) if rest else None
     return rest if pinned is None else [messages[pinned], *rest]
-
-
-def _first_start(messages: Sequence[Message], state: ConversationState) -> int | None:
-    """The first place from ``state.start`` on where a sent conversation may start."""
-    for i in range(state.start, len(messages)):
-        if not _is_results(messages[i]):
-            return i
-    return None
 
 
 def _last_start(messages: Sequence[Message], floor: int) -> int | None:
@@ -200,21 +208,25 @@ class SlidingWindow:
     def __repr__(self) -> str:
         return f"SlidingWindow(max_messages={self.max_messages})"
 
-    def _start(self, messages: Sequence[Message], state: ConversationState) -> int | None:
-        for s in range(max(state.start, len(messages) - self.max_messages), len(messages)):
-            if (
-                not _is_results(messages[s])
-                and _size(messages, s, state.summary) <= self.max_messages
-            ):
-                return s
-        return _last_start(messages, state.start)  # the smallest part that can be sent
+    def _start(
+        self, messages: Sequence[Message], state: ConversationState
+    ) -> tuple[int, int, int | None] | None:
+        """(start, size, pinned) of the part sent: the largest valid part of at most
+        ``max_messages``, else the smallest valid part."""
+        begin = max(state.start, len(messages) - self.max_messages)
+        for found in _candidates(messages, begin, state.summary):
+            if found[1] <= self.max_messages:
+                return found
+        last = _last_start(messages, state.start)
+        return None if last is None else next(_candidates(messages, last, state.summary))
 
     def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
         state = _effective(state, len(messages))
-        start = self._start(messages, state)
-        if start is None:
+        found = self._start(messages, state)
+        if found is None:
             return list(messages[state.start :])
-        return _assemble(messages, start, state.summary)
+        start, _, pinned = found
+        return _assemble(messages, start, state.summary, pinned)
 
     async def reduce(
         self, messages: Sequence[Message], state: ConversationState, reduction: Reduction
@@ -222,18 +234,20 @@ class SlidingWindow:
         if not reduction.overflow:
             return None  # the window is applied by view()
         state = _effective(state, len(messages))
-        current = self._start(messages, state)
-        if current is None:
+        found = self._start(messages, state)
+        if found is None:
             return None
-        size = _size(messages, current, state.summary)
-        smaller = [
-            s for s in _starts(messages, current + 1) if _size(messages, s, state.summary) < size
-        ]
-        if not smaller:
-            return None
+        current, size, _ = found
         target = max(size // 2, 1)
-        start = next((s for s in smaller if _size(messages, s, state.summary) <= target), None)
-        return ConversationState(smaller[-1] if start is None else start, state.summary)
+        smaller: int | None = None
+        for start, part, _ in _candidates(messages, current + 1, state.summary):
+            if part <= target:
+                return ConversationState(start, state.summary)
+            if part < size:
+                smaller = start  # the last one: the smallest part
+        if smaller is None:
+            return None
+        return ConversationState(smaller, state.summary)
 
 
 DEFAULT_SUMMARY_PROMPT = (
@@ -290,23 +304,24 @@ class Summarizing:
 
     def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
         state = _effective(state, len(messages))
-        start = _first_start(messages, state)
-        if start is None:
+        found = next(_candidates(messages, state.start, state.summary), None)
+        if found is None:
             return list(messages[state.start :])
-        return _assemble(messages, start, state.summary)
+        start, _, pinned = found
+        return _assemble(messages, start, state.summary, pinned)
 
     async def reduce(
         self, messages: Sequence[Message], state: ConversationState, reduction: Reduction
     ) -> ConversationState | None:
         state = _effective(state, len(messages))
-        current = _first_start(messages, state)
-        if current is None:
+        found = next(_candidates(messages, state.start, state.summary), None)
+        if found is None:
             return None
-        sent = _size(messages, current, state.summary)
+        current, sent, _ = found
         if not reduction.overflow and (self.max_messages is None or sent <= self.max_messages):
             return None
         keep = self.keep_last if not reduction.overflow else min(self.keep_last, sent // 2)
-        later = _starts(messages, current + 1)
+        later = [s for s, _, _ in _candidates(messages, current + 1, state.summary)]
         if not later:
             return None
         lowest = len(messages) - keep
