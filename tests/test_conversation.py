@@ -5,6 +5,7 @@ context-overflow error (its loopback server and real client library) driving a r
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -153,6 +154,57 @@ def test_a_pause_under_a_small_window_resumes_in_a_fresh_agent():
     assert texts(request.messages)[0] == "deploy the api"
     assert request.messages[1].tool_uses[0].id == "d1"
     assert len(second.messages) == 8
+
+
+def random_conversation(rng: random.Random) -> list[Message]:
+    """Prompts, tool rounds (one or two tool uses and their results) and replies, ending where
+    the model is called next: on a prompt or on tool results."""
+    out: list[Message] = []
+    n = 0
+    for _ in range(rng.randint(1, 6)):
+        out.append(Message("user", [Text(f"prompt {len(out)}")]))
+        for _ in range(rng.randint(0, 5)):
+            uses = [ToolUse(f"t{n + i}", "lookup", {}) for i in range(rng.randint(1, 2))]
+            n += len(uses)
+            out.append(Message("assistant", list(uses)))
+            out.append(Message("user", [ToolResult(u.id, "success", [Text("r")]) for u in uses]))
+        out.append(Message("assistant", [Text(f"reply {len(out)}")]))
+    if rng.random() < 0.5:
+        out.append(Message("user", [Text("last prompt")]))
+    else:
+        out.pop()  # end on tool results, or on the prompt when there was no tool round
+    return out
+
+
+async def test_window_invariants_over_many_conversations():
+    """Every view is a valid request ending with the latest message, within the window unless
+    only a smaller valid part does not exist, the same when applied again (a durable engine's
+    activity applies it to what it is sent), and every overflow reduction sends less."""
+
+    class Overflow:
+        overflow = True
+
+        async def ask(self, text: str, *, system: str | None = None, model: Any = None) -> str:
+            raise AssertionError("a window makes no model call")
+
+    rng = random.Random(15)
+    for _ in range(300):
+        messages = random_conversation(rng)
+        window = SlidingWindow(rng.randint(1, 12))
+        state = ConversationState()
+        sent = window.view(messages, state)
+        while True:
+            assert_valid_request(sent)
+            assert sent[-1] is messages[-1]
+            if len(sent) > window.max_messages:
+                assert len(sent) == 3 and sent[1].role == "assistant"  # the smallest valid part
+            assert window.view(sent, ConversationState()) == sent
+            new = await window.reduce(messages, state, Overflow())
+            if new is None:
+                break
+            smaller = window.view(messages, new)
+            assert len(smaller) < len(sent)
+            state, sent = new, smaller
 
 
 # --- context overflow ---------------------------------------------------------------------------
