@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .._messages import Message, Text, Usage
 from .._stream import ModelResponse, ModelStop, TextDelta
+from ..conversation import ConversationState
 from ..errors import ConfigurationError, ContextWindowOverflowError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ class _Reduction:
 async def _reduce(run: Run, manager: ConversationManager, overflow: bool) -> bool:
     """Let the manager reduce; a new state is saved before anything else. Whether it did."""
     agent = run.agent
-    state = agent._conversation_state
+    state = agent._conversation_state or ConversationState()
     new = await manager.reduce(run._base_view(), state, _Reduction(run, overflow))
     if new is None or new == state:
         return False

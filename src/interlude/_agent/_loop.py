@@ -310,7 +310,11 @@ class Run:
         chooses (all of it without one) of :meth:`_base_view`."""
         manager = self.agent.conversation
         base = self._base_view()
-        return base if manager is None else manager.view(base, self.agent._conversation_state)
+        if manager is None:
+            return base
+        from ..conversation import ConversationState
+
+        return manager.view(base, self.agent._conversation_state or ConversationState())
 
     def _base_view(self) -> list[Message]:
         """The conversation itself, unless a tool use in it has no result (a conversation

@@ -35,7 +35,7 @@ def adopt(agent: Agent, loaded: AgentState) -> None:
 
     state = dict(loaded.state)
     saved = state.pop(STATE_KEY, None)
-    conversation = ConversationState() if saved is None else ConversationState.from_dict(saved)
+    conversation = None if saved is None else ConversationState.from_dict(saved)
     agent._messages[:] = loaded.messages
     agent.state = state
     agent._conversation_state = conversation
