@@ -10,6 +10,7 @@ import pytest
 
 PUBLIC_MODULES = [
     "interlude",
+    "interlude.conversation",
     "interlude.errors",
     "interlude.hooks",
     "interlude.models",

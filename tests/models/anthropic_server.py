@@ -279,3 +279,9 @@ def tool_turn(*calls: tuple[str, str, dict[str, Any]], text: str | None = None) 
 def _split(text: str) -> list[str]:
     middle = len(text) // 2
     return [text[:middle], text[middle:]] if middle else [text]
+
+
+def context_overflow() -> Reply:
+    """Anthropic's answer to a prompt too long for the model: a 400 ``invalid_request_error``
+    whose message starts ``prompt is too long``."""
+    return error(400, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum")

@@ -314,3 +314,8 @@ class BedrockServer:
                 self.wfile.flush()
 
         return Handler
+
+
+def context_overflow() -> ErrorReply:
+    """Bedrock's answer to an input too long for the model: a 400 ``ValidationException``."""
+    return ErrorReply(400, "ValidationException", "Input is too long for requested model.")

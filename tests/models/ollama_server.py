@@ -216,3 +216,19 @@ class OllamaServer:
                 self.wfile.flush()
 
         return Handler
+
+
+def context_overflow() -> ErrorReply:
+    """Ollama's answer when a request exceeds ``num_ctx`` and truncation is off: a 400 whose
+    ``error`` is llama.cpp's error object as JSON text."""
+    inner = {
+        "error": {
+            "code": 400,
+            "message": "request (8889 tokens) exceeds the available context size (4096 tokens), "
+            "try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 8889,
+            "n_ctx": 4096,
+        }
+    }
+    return ErrorReply(400, json.dumps(inner))

@@ -273,3 +273,14 @@ def error_reply(
 ) -> Reply:
     body = {"error": {"message": message, "type": type_, "param": None, "code": code}}
     return Reply(status=status, body=body, headers=headers or {})
+
+
+def context_overflow_reply() -> Reply:
+    """OpenAI's answer to a conversation too long for the model: a 400 with code
+    ``context_length_exceeded`` (the message as the API words it)."""
+    return error_reply(
+        400,
+        "This model's maximum context length is 128000 tokens. However, your messages resulted "
+        "in 130542 tokens. Please reduce the length of the messages.",
+        "context_length_exceeded",
+    )

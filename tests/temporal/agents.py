@@ -308,3 +308,24 @@ def build_lead(session: AgentSession) -> Agent:
         session=session.store,
         session_id=session.id,
     )
+
+
+def _small_window(request: ModelRequest) -> str:
+    """A model whose context holds 3 messages: more is refused as providers refuse it."""
+    from interlude.errors import ContextWindowOverflowError
+
+    if len(request.messages) > 3:
+        raise ContextWindowOverflowError("prompt is too long: 4 messages > 3", status=400)
+    return f"Fits: {len(request.messages)} message(s), first {request.messages[0].text!r}."
+
+
+@app.agent("windowed")
+def build_windowed(session: AgentSession) -> Agent:
+    from interlude.conversation import SlidingWindow
+
+    return Agent(
+        FunctionModel(_small_window),
+        session=session.store,
+        session_id=session.id,
+        conversation=SlidingWindow(max_messages=40),
+    )

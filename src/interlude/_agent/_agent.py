@@ -31,6 +31,7 @@ from ._state import Pause, Progress, ToolCall
 if TYPE_CHECKING:
     import asyncio
 
+    from ..conversation import ConversationManager, ConversationState
     from ..sessions._protocol import SessionStore
     from ._executor import Executor
     from ._loop import Emit
@@ -76,6 +77,7 @@ class Agent:
         name: str | None = None,
         signing_key: bytes | str | None = None,
         clock: Callable[[], float] | None = None,
+        conversation: ConversationManager | None = None,
     ) -> None:
         if isinstance(model, str):
             from ..models import model_from_string
@@ -120,6 +122,19 @@ class Agent:
         self.in_doubt = in_doubt
         """What recovery does with a call whose process stopped while it ran, for tools not
         marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
+        if conversation is not None and not (
+            callable(getattr(conversation, "view", None))
+            and callable(getattr(conversation, "reduce", None))
+        ):
+            raise ConfigurationError(
+                f"conversation must be a conversation manager (SlidingWindow, Summarizing, ...) "
+                f"with view() and reduce(), got {conversation!r}"
+            )
+        self.conversation = conversation
+        """What part of the conversation the model is sent (None: all of it); see
+        :mod:`interlude.conversation`."""
+        self._conversation_state: ConversationState | None = None
+        """What the manager decided (None: nothing yet); saved with ``state``."""
         self.model = model
         self.system_prompt = system_prompt
         self.tool_executor = tool_executor
@@ -365,7 +380,7 @@ class Agent:
 
         return encode_state(
             self._messages,
-            self.state,
+            self._saved_state(),
             self._pause,
             list(self._tools),
             agent=self.name,
@@ -398,6 +413,15 @@ class Agent:
         adopt(self, loaded)
 
     # --- internals --------------------------------------------------------------------------
+
+    def _saved_state(self) -> dict[str, JsonValue]:
+        """``agent.state`` as it is saved: with the conversation manager's state, if any, under
+        a reserved key (split off again when the state is loaded)."""
+        if self._conversation_state is None:
+            return self.state
+        from ..conversation import STATE_KEY
+
+        return {**self.state, STATE_KEY: self._conversation_state.to_dict()}
 
     async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
         import asyncio

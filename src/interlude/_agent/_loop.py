@@ -95,6 +95,7 @@ class Run:
         "observer",
         "progress",
         "progressed",
+        "save_state",
         "seen_ids",
         "started",
         "step",
@@ -122,6 +123,9 @@ class Run:
         """Whether the run got anywhere: an event's callbacks all passed, a message was
         appended, a model asked, a tool body started. Until then a run that ends early (an
         exception, a cancel, Ctrl-C) leaves the agent, and its session, as it found them."""
+        self.save_state = False
+        """Whether the next checkpoint saves the agent state too (the conversation manager's
+        state changed: a summary is saved before the model call that uses it)."""
 
     def position(self) -> Pause | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
@@ -130,7 +134,10 @@ class Run:
     async def checkpoint(self) -> None:
         """Save where the run stands, if anything changed since the last save."""
         if self.journal is not None:
-            await self.journal.save(self.agent, self.position(), hold=True, if_changed=True)
+            state, self.save_state = self.save_state, False
+            await self.journal.save(
+                self.agent, self.position(), state=state, hold=True, if_changed=True
+            )
 
     async def invoke(self, hooks: HookRegistry, event: HookEvent) -> list[Interrupt]:
         """Run an event's callbacks, once the journal holds everything before them."""
@@ -243,7 +250,12 @@ class Run:
             await self.checkpoint()
         self.progressed = True
         try:
-            call = self.agent._executor.call_model(self)
+            if self.agent.conversation is None:
+                call = self.agent._executor.call_model(self)
+            else:
+                from ._conversation import call_managed
+
+                call = call_managed(self, self.agent.conversation)
             if self.observer is not None:
                 call = self.observer.observe_model(self, call)
             response = await call
@@ -307,11 +319,21 @@ class Run:
         return await self._append(message, then)
 
     def _model_view(self) -> list[Message]:
-        """The conversation as the model is sent it: itself, unless a tool use in it has no
-        result (a conversation given to the agent that way, a session from an older version):
-        then a copy in which every tool use is answered (see :func:`answered`), made anew for
-        each call. Whether it needs one is checked once per run: the run's own messages are
-        always answered."""
+        """The conversation as the model is sent it: the part the agent's conversation manager
+        chooses (all of it without one) of :meth:`_base_view`."""
+        manager = self.agent.conversation
+        base = self._base_view()
+        if manager is None:
+            return base
+        from ..conversation import ConversationState
+
+        return manager.view(base, self.agent._conversation_state or ConversationState())
+
+    def _base_view(self) -> list[Message]:
+        """The conversation itself, unless a tool use in it has no result (a conversation
+        given to the agent that way, a session from an older version): then a copy in which
+        every tool use is answered (see :func:`answered`), made anew for each call. Whether it
+        needs one is checked once per run: the run's own messages are always answered."""
         if self.clean is None:
             self.clean = answered(self.messages) is self.messages
         return self.messages if self.clean else answered(self.messages)

@@ -112,6 +112,7 @@ class SessionLink:
         }
         try:
             loaded = decode_state(data, key, name)
+            _check_conversation(loaded.state)
             if isinstance(legacy, dict):
                 self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")
         except StateFormatError as exc:
@@ -209,6 +210,7 @@ class SessionLink:
         audit = agent._audit
         if (
             if_changed
+            and not state
             and self._holding
             and count == self.saved
             and encoded == self._last
@@ -374,10 +376,18 @@ def split_marker(
     return stored_pause, None
 
 
+def _check_conversation(state: dict[str, JsonValue]) -> None:
+    """StateFormatError if the conversation manager's saved state is malformed."""
+    from ..conversation import STATE_KEY, ConversationState
+
+    if STATE_KEY in state:
+        ConversationState.from_dict(state[STATE_KEY])
+
+
 def _json_state(agent: Agent) -> dict[str, object]:
     import json
 
     try:
-        return dict(json.loads(json.dumps(agent.state)))
+        return dict(json.loads(json.dumps(agent._saved_state())))
     except (TypeError, ValueError) as exc:
         raise StateFormatError(f"agent.state is not JSON-compatible: {exc}") from None

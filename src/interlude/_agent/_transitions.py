@@ -31,8 +31,14 @@ def adopt(agent: Agent, loaded: AgentState) -> None:
     nothing changes if it does not (StateMismatchError)."""
     if loaded.pause is not None:
         check_fits(agent, loaded.pause.step, loaded.tools)
+    from ..conversation import STATE_KEY, ConversationState
+
+    state = dict(loaded.state)
+    saved = state.pop(STATE_KEY, None)
+    conversation = None if saved is None else ConversationState.from_dict(saved)
     agent._messages[:] = loaded.messages
-    agent.state = loaded.state
+    agent.state = state
+    agent._conversation_state = conversation
     agent._pause = loaded.pause
     agent._audit[:] = loaded.audit
 
