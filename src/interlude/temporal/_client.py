@@ -67,7 +67,8 @@ class AgentClient:
         limits: Limits | None = None,
     ) -> str:
         """Start agent ``agent`` on ``prompt`` (or on an ``export_state()``); its workflow id.
-        ``limits`` sets when a paused run continues as new and the largest model request."""
+        ``limits`` sets when a paused run continues as new and the largest payload (model and
+        tool requests and results, the continue-as-new input)."""
         workflow_id = workflow_id or f"interlude-{agent}-{uuid.uuid4()}"
         request: dict[str, Any] = {
             "agent": agent,
