@@ -80,6 +80,12 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
     ) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            raise ConfigurationError(
+                "MCP servers need the mcp package: pip install 'interlude[mcp]'"
+            )
         if protocol not in ("auto", "legacy"):
             raise ConfigurationError(f"protocol must be 'auto' or 'legacy', got {protocol!r}")
         self.protocol = protocol
