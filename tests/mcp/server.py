@@ -116,6 +116,34 @@ async def book_legacy(show: str, ctx: Context) -> str:
     return f"booked {answer.data.seats} seats for {answer.data.name}"
 
 
+class Seat(BaseModel):
+    row: str
+
+
+def ask_row() -> Elicit[Seat]:
+    return Elicit("Which row?", Seat)
+
+
+class Meal(BaseModel):
+    vegetarian: bool
+
+
+def ask_meal() -> Elicit[Meal]:
+    return Elicit("Vegetarian meal?", Meal)
+
+
+@server.tool()
+def dinner_show(
+    seat: Annotated[ElicitationResult[Seat], Resolve(ask_row)],
+    meal: Annotated[ElicitationResult[Meal], Resolve(ask_meal)],
+) -> str:
+    """Two questions in one call."""
+    log(f"dinner {seat.action} {meal.action}")
+    row = seat.data.row if isinstance(seat, AcceptedElicitation) else "-"
+    veg = meal.data.vegetarian if isinstance(meal, AcceptedElicitation) else "-"
+    return f"row {row}, vegetarian {veg}"
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "http":
         import anyio

@@ -30,10 +30,12 @@ REFUSALS: tuple[str, str] = ("decline", "cancel")
 class Elicitation:
     """A question an MCP server asked during a tool call.
 
-    ``number`` counts the questions of this call (1 for the first): the interrupt is named
-    ``"elicitation"`` for the first and ``"elicitation_<n>"`` after it. ``schema`` is the JSON
-    Schema the server wants the answer's content to meet (form mode); ``url`` is the page the
-    server sends the user to (URL mode). ``answer_schema`` is what an answer must meet.
+    ``schema`` is the JSON Schema the server wants the answer's content to meet (form mode);
+    ``url`` is the page the server sends the user to (URL mode). ``answer_schema`` is what an
+    answer must meet. The interrupt's ``name`` is made from the question itself (its message,
+    schema and URL), so the answer given on resume goes to the same question when the tool runs
+    again, whatever order the server asks in; ``repeat`` counts earlier asks of the very same
+    question in this call.
     """
 
     server: str
@@ -42,12 +44,22 @@ class Elicitation:
     schema: dict[str, JsonValue] | None
     url: str | None
     tool_use: ToolUse
-    number: int
+    repeat: int = 0
+
+    @property
+    def digest(self) -> str:
+        """A short digest of the question: its message, schema and URL."""
+        import hashlib
+        import json
+
+        text = json.dumps([self.message, self.schema, self.url], sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
     @property
     def name(self) -> str:
-        """The interrupt's name."""
-        return "elicitation" if self.number == 1 else f"elicitation_{self.number}"
+        """The interrupt's name: ``elicitation:<digest>`` (``#<n>`` added for a repeat)."""
+        base = f"elicitation:{self.digest}"
+        return f"{base}#{self.repeat + 1}" if self.repeat else base
 
     @property
     def answer_schema(self) -> dict[str, JsonValue]:
@@ -69,7 +81,6 @@ class Elicitation:
         server: str,
         tool: str,
         tool_use: ToolUse,
-        number: int,
     ) -> Elicitation:
         schema = getattr(params, "requested_schema", None)
         url = getattr(params, "url", None)
@@ -80,7 +91,6 @@ class Elicitation:
             schema=None if schema is None else dict(schema),
             url=url,
             tool_use=tool_use,
-            number=number,
         )
 
 

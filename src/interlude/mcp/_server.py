@@ -109,8 +109,9 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
     ) -> McpServer:
-        """A server run as ``command args...``, spoken to over its stdin and stdout. ``env``
-        replaces the MCP SDK's default environment for it (a few safe variables)."""
+        """A server run as ``command args...``, spoken to over its stdin and stdout. It does
+        not inherit this process's environment: it gets a few safe variables (such as PATH and
+        HOME, the MCP SDK's default) and ``env`` on top."""
         if isinstance(args, str):
             raise ConfigurationError(f"args must be a list of arguments, got the string {args!r}")
         default = os.path.splitext(os.path.basename(args[-1] if args else command))[0]

@@ -7,7 +7,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
 from .._messages import Image, Json, JsonValue, Text, ToolResult, ToolResultBlock, ToolUse
@@ -102,21 +102,20 @@ class McpTool:
         call = ActiveCall(asyncio.get_running_loop())
         future = call_in_thread(self.server._call(self.remote_name, tool_use.input, call))
         future.add_done_callback(call.finished)
-        asked = 0
+        asked: dict[str, int] = {}
         try:
             while True:
                 item = await call.queue.get()
                 if item is None:
                     break
                 params, reply = item
-                asked += 1
                 try:
                     answer = await self._answer(params, tool_use, context, asked)
                 except BaseException:  # an interrupt (or a failure): end the server's call
                     future.cancel()  # first: the call's task is cancelled before it sees ...
-                    reply.set_result(to_elicit_result("cancel", url_mode=False))  # ... this
+                    _settle(reply, to_elicit_result("cancel", url_mode=False))  # ... this
                     raise
-                reply.set_result(answer)
+                _settle(reply, answer)
         finally:
             if not future.done():
                 future.cancel()
@@ -131,11 +130,15 @@ class McpTool:
         params: mcp.types.ElicitRequestParams,
         tool_use: ToolUse,
         context: ToolContext,
-        number: int,
+        asked: dict[str, int],
     ) -> mcp.types.ElicitResult:
         question = Elicitation.from_params(
-            params, server=self.server.name, tool=self.name, tool_use=tool_use, number=number
+            params, server=self.server.name, tool=self.name, tool_use=tool_use
         )
+        repeat = asked.get(question.digest, 0)
+        asked[question.digest] = repeat + 1
+        if repeat:
+            question = replace(question, repeat=repeat)
         url_mode = question.schema is None
         handler = self.server.elicitation
         if handler is not None:
@@ -153,6 +156,12 @@ class McpTool:
             response_type=Annotated[Any, WithJsonSchema(question.answer_schema)],
         )
         return to_elicit_result(answer, url_mode)
+
+
+def _settle(reply: concurrent.futures.Future[Any], answer: Any) -> None:
+    """Answer the server's question, unless its call was cancelled meanwhile."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        reply.set_result(answer)
 
 
 def _check_answer(question: Elicitation, answer: JsonValue) -> None:
