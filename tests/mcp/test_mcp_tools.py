@@ -130,7 +130,7 @@ def test_http_server_killed_then_back(http) -> None:
         tools = server.tools()
         http.kill()
         [lost] = run_calls(tools, [ToolUse("t1", "read_note", {"name": "a"})])
-        assert lost.status == "error" and "MCP server 'web-notes'" in lost.text
+        assert lost.status == "error" and "MCP server 'web-notes' is not reachable" in lost.text
         http.start()  # the same address again
         [back] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
         assert (back.status, back.text) == ("success", "note a: buy milk")
@@ -179,3 +179,11 @@ def _wait_gone(pid: int) -> None:
     while _alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still runs"
         time.sleep(0.05)
+
+
+def test_public_names() -> None:
+    import interlude.mcp
+
+    exported = interlude.mcp.__all__
+    assert exported == sorted(exported)
+    assert all(hasattr(interlude.mcp, n) for n in exported)

@@ -280,12 +280,16 @@ class McpServer:
         try:
             return await conn.client.call_tool(name, arguments)
         except Exception as exc:
+            from mcp.shared.exceptions import MCPError
+
             if _is_lost(exc):
                 conn.stop.set()
                 raise McpServerError(
                     f"MCP server {self.name!r} is not reachable ({_describe(exc)}); the next "
                     "call starts a new connection"
                 ) from exc
+            if not isinstance(exc, MCPError):  # something unforeseen: start afresh next time
+                conn.stop.set()
             raise McpServerError(
                 f"MCP server {self.name!r} failed to run {name!r}: {_describe(exc)}"
             ) from exc
@@ -334,13 +338,23 @@ class McpServer:
 
 def _is_lost(exc: BaseException) -> bool:
     """Whether an error means the connection is gone (rather than a refused request)."""
+    import anyio
+    import httpx2
     from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
 
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_lost(e) for e in exc.exceptions)
     if isinstance(exc, MCPError):
-        from mcp.types import CONNECTION_CLOSED
-
         return exc.error.code == CONNECTION_CLOSED
-    return True
+    lost = (
+        anyio.ClosedResourceError,
+        anyio.BrokenResourceError,
+        anyio.EndOfStream,
+        OSError,
+        httpx2.TransportError,
+    )
+    return isinstance(exc, lost)
 
 
 def _describe(exc: BaseException) -> str:
