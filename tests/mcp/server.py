@@ -116,6 +116,14 @@ async def book_legacy(show: str, ctx: Context) -> str:
     return f"booked {answer.data.seats} seats for {answer.data.name}"
 
 
+@server.tool()
+async def sign_in(ctx: Context) -> str:
+    """Sends the user to a web page (a URL-mode question, handshake-era protocol)."""
+    answer = await ctx.elicit_url("Sign in to the box office", "https://example.com/login", "e1")
+    log(f"sign_in {answer.action}")
+    return f"sign-in {answer.action}"
+
+
 class Seat(BaseModel):
     row: str
 

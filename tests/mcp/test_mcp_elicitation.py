@@ -174,3 +174,18 @@ def test_paused_in_one_process_answered_in_another(tmp_path: Path, server_log) -
     assert not done.is_paused
     assert done.messages[2].content[0].text == "booked 2 seats for Ana"
     assert [(e.by, e.answer) for e in done.audit] == [("ana", {"seats": 2, "name": "Ana"})]
+
+
+def test_url_mode_question(stdio: Callable[..., McpServer], server_log) -> None:
+    call = ToolUse("s1", "sign_in", {})
+    agent = Agent(ScriptedModel([[call], "Signed in."]), tools=stdio(protocol="legacy").tools())
+    [question] = agent("Sign me in").interrupts
+    assert question.reason == {
+        "server": "notes",
+        "message": "Sign in to the box office",
+        "url": "https://example.com/login",
+    }
+    assert question.response_schema == {"enum": ["accept", "decline", "cancel"]}
+    assert str(agent.resume({question.id: "accept"})) == "Signed in."
+    assert agent.messages[2].content[0].text == "sign-in accept"
+    assert server_log.lines() == ["sign_in accept"]

@@ -95,6 +95,7 @@ class McpServer:
         self.timeout = timeout
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
+        self._pid = os.getpid()
 
     @classmethod
     def stdio(
@@ -186,7 +187,12 @@ class McpServer:
     def is_connected(self) -> bool:
         return self._conn is not None and self._conn.alive and not self._conn.stop.is_set()
 
+    def _forget_if_forked(self) -> None:
+        if self._pid != os.getpid():  # a forked child: the parent's connection is not ours
+            self._conn, self._lock, self._pid = None, None, os.getpid()
+
     async def _connected(self) -> _Connection:
+        self._forget_if_forked()
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -300,6 +306,7 @@ class McpServer:
     # --- closing --------------------------------------------------------------------------
 
     async def _close(self) -> None:
+        self._forget_if_forked()
         conn, self._conn = self._conn, None
         _OPEN.discard(self)
         if conn is None:
