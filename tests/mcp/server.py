@@ -124,6 +124,15 @@ async def sign_in(ctx: Context) -> str:
     return f"sign-in {answer.action}"
 
 
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Takes its time."""
+    import anyio
+
+    await anyio.sleep(seconds)
+    return "finally"
+
+
 class Seat(BaseModel):
     row: str
 

@@ -189,3 +189,35 @@ def test_url_mode_question(stdio: Callable[..., McpServer], server_log) -> None:
     assert str(agent.resume({question.id: "accept"})) == "Signed in."
     assert agent.messages[2].content[0].text == "sign-in accept"
     assert server_log.lines() == ["sign_in accept"]
+
+
+def test_approval_then_questions_from_two_calls_at_once(
+    stdio: Callable[..., McpServer], server_log
+) -> None:
+    from interlude.mcp import require_approval
+
+    calls = [BOOK, ToolUse("b2", "book", {"show": "Lear"})]
+    agent = Agent(
+        ScriptedModel([calls, "Both booked."]),
+        tools=stdio().tools(),
+        hooks=[require_approval()],  # book says nothing about itself: treated as destructive
+    )
+    approvals = agent("Book Hamlet and Lear").interrupts
+    assert [(q.name, q.tool_use.id) for q in approvals] == [("approve", "b1"), ("approve", "b2")]
+    questions = agent.resume({q.id: True for q in approvals}).interrupts
+    # both calls ran at once, each paused on its own question
+    assert sorted(q.reason["message"] for q in questions) == [
+        "How many seats for Hamlet?",
+        "How many seats for Lear?",
+    ]
+    assert server_log.lines() == []
+    answers = {q.id: {"seats": 1, "name": q.tool_use.input["show"]} for q in questions}
+    assert str(agent.resume(answers)) == "Both booked."
+    assert [r.text for r in agent.messages[2].content] == [
+        "booked 1 seats for Hamlet",
+        "booked 1 seats for Lear",
+    ]
+    assert sorted(server_log.lines()) == [
+        "book Hamlet accept Booking(seats=1, name='Hamlet')",
+        "book Lear accept Booking(seats=1, name='Lear')",
+    ]

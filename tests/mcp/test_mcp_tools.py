@@ -187,3 +187,14 @@ def test_public_names() -> None:
     exported = interlude.mcp.__all__
     assert exported == sorted(exported)
     assert all(hasattr(interlude.mcp, n) for n in exported)
+
+
+def test_timeout_gives_an_error_result(stdio: Callable[..., McpServer]) -> None:
+    tools = stdio(timeout=0.5).tools()
+    slow, quick = run_calls(
+        tools, [ToolUse("t1", "slow", {"seconds": 5}), ToolUse("t2", "read_note", {"name": "a"})]
+    )
+    assert slow.status == "error" and "MCP server 'notes' failed to run 'slow'" in slow.text
+    assert quick.text == "note a: buy milk"
+    [later] = run_calls(tools, [ToolUse("t3", "read_note", {"name": "b"})])
+    assert later.text == "note b: buy milk"
