@@ -198,3 +198,18 @@ def test_timeout_gives_an_error_result(stdio: Callable[..., McpServer]) -> None:
     assert quick.text == "note a: buy milk"
     [later] = run_calls(tools, [ToolUse("t3", "read_note", {"name": "b"})])
     assert later.text == "note b: buy milk"
+
+
+def test_default_names_and_bad_arguments() -> None:
+    npx = McpServer.stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
+    assert npx.name == "server-filesystem"
+    assert McpServer.stdio("python", ["examples/mcp_server.py"]).name == "mcp_server"
+    assert McpServer.http("http://127.0.0.1:8000/mcp").name == "127.0.0.1:8000"
+    from interlude.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="list of arguments"):
+        McpServer.stdio("python", "server.py")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="http"):
+        McpServer.http("localhost:8000/mcp")
+    with pytest.raises(ConfigurationError, match="protocol"):
+        McpServer.stdio("python", protocol="2019")  # type: ignore[arg-type]

@@ -110,12 +110,14 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
     ) -> McpServer:
-        """A server run as ``command args...``, spoken to over its stdin and stdout. It does
+        """A server run as ``command args...``, spoken to over its stdin and stdout (named,
+        unless ``name`` is given, after its first argument not starting with ``-``). It does
         not inherit this process's environment: it gets a few safe variables (such as PATH and
         HOME, the MCP SDK's default) and ``env`` on top."""
         if isinstance(args, str):
             raise ConfigurationError(f"args must be a list of arguments, got the string {args!r}")
-        default = os.path.splitext(os.path.basename(args[-1] if args else command))[0]
+        named = next((a for a in args if not a.startswith("-")), command)  # the script or package
+        default = os.path.splitext(os.path.basename(named.rstrip("/")))[0] or command
         transport = _Stdio(command, tuple(args), env, None if cwd is None else os.fspath(cwd))
         return cls(
             transport,
