@@ -213,3 +213,27 @@ def test_default_names_and_bad_arguments() -> None:
         McpServer.http("localhost:8000/mcp")
     with pytest.raises(ConfigurationError, match="protocol"):
         McpServer.stdio("python", protocol="2019")  # type: ignore[arg-type]
+
+
+def test_agent_close_closes_every_tool_even_after_a_failure() -> None:
+    from interlude import ToolSpec
+
+    closed: list[str] = []
+
+    class Held:
+        def __init__(self, name: str, fail: bool) -> None:
+            self.name, self.fail = name, fail
+            self.spec = ToolSpec(name, "holds something open")
+
+        async def run(self, tool_use, context):  # never called here
+            raise AssertionError
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+            if self.fail:
+                raise OSError(f"{self.name} would not close")
+
+    agent = Agent(ScriptedModel([]), tools=[Held("a", True), Held("b", False)])
+    with pytest.raises(OSError, match="a would not close"):
+        agent.close()
+    assert closed == ["a", "b"]

@@ -361,11 +361,18 @@ class Agent:
 
     async def aclose(self) -> None:
         """Close what the agent's tools hold open (such as an MCP server's connection): every
-        tool with an ``aclose()`` method. The agent stays usable: tools reopen on next use."""
+        tool with an ``aclose()`` method. The agent stays usable: tools reopen on next use.
+        Every tool is closed even if one fails; the first failure is raised after."""
+        failure: Exception | None = None
         for tool in self._tools.values():
             close = getattr(tool, "aclose", None)
             if close is not None:
-                await close()
+                try:
+                    await close()
+                except Exception as exc:
+                    failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def close(self) -> None:
         """``aclose()`` from sync code; ``with Agent(...) as agent:`` calls it at the end."""
