@@ -21,6 +21,7 @@ Exception
     ├── OutputValidationError       a run's final answer did not fit its output_type
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
+    ├── McpServerError              an MCP server could not be reached or refused a listing
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
     │   ├── UnknownInterruptError
@@ -71,6 +72,7 @@ __all__ = [
     "InterruptSignal",
     "InvalidSessionIdError",
     "LimitError",
+    "McpServerError",
     "ModelAuthError",
     "ModelError",
     "ModelProviderError",
@@ -207,6 +209,13 @@ class UnknownAgentError(InterludeError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class McpServerError(InterludeError):
+    """An MCP server could not be started or reached, or refused to list its tools.
+
+    A tool call never raises it: the model gets an error result naming the server instead.
+    """
 
 
 class ResumeError(InterludeError):

@@ -412,6 +412,39 @@ class Agent:
             )
         adopt(self, loaded)
 
+    # --- resources ------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close what the agent's tools hold open (such as an MCP server's connection): every
+        tool with an ``aclose()`` method. The agent stays usable: tools reopen on next use.
+        Every tool is closed even if one fails; the first failure is raised after."""
+        failure: Exception | None = None
+        for tool in self._tools.values():
+            close = getattr(tool, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception as exc:
+                    failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def close(self) -> None:
+        """``aclose()`` from sync code; ``with Agent(...) as agent:`` calls it at the end."""
+        run_sync(self.aclose())
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     # --- internals --------------------------------------------------------------------------
 
     def _saved_state(self) -> dict[str, JsonValue]:

@@ -1,0 +1,374 @@
+"""An MCP server the agent reaches over stdio or streamable HTTP, connected on first use."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from .._messages import JsonValue
+from ..errors import ConfigurationError, McpServerError
+from ._elicit import Elicitation
+from ._thread import _OPEN, block_on, call_in_thread, run_in_thread
+from ._tool import ActiveCall, McpTool
+
+if TYPE_CHECKING:
+    import mcp.types
+
+    import mcp
+
+__all__ = ["ElicitationHandler", "McpServer"]
+
+ElicitationHandler: TypeAlias = Callable[
+    [Elicitation], "JsonValue | Awaitable[JsonValue | None] | None"
+]
+"""Answers a server's question in process: an answer (see ``_elicit``), or None to pause."""
+
+_CALL: contextvars.ContextVar[ActiveCall | None] = contextvars.ContextVar("mcp_call", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stdio:
+    command: str
+    args: tuple[str, ...]
+    env: Mapping[str, str] | None
+    cwd: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Http:
+    url: str
+    headers: Mapping[str, str] | None
+
+
+class _Connection:
+    """One open MCP session, held by a task on the MCP loop until ``stop`` is set."""
+
+    def __init__(self) -> None:
+        self.client: mcp.Client | None = None
+        self.stop = asyncio.Event()
+        self.alive = True
+        self.calls: set[ActiveCall] = set()
+        self.task: asyncio.Task[None] | None = None
+
+
+class McpServer:
+    """An MCP server whose tools an agent can use: ``Agent(model, tools=server.tools())``.
+
+    Make one with :meth:`stdio` (a command started as a subprocess) or :meth:`http` (a
+    streamable HTTP endpoint). Nothing connects until the tools are listed or called; the
+    connection then stays open until :meth:`close` (or the agent's ``close``, or the end of the
+    process). A server that dies gives the model an error result naming it, and the next call
+    connects again.
+
+    ``elicitation`` answers a server's questions in process (return None to pause instead);
+    without it, or when it returns None, the question pauses the run as an interrupt.
+    ``timeout`` bounds each request (seconds; None waits as long as the server takes).
+    ``protocol="legacy"`` speaks the handshake-era protocol (``initialize``) even to a server
+    that knows the newer one; ``"auto"`` picks the newest both sides speak.
+    """
+
+    def __init__(
+        self,
+        transport: _Stdio | _Http,
+        *,
+        name: str,
+        elicitation: ElicitationHandler | None = None,
+        timeout: float | None = None,
+        protocol: Literal["auto", "legacy"] = "auto",
+    ) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            raise ConfigurationError(
+                "MCP servers need the mcp package: pip install 'interlude[mcp]'"
+            )
+        if protocol not in ("auto", "legacy"):
+            raise ConfigurationError(f"protocol must be 'auto' or 'legacy', got {protocol!r}")
+        self.protocol = protocol
+        self._transport = transport
+        self.name = name
+        self.elicitation = elicitation
+        self.timeout = timeout
+        self._conn: _Connection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._pid = os.getpid()
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        name: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        elicitation: ElicitationHandler | None = None,
+        timeout: float | None = None,
+        protocol: Literal["auto", "legacy"] = "auto",
+    ) -> McpServer:
+        """A server run as ``command args...``, spoken to over its stdin and stdout (named,
+        unless ``name`` is given, after its first argument not starting with ``-``). It does
+        not inherit this process's environment: it gets a few safe variables (such as PATH and
+        HOME, the MCP SDK's default) and ``env`` on top."""
+        if isinstance(args, str):
+            raise ConfigurationError(f"args must be a list of arguments, got the string {args!r}")
+        named = next((a for a in args if not a.startswith("-")), command)  # the script or package
+        default = os.path.splitext(os.path.basename(named.rstrip("/")))[0] or command
+        transport = _Stdio(command, tuple(args), env, None if cwd is None else os.fspath(cwd))
+        return cls(
+            transport,
+            name=name or default,
+            elicitation=elicitation,
+            timeout=timeout,
+            protocol=protocol,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        elicitation: ElicitationHandler | None = None,
+        timeout: float | None = None,
+        protocol: Literal["auto", "legacy"] = "auto",
+    ) -> McpServer:
+        """A server at a streamable HTTP endpoint (``http://host:port/mcp``)."""
+        if not url.startswith(("http://", "https://")):
+            raise ConfigurationError(f"an MCP server URL starts with http:// or https://: {url!r}")
+        default = url.split("//", 1)[1].split("/", 1)[0]
+        return cls(
+            _Http(url, headers),
+            name=name or default,
+            elicitation=elicitation,
+            timeout=timeout,
+            protocol=protocol,
+        )
+
+    def __repr__(self) -> str:
+        return f"McpServer({self.name!r})"
+
+    # --- tools ----------------------------------------------------------------------------
+
+    def tools(self, *, prefix: str = "") -> list[McpTool]:
+        """The server's tools (connecting if needed), from sync code. ``prefix`` is put
+        before every tool's name, to keep two servers' tools apart."""
+        return block_on(self._list(prefix))
+
+    async def list_tools(self, *, prefix: str = "") -> list[McpTool]:
+        """The server's tools (connecting if needed)."""
+        return await run_in_thread(self._list(prefix))
+
+    async def _list(self, prefix: str) -> list[McpTool]:
+        conn = await self._connected()
+        assert conn.client is not None
+        found: list[McpTool] = []
+        cursor: str | None = None
+        try:
+            while True:
+                page = await conn.client.list_tools(cursor=cursor)
+                found.extend(McpTool(self, t, prefix + t.name) for t in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    return found
+        except Exception as exc:
+            if _is_lost(exc):
+                conn.stop.set()
+            raise McpServerError(
+                f"MCP server {self.name!r} did not list its tools: {_describe(exc)}"
+            ) from exc
+
+    # --- connection (on the MCP loop) -----------------------------------------------------
+
+    @property
+    def is_connected(self) -> bool:
+        return self._conn is not None and self._conn.alive and not self._conn.stop.is_set()
+
+    def _forget_if_forked(self) -> None:
+        if self._pid != os.getpid():  # a forked child: the parent's connection is not ours
+            self._conn, self._lock, self._pid = None, None, os.getpid()
+
+    async def _connected(self) -> _Connection:
+        self._forget_if_forked()
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and conn.alive and not conn.stop.is_set():
+                return conn
+            conn = _Connection()
+            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            conn.task = asyncio.create_task(self._hold(conn, ready))
+            await ready
+            self._conn = conn
+            _OPEN.add(self)
+            return conn
+
+    async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
+        """Open the session, keep it until told to stop (or until it breaks), then close it."""
+        try:
+            async with self._client(conn) as client:
+                conn.client = client
+                ready.set_result(None)
+                await conn.stop.wait()
+        except BaseException as exc:  # a connection that breaks ends here, for any reason
+            if not ready.done():
+                ready.set_exception(
+                    McpServerError(f"MCP server {self.name!r} is not reachable: {_describe(exc)}")
+                )
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            conn.alive = False
+            conn.client = None
+
+    def _client(self, conn: _Connection) -> Any:
+        from contextlib import AsyncExitStack, asynccontextmanager
+
+        from mcp import Client, StdioServerParameters
+
+        async def on_elicit(ctx: Any, params: mcp.types.ElicitRequestParams) -> Any:
+            call = _CALL.get()
+            if call is None and len(conn.calls) == 1:  # a server request outside the call's task
+                call = next(iter(conn.calls))
+            if call is None:
+                from mcp.types import ElicitResult
+
+                return ElicitResult(action="cancel")
+            return await call.ask(params)
+
+        transport = self._transport
+        common: dict[str, Any] = {
+            "elicitation_callback": on_elicit,
+            "read_timeout_seconds": self.timeout,
+            "cache": None,
+            "mode": self.protocol,
+        }
+        if isinstance(transport, _Stdio):
+            params = StdioServerParameters(
+                command=transport.command,
+                args=list(transport.args),
+                env=None if transport.env is None else dict(transport.env),
+                cwd=transport.cwd,
+            )
+            return Client(params, **common)
+
+        @asynccontextmanager
+        async def http_client() -> Any:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async with AsyncExitStack() as stack:
+                assert isinstance(transport, _Http)
+                http = await stack.enter_async_context(
+                    create_mcp_http_client(headers=dict(transport.headers or {}))
+                )
+                streams = streamable_http_client(transport.url, http_client=http)
+                client = await stack.enter_async_context(Client(streams, **common))
+                yield client
+
+        return http_client()
+
+    async def _call(
+        self, name: str, arguments: dict[str, JsonValue], call: ActiveCall
+    ) -> mcp.types.CallToolResult:
+        """Call a tool (on the MCP loop); McpServerError naming the server if it is lost."""
+        try:
+            conn = await self._connected()
+        except McpServerError:
+            raise
+        assert conn.client is not None
+        token = _CALL.set(call)
+        conn.calls.add(call)
+        try:
+            return await conn.client.call_tool(name, arguments)
+        except Exception as exc:
+            from mcp.shared.exceptions import MCPError
+
+            if _is_lost(exc):
+                conn.stop.set()
+                raise McpServerError(
+                    f"MCP server {self.name!r} is not reachable ({_describe(exc)}); the next "
+                    "call starts a new connection"
+                ) from exc
+            if not isinstance(exc, MCPError):  # something unforeseen: start afresh next time
+                conn.stop.set()
+            raise McpServerError(
+                f"MCP server {self.name!r} failed to run {name!r}: {_describe(exc)}"
+            ) from exc
+        finally:
+            conn.calls.discard(call)
+            _CALL.reset(token)
+
+    # --- closing --------------------------------------------------------------------------
+
+    async def _close(self) -> None:
+        self._forget_if_forked()
+        conn, self._conn = self._conn, None
+        _OPEN.discard(self)
+        if conn is None:
+            return
+        conn.stop.set()
+        if conn.task is not None:
+            await asyncio.gather(conn.task, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Close the connection (a stdio server's process ends); the next use opens a new one."""
+        await run_in_thread(self._close())
+
+    def close(self, timeout: float | None = None) -> None:
+        """Close the connection, from sync code."""
+        if self._conn is None:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            block_on(self._close(), timeout)
+        else:  # called from a loop (perhaps the MCP one): do not block it
+            call_in_thread(self._close())
+
+    def __enter__(self) -> McpServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _is_lost(exc: BaseException) -> bool:
+    """Whether an error means the connection is gone (rather than a refused request)."""
+    import anyio
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_lost(e) for e in exc.exceptions)
+    if isinstance(exc, MCPError):
+        return exc.error.code == CONNECTION_CLOSED
+    lost = (
+        anyio.ClosedResourceError,
+        anyio.BrokenResourceError,
+        anyio.EndOfStream,
+        OSError,
+        httpx2.TransportError,
+    )
+    return isinstance(exc, lost)
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line account of an error, looking inside exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

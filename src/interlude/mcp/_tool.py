@@ -1,0 +1,257 @@
+"""An MCP server's tool as an Interlude tool: its spec, its annotations, and its results."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated, Any
+
+from .._messages import Image, Json, JsonValue, Text, ToolResult, ToolResultBlock, ToolUse
+from .._tools._context import ToolContext
+from .._tools._spec import ToolSpec
+from ..errors import McpServerError
+from ._elicit import Elicitation, to_elicit_result
+from ._thread import call_in_thread
+
+if TYPE_CHECKING:
+    import mcp.types
+
+    from ._server import McpServer
+
+__all__ = ["McpTool", "ToolAnnotations", "result_from_mcp"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolAnnotations:
+    """What an MCP server says about a tool, with the MCP spec's defaults filled in.
+
+    These are hints from the server, not guarantees: trust them as much as you trust the
+    server. ``destructive`` is False for a read-only tool and True when the server says nothing;
+    ``idempotent`` is True for a read-only tool or one hinted idempotent; ``open_world`` (the
+    tool reaches outside systems) is True unless the server says otherwise.
+    """
+
+    title: str | None = None
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = True
+
+    @classmethod
+    def from_mcp(cls, hints: mcp.types.ToolAnnotations | None) -> ToolAnnotations:
+        if hints is None:
+            return cls()
+        read_only = bool(hints.read_only_hint)
+        return cls(
+            title=hints.title,
+            read_only=read_only,
+            destructive=not read_only and hints.destructive_hint is not False,
+            idempotent=read_only or bool(hints.idempotent_hint),
+            open_world=hints.open_world_hint is not False,
+        )
+
+
+class McpTool:
+    """One tool of an :class:`~interlude.mcp.McpServer`, run on the server when called.
+
+    ``annotations`` holds the server's hints; ``idempotent`` (read by recovery: a call in
+    doubt after a crash runs again without asking) follows them. A server that cannot be
+    reached gives the model an error result naming it; the next call connects again.
+    """
+
+    def __init__(
+        self,
+        server: McpServer,
+        remote: mcp.types.Tool,
+        name: str,
+    ) -> None:
+        self.server = server
+        self.remote_name = remote.name
+        """The tool's name on the server (``name`` may carry a prefix)."""
+        self._name = name
+        self.annotations = ToolAnnotations.from_mcp(remote.annotations)
+        self.idempotent = self.annotations.idempotent
+        description = remote.description or self.annotations.title or remote.name
+        schema = dict(remote.input_schema)
+        schema.pop("title", None)
+        self._spec = ToolSpec(name, description, schema)
+        self.output_schema: dict[str, JsonValue] | None = remote.output_schema
+
+    def __repr__(self) -> str:
+        return f"McpTool({self._name!r}, server={self.server.name!r})"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def aclose(self) -> None:
+        """Close the server's connection (the agent's ``aclose`` calls this)."""
+        await self.server.aclose()
+
+    async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
+        """Call the tool on the server; a question the server asks meanwhile is answered by
+        the server's ``elicitation`` callback or becomes an interrupt (see ``_elicit``)."""
+        call = ActiveCall(asyncio.get_running_loop())
+        future = call_in_thread(self.server._call(self.remote_name, tool_use.input, call))
+        future.add_done_callback(call.finished)
+        asked: dict[str, int] = {}
+        try:
+            while True:
+                item = await call.queue.get()
+                if item is None:
+                    break
+                params, reply = item
+                try:
+                    answer = await self._answer(params, tool_use, context, asked)
+                except BaseException:  # an interrupt (or a failure): end the server's call
+                    future.cancel()  # first: the call's task is cancelled before it sees ...
+                    _settle(reply, to_elicit_result("cancel", url_mode=False))  # ... this
+                    raise
+                _settle(reply, answer)
+        finally:
+            if not future.done():
+                future.cancel()
+        try:
+            result = future.result()
+        except McpServerError as exc:
+            return ToolResult(tool_use.id, "error", [Text(str(exc))])
+        return result_from_mcp(tool_use.id, result)
+
+    async def _answer(
+        self,
+        params: mcp.types.ElicitRequestParams,
+        tool_use: ToolUse,
+        context: ToolContext,
+        asked: dict[str, int],
+    ) -> mcp.types.ElicitResult:
+        question = Elicitation.from_params(
+            params, server=self.server.name, tool=self.name, tool_use=tool_use
+        )
+        repeat = asked.get(question.digest, 0)
+        asked[question.digest] = repeat + 1
+        if repeat:
+            question = replace(question, repeat=repeat)
+        url_mode = question.schema is None
+        handler = self.server.elicitation
+        if handler is not None:
+            answer = handler(question)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is not None:
+                _check_answer(question, answer)
+                return to_elicit_result(answer, url_mode)
+        from pydantic import WithJsonSchema
+
+        answer = context.interrupt(
+            question.name,
+            question.reason,
+            response_type=Annotated[Any, WithJsonSchema(question.answer_schema)],
+        )
+        return to_elicit_result(answer, url_mode)
+
+
+def _settle(reply: concurrent.futures.Future[Any], answer: Any) -> None:
+    """Answer the server's question, unless its call was cancelled meanwhile."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        reply.set_result(answer)
+
+
+def _check_answer(question: Elicitation, answer: JsonValue) -> None:
+    from .._typed import answer_problem
+    from ..errors import ConfigurationError
+
+    problem = answer_problem(question.answer_schema, answer)
+    if problem is not None:
+        where = ".".join(map(str, problem[0])) or "the answer"
+        raise ConfigurationError(
+            f"the elicitation callback's answer {answer!r} to {question.message!r} does not fit "
+            f"at {where}: {problem[1]}"
+        )
+
+
+class ActiveCall:
+    """A tool call in flight, seen from both sides: the server's questions travel from the MCP
+    thread to the tool's loop through ``queue`` (None: the call ended), answers come back
+    through a future."""
+
+    __slots__ = ("loop", "queue")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[
+            tuple[mcp.types.ElicitRequestParams, concurrent.futures.Future[Any]] | None
+        ] = asyncio.Queue()
+
+    async def ask(self, params: mcp.types.ElicitRequestParams) -> mcp.types.ElicitResult:
+        """Hand a question to the tool's body and wait for its answer (on the MCP loop)."""
+        reply: concurrent.futures.Future[mcp.types.ElicitResult] = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (params, reply))
+        return await asyncio.wrap_future(reply)
+
+    def finished(self, _: object) -> None:
+        with contextlib.suppress(RuntimeError):  # the tool's loop is gone: nobody waits
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
+
+
+def result_from_mcp(tool_use_id: str, result: mcp.types.CallToolResult) -> ToolResult:
+    """An MCP tool result as an Interlude one: text, images and resources as blocks, the
+    structured content as a Json block (instead of the text when that text is its JSON)."""
+    import base64
+
+    from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextContent
+
+    blocks: list[ToolResultBlock] = []
+    for item in result.content:
+        if isinstance(item, TextContent):
+            blocks.append(Text(item.text))
+        elif isinstance(item, ImageContent):
+            blocks.append(Image(item.mime_type, base64.b64decode(item.data)))
+        elif isinstance(item, EmbeddedResource):
+            res = item.resource
+            text = getattr(res, "text", None)
+            if text is not None:
+                blocks.append(Text(text))
+            elif (res.mime_type or "").startswith("image/"):
+                data = base64.b64decode(getattr(res, "blob", ""))
+                blocks.append(Image(res.mime_type or "", data))
+            else:
+                blocks.append(Text(f"[resource {res.uri} ({res.mime_type or 'binary'})]"))
+        elif isinstance(item, ResourceLink):
+            blocks.append(Text(f"[resource {item.uri}]"))
+        else:  # audio and anything newer: named, not passed on
+            blocks.append(Text(f"[{getattr(item, 'type', 'content')} content not shown]"))
+    structured = result.structured_content
+    if structured is not None:
+        texts = [b for b in blocks if isinstance(b, Text)]
+        if texts and _says(texts, structured):
+            blocks = [b for b in blocks if not isinstance(b, Text)]
+            blocks.insert(0, Json(structured))
+        elif not (texts and _wraps(texts, structured)):
+            blocks.append(Json(structured))
+    return ToolResult(tool_use_id, "error" if result.is_error else "success", blocks)
+
+
+def _says(texts: list[Text], structured: JsonValue) -> bool:
+    """Whether the text blocks are the JSON of the structured content."""
+    try:
+        return bool(json.loads("".join(t.text for t in texts)) == structured)
+    except ValueError:
+        return False
+
+
+def _wraps(texts: list[Text], structured: JsonValue) -> bool:
+    """Whether the structured content only wraps the text (``{"result": text}``, as servers do
+    for a tool returning a plain value)."""
+    if not isinstance(structured, dict) or list(structured) != ["result"]:
+        return False
+    text = "".join(t.text for t in texts)
+    value = structured["result"]
+    return value == text or _says(texts, value)

@@ -1,0 +1,71 @@
+"""Approval from annotations: require_approval pauses before the MCP tools a rule picks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from interlude import Agent, ToolUse, tool
+from interlude.mcp import McpServer, require_approval
+from interlude.testing import ScriptedModel
+
+CALLS = [
+    ToolUse("t1", "read_note", {"name": "a"}),  # read-only
+    ToolUse("t2", "delete_note", {"name": "b"}),  # destructive
+    ToolUse("t3", "append_note", {"name": "c", "text": "eggs"}),  # writes, not destructive
+    ToolUse("t4", "local_echo", {"text": "hi"}),  # not an MCP tool
+]
+
+
+@tool
+def local_echo(text: str) -> str:
+    """Echo.
+
+    Args:
+        text: What to echo.
+    """
+    return text
+
+
+def make_agent(server: McpServer, *hooks: object) -> Agent:
+    model = ScriptedModel([CALLS, "All done."])
+    return Agent(model, tools=[*server.tools(), local_echo], hooks=hooks)  # type: ignore[arg-type]
+
+
+def test_destructive_tools_wait_for_a_person(stdio: Callable[..., McpServer], server_log) -> None:
+    agent = make_agent(stdio(), require_approval(lambda annotations: annotations.destructive))
+    paused = agent("Tidy my notes")
+    [question] = paused.interrupts
+    assert question.name == "approve" and question.source == "before_tool_call"
+    assert question.tool_use == CALLS[1]
+    assert question.reason == {
+        "server": "notes",
+        "tool": "delete_note",
+        "question": "May the agent run delete_note on notes?",
+    }
+    assert server_log.lines() == ["read a", "append c eggs"]  # the others ran
+
+    assert str(agent.resume({question.id: True})) == "All done."
+    assert server_log.lines() == ["read a", "append c eggs", "delete b"]  # once, after the yes
+    texts = [r.text for r in agent.messages[2].content]
+    assert texts == ["note a: buy milk", "deleted b", "appended to c", "hi"]
+
+
+def test_declined_call_never_reaches_the_server(stdio: Callable[..., McpServer], server_log):
+    agent = make_agent(stdio(), require_approval())  # default rule: destructive tools
+    [question] = agent("Tidy my notes").interrupts
+    agent.resume({question.id: False})
+    declined = agent.messages[2].content[1]
+    assert (declined.status, declined.text) == ("error", "not approved")
+    assert "delete b" not in server_log.lines()
+
+
+def test_any_rule_over_the_annotations(stdio: Callable[..., McpServer], server_log) -> None:
+    agent = make_agent(stdio(), require_approval(lambda a: not a.read_only, name="write_ok"))
+    paused = agent("Tidy my notes")
+    assert [(q.name, q.tool_use.name) for q in paused.interrupts] == [
+        ("write_ok", "delete_note"),
+        ("write_ok", "append_note"),
+    ]
+    assert server_log.lines() == ["read a"]
+    agent.resume({q.id: True for q in paused.interrupts})
+    assert sorted(server_log.lines()) == ["append c eggs", "delete b", "read a"]

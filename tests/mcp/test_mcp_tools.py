@@ -1,0 +1,239 @@
+"""An MCP server's tools as Interlude tools: listing, calls and results, a server lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+
+from interlude import Agent, Image, Json, ToolResult, ToolUse
+from interlude.errors import McpServerError
+from interlude.mcp import McpServer, McpTool
+from interlude.testing import ScriptedModel
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def run_calls(tools: list[McpTool], calls: list[ToolUse]) -> list[ToolResult]:
+    """One model turn asking for ``calls``; the results the tools gave."""
+    agent = Agent(ScriptedModel([calls, "done"]), tools=tools)
+    assert agent("go").stop_reason == "end_turn"
+    results = agent.messages[2].content
+    assert all(isinstance(r, ToolResult) for r in results)
+    return results  # type: ignore[return-value]
+
+
+def check_listing(tools: list[McpTool]) -> None:
+    by_name = {t.name: t for t in tools}
+    assert {"read_note", "delete_note", "append_note", "add", "pixel", "fail", "book"} <= set(
+        by_name
+    )
+    read = by_name["read_note"]
+    assert read.spec.description == "Read a note by name."
+    assert read.spec.input_schema["properties"]["name"]["type"] == "string"
+    assert read.spec.input_schema["required"] == ["name"]
+    assert read.annotations.read_only and not read.annotations.destructive
+    assert read.annotations.title == "Read a note"
+    assert read.idempotent  # read-only: safe to run again after a crash
+    delete = by_name["delete_note"]
+    assert delete.annotations.destructive and not delete.annotations.read_only
+    assert delete.idempotent and delete.annotations.idempotent  # idempotentHint=True
+    append = by_name["append_note"]
+    assert not append.annotations.destructive and not append.idempotent
+    add = by_name["add"]  # no annotations: the spec's defaults (may destroy, not idempotent)
+    assert add.annotations.destructive and not add.idempotent and add.annotations.open_world
+    assert add.output_schema is not None and "total" in add.output_schema["properties"]
+
+
+def check_results(tools: list[McpTool]) -> None:
+    text, structured, image, error = run_calls(
+        tools,
+        [
+            ToolUse("t1", "read_note", {"name": "shopping"}),
+            ToolUse("t2", "add", {"a": 2, "b": 40}),
+            ToolUse("t3", "pixel", {}),
+            ToolUse("t4", "fail", {"why": "the disk is full"}),
+        ],
+    )
+    assert (text.status, text.text) == ("success", "note shopping: buy milk")
+    assert structured.status == "success"
+    assert structured.content == [Json({"total": 42, "terms": [2, 40]})]
+    assert image.status == "success"
+    [png] = image.content
+    assert isinstance(png, Image) and png.media_type == "image/png" and png.data.startswith(PNG)
+    assert error.status == "error" and "failed because the disk is full" in error.text
+
+
+def test_stdio_tools_listed_and_called(stdio: Callable[..., McpServer], server_log) -> None:
+    server = stdio()
+    assert not server.is_connected  # nothing happens before the first use
+    tools = server.tools()
+    assert server.is_connected
+    check_listing(tools)
+    check_results(tools)
+    assert server_log.lines() == ["read shopping"]
+
+
+def test_http_tools_listed_and_called(http, server_log) -> None:
+    with McpServer.http(http.url, name="notes") as server:
+        assert server.name == "notes"
+        tools = server.tools()
+        check_listing(tools)
+        check_results(tools)
+    assert not server.is_connected
+    assert server_log.lines() == ["read shopping"]
+
+
+def test_prefix_keeps_two_servers_apart(stdio: Callable[..., McpServer]) -> None:
+    tools = stdio().tools(prefix="notes_")
+    assert "notes_read_note" in {t.name for t in tools}
+    [result] = run_calls(tools, [ToolUse("t1", "notes_read_note", {"name": "x"})])
+    assert result.text == "note x: buy milk"
+
+
+async def test_async_listing_and_run(stdio: Callable[..., McpServer]) -> None:
+    server = stdio()
+    tools = await server.list_tools()
+    agent = Agent(ScriptedModel([[ToolUse("t1", "add", {"a": 1, "b": 1})], "2"]), tools=tools)
+    async with agent:
+        assert str(await agent.invoke_async("1+1?")) == "2"
+        assert agent.messages[2].content[0].content == [Json({"total": 2, "terms": [1, 1]})]
+    assert not server.is_connected  # the agent's close closed the connection
+
+
+def test_stdio_server_killed_mid_session(stdio: Callable[..., McpServer]) -> None:
+    server = stdio()
+    tools = server.tools()
+    [first] = run_calls(tools, [ToolUse("t1", "pid", {})])
+    pid = int(first.text)
+    os.kill(pid, signal.SIGKILL)
+    _wait_gone(pid)
+
+    # The next call finds the server gone: an error result naming it, and the run goes on.
+    [lost] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
+    assert lost.status == "error"
+    assert "MCP server 'notes' is not reachable" in lost.text
+
+    # The call after that starts the server again.
+    [again] = run_calls(tools, [ToolUse("t3", "pid", {})])
+    assert again.status == "success" and int(again.text) != pid
+
+
+def test_http_server_killed_then_back(http) -> None:
+    server = McpServer.http(http.url, name="web-notes")
+    try:
+        tools = server.tools()
+        http.kill()
+        [lost] = run_calls(tools, [ToolUse("t1", "read_note", {"name": "a"})])
+        assert lost.status == "error" and "MCP server 'web-notes' is not reachable" in lost.text
+        http.start()  # the same address again
+        [back] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
+        assert (back.status, back.text) == ("success", "note a: buy milk")
+    finally:
+        server.close()
+
+
+def test_agent_close_ends_the_stdio_server(stdio: Callable[..., McpServer]) -> None:
+    server = stdio()
+    with Agent(ScriptedModel([[ToolUse("t1", "pid", {})], "ok"]), tools=server.tools()) as agent:
+        agent("pid?")
+        pid = int(agent.messages[2].content[0].text)
+        assert _alive(pid)
+    assert not server.is_connected
+    _wait_gone(pid)
+
+
+def test_unreachable_server_at_listing_raises() -> None:
+    server = McpServer.stdio(sys.executable, ["-c", "raise SystemExit(3)"], name="broken")
+    with pytest.raises(McpServerError, match="'broken'"):
+        server.tools()
+    assert not server.is_connected
+
+
+def test_import_interlude_does_not_import_mcp() -> None:
+    code = "import interlude, sys; print([m for m in ('mcp', 'interlude.mcp') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped) counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} still runs"
+        time.sleep(0.05)
+
+
+def test_public_names() -> None:
+    import interlude.mcp
+
+    exported = interlude.mcp.__all__
+    assert exported == sorted(exported)
+    assert all(hasattr(interlude.mcp, n) for n in exported)
+
+
+def test_timeout_gives_an_error_result(stdio: Callable[..., McpServer]) -> None:
+    tools = stdio(timeout=0.5).tools()
+    slow, quick = run_calls(
+        tools, [ToolUse("t1", "slow", {"seconds": 5}), ToolUse("t2", "read_note", {"name": "a"})]
+    )
+    assert slow.status == "error" and "MCP server 'notes' failed to run 'slow'" in slow.text
+    assert quick.text == "note a: buy milk"
+    [later] = run_calls(tools, [ToolUse("t3", "read_note", {"name": "b"})])
+    assert later.text == "note b: buy milk"
+
+
+def test_default_names_and_bad_arguments() -> None:
+    npx = McpServer.stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"])
+    assert npx.name == "server-filesystem"
+    assert McpServer.stdio("python", ["examples/mcp_server.py"]).name == "mcp_server"
+    assert McpServer.http("http://127.0.0.1:8000/mcp").name == "127.0.0.1:8000"
+    from interlude.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="list of arguments"):
+        McpServer.stdio("python", "server.py")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="http"):
+        McpServer.http("localhost:8000/mcp")
+    with pytest.raises(ConfigurationError, match="protocol"):
+        McpServer.stdio("python", protocol="2019")  # type: ignore[arg-type]
+
+
+def test_agent_close_closes_every_tool_even_after_a_failure() -> None:
+    from interlude import ToolSpec
+
+    closed: list[str] = []
+
+    class Held:
+        def __init__(self, name: str, fail: bool) -> None:
+            self.name, self.fail = name, fail
+            self.spec = ToolSpec(name, "holds something open")
+
+        async def run(self, tool_use, context):  # never called here
+            raise AssertionError
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+            if self.fail:
+                raise OSError(f"{self.name} would not close")
+
+    agent = Agent(ScriptedModel([]), tools=[Held("a", True), Held("b", False)])
+    with pytest.raises(OSError, match="a would not close"):
+        agent.close()
+    assert closed == ["a", "b"]
