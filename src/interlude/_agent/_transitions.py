@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .._sync import run_sync
 from ..errors import StateMismatchError
-from ._loop import closing_message
+from ._results import closing_message
 from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
