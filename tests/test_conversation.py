@@ -570,3 +570,30 @@ def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_pa
     agent("q")
     with pytest.raises(SessionCorruptError, match="start"):
         Agent(ScriptedModel([]), session=store, session_id="s")
+
+
+# --- agents as tools ----------------------------------------------------------------------------
+
+
+def test_an_agent_used_as_a_tool_keeps_its_own_window():
+    sent: list[list[Message]] = []
+
+    def sub_model(request: ModelRequest) -> Any:
+        sent.append(list(request.messages))
+        if len(sent) < 5:
+            return [ToolUse(f"s{len(sent)}", "lookup", {"key": str(len(sent))})]
+        return "found it"
+
+    sub = Agent(
+        FunctionModel(sub_model), tools=[lookup], name="finder", conversation=SlidingWindow(3)
+    )
+    parent = Agent(
+        ScriptedModel([[ToolUse("p1", "finder", {"prompt": "find"})], "done"]),
+        tools=[sub.as_tool()],
+    )
+    assert str(parent("go")) == "done"
+    assert len(sent) == 5
+    for request in sent:
+        assert len(request) <= 3
+        assert_valid_request(request)
+    assert texts(sent[-1])[0] == "find"  # the prompt its tool loop works on stays in front

@@ -440,3 +440,16 @@ def test_a_tracer_provider_whose_tracer_raises_never_fails_the_run(
     with caplog.at_level("WARNING", logger="interlude.otel"):
         assert str(agent("add")) == "3"
     assert len(caplog.records) == 1
+
+
+def test_an_agent_instrumented_on_its_own_is_traced_when_used_as_a_tool(traces: Traces) -> None:
+    sub = Agent(ScriptedModel(["found"]), name="finder")
+    interlude.otel.instrument(sub, tracer_provider=traces.provider)
+    parent = Agent(
+        ScriptedModel([[ToolUse("p1", "finder", {"prompt": "find"})], "done"]),
+        tools=[sub.as_tool()],
+    )
+    assert str(parent("go")) == "done"
+    span = traces.one("invoke_agent finder")  # the copy that ran is traced, the parent is not
+    assert span.attributes is not None and span.attributes["gen_ai.agent.name"] == "finder"
+    assert [s.name for s in traces.spans()] == ["chat", "invoke_agent finder"]
