@@ -564,10 +564,15 @@ async def test_ollama_overflow_error_is_reduced_and_retried():
 def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_path: Path):
     from interlude.errors import SessionCorruptError
 
+    import sqlite3
+
     store = SQLiteStore(str(tmp_path / "s.db"))
     agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", state={})
-    agent.state["interlude.conversation"] = {"start": "zero"}
     agent("q")
+    # A stored state altered behind the agent's back (the agent refuses the reserved key).
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        bad = json.dumps({"interlude.conversation": {"start": "zero"}})
+        db.execute("UPDATE sessions SET state = ? WHERE id = 's'", (bad,))
     with pytest.raises(SessionCorruptError, match="start"):
         Agent(ScriptedModel([]), session=store, session_id="s")
 
@@ -597,3 +602,32 @@ def test_an_agent_used_as_a_tool_keeps_its_own_window():
         assert len(request) <= 3
         assert_valid_request(request)
     assert texts(sent[-1])[0] == "find"  # the prompt its tool loop works on stays in front
+
+
+# --- the reserved key ---------------------------------------------------------------------------
+
+
+def test_the_reserved_state_key_is_refused_and_never_saved(tmp_path: Path):
+    key = "interlude.conversation"
+    with pytest.raises(ConfigurationError, match="reserved"):
+        Agent(ScriptedModel([]), state={key: {"start": 0, "summary": "mine"}})
+
+    agent = Agent(ScriptedModel(["a"]))
+    agent("q")
+    agent.state[key] = "mine"
+    with pytest.raises(StateFormatError, match="reserved"):
+        agent.export_state()
+
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    first = Agent(ScriptedModel(["a0", "a1"]), session=store, session_id="s")
+    first("q0")
+    first.state[key] = {"start": 0, "summary": "injected by the user"}
+    with pytest.raises(StateFormatError, match="reserved"):
+        first("q1")
+    # The session is as the first run left it: it loads, and nothing was taken for the
+    # manager's state.
+    model = ScriptedModel(["a2"])
+    again = Agent(model, session=store, session_id="s", conversation=Summarizing(keep_last=1))
+    assert again.state == {} and texts(again.messages)[:2] == ["q0", "a0"]
+    again("q2")
+    assert all("injected" not in m.text for r in model.requests for m in r.messages)
