@@ -562,9 +562,9 @@ async def test_ollama_overflow_error_is_reduced_and_retried():
 
 
 def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_path: Path):
-    from interlude.errors import SessionCorruptError
-
     import sqlite3
+
+    from interlude.errors import SessionCorruptError
 
     store = SQLiteStore(str(tmp_path / "s.db"))
     agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", state={})
@@ -631,3 +631,27 @@ def test_the_reserved_state_key_is_refused_and_never_saved(tmp_path: Path):
     assert again.state == {} and texts(again.messages)[:2] == ["q0", "a0"]
     again("q2")
     assert all("injected" not in m.text for r in model.requests for m in r.messages)
+
+
+@pytest.mark.parametrize("manager", [SlidingWindow(10), Summarizing(keep_last=2)])
+def test_a_saved_start_with_only_tool_results_after_it_is_not_applied(
+    manager: ConversationManager,
+):
+    def approve(event: BeforeToolCallEvent) -> None:
+        event.interrupt("approve")
+
+    paused = Agent(ScriptedModel([[ToolUse("t1", "lookup", {"key": "k"})]]), tools=[lookup])
+    paused.hooks.add_callback(BeforeToolCallEvent, approve)
+    paused("look k up")
+    state = paused.export_state()
+    # A stored state edited by someone else: the sent part would start on the tool results
+    # the resume is about to add (message 2), which no provider accepts first.
+    state["state"] = {"interlude.conversation": {"start": 2, "summary": None}}
+    model = ScriptedModel(["found"])
+    agent = Agent(model, tools=[lookup], conversation=manager)
+    agent.hooks.add_callback(BeforeToolCallEvent, approve)
+    agent.import_state(state)
+    assert str(agent.resume({agent.interrupts[0].id: True})) == "found"
+    [request] = model.requests
+    assert_valid_request(request.messages)
+    assert texts(request.messages)[0] == "look k up"

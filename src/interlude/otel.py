@@ -290,6 +290,7 @@ class _Tracing:
             with self._safely("ending a tool's span"):
                 self._end(span, token)
 
+
 def _model_attributes(model: object) -> dict[str, AttributeValue]:
     """``gen_ai.request.model`` and ``gen_ai.provider.name``, where the model says them."""
     out: dict[str, AttributeValue] = {}
