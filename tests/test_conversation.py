@@ -655,3 +655,20 @@ def test_a_saved_start_with_only_tool_results_after_it_is_not_applied(
     [request] = model.requests
     assert_valid_request(request.messages)
     assert texts(request.messages)[0] == "look k up"
+
+
+def test_a_failing_summary_call_says_it_was_the_summary_and_changes_nothing():
+    from interlude.errors import ModelProviderError
+
+    def down(request: ModelRequest) -> Any:
+        raise ModelProviderError("503 service unavailable", provider="fake", status=503)
+
+    model = ScriptedModel(["never"])
+    agent = Agent(
+        model, messages=turns(3), conversation=Summarizing(FunctionModel(down), 2, max_messages=4)
+    )
+    with pytest.raises(ModelProviderError, match="503") as failed:
+        agent("q")
+    assert any("summary call of Summarizing" in note for note in failed.value.__notes__)
+    assert model.requests == []  # the conversation's own call was not made
+    assert agent.export_state()["state"] == {}  # no summary was saved

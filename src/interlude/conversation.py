@@ -350,6 +350,10 @@ class Summarizing:
                         status=exc.status,
                     ) from exc
                 cut = shorter[0]
+            except Exception as exc:
+                # Not the conversation's model call: say so (the type is kept, for retry hooks).
+                exc.add_note(f"raised by the summary call of {self!r}")
+                raise
         if not summary.strip():
             raise ModelProviderError("the summary call returned no text")
         return ConversationState(cut, summary.strip())
