@@ -672,3 +672,33 @@ def test_a_failing_summary_call_says_it_was_the_summary_and_changes_nothing():
     assert any("summary call of Summarizing" in note for note in failed.value.__notes__)
     assert model.requests == []  # the conversation's own call was not made
     assert agent.export_state()["state"] == {}  # no summary was saved
+
+
+class _Returns:
+    """A manager of one's own whose reduce() returns ``new`` (a bug in it)."""
+
+    def __init__(self, new: object) -> None:
+        self.new = new
+
+    def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
+        return list(messages[state.start :])
+
+    async def reduce(
+        self, messages: Sequence[Message], state: ConversationState, reduction: Reduction
+    ) -> Any:
+        return self.new
+
+
+@pytest.mark.parametrize(
+    "new", [ConversationState(-1), ConversationState(0, 5), {"start": 1}]  # type: ignore[arg-type]
+)
+def test_a_manager_returning_a_state_that_cannot_be_saved_fails_the_call_not_the_session(
+    tmp_path: Path, new: object
+):
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", conversation=_Returns(new))
+    with pytest.raises(ConfigurationError, match=r"reduce\(\) returned"):
+        agent("q")
+    # The session still loads and runs (it was not given the state, nor left claimed).
+    again = Agent(ScriptedModel(["b"]), session=store, session_id="s", conversation=SlidingWindow())
+    assert str(again("q2")) == "b"
