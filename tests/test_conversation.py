@@ -690,7 +690,8 @@ class _Returns:
 
 
 @pytest.mark.parametrize(
-    "new", [ConversationState(-1), ConversationState(0, 5), {"start": 1}]  # type: ignore[arg-type]
+    "new",
+    [ConversationState(-1), ConversationState(0, 5), {"start": 1}],  # type: ignore[arg-type]
 )
 def test_a_manager_returning_a_state_that_cannot_be_saved_fails_the_call_not_the_session(
     tmp_path: Path, new: object
@@ -702,3 +703,47 @@ def test_a_manager_returning_a_state_that_cannot_be_saved_fails_the_call_not_the
     # The session still loads and runs (it was not given the state, nor left claimed).
     again = Agent(ScriptedModel(["b"]), session=store, session_id="s", conversation=SlidingWindow())
     assert str(again("q2")) == "b"
+
+
+def test_a_crash_during_the_summary_call_asks_for_it_once_more_on_recovery(tmp_path: Path):
+    """Killed after the summary was paid for but before it was saved: the session is as it was
+    before the model call, recovery asks for the summary once more and carries on."""
+    db = str(tmp_path / "s.db")
+    script = textwrap.dedent(f"""
+        import os, signal
+        from interlude import Agent
+        from interlude.conversation import Summarizing
+        from interlude.sessions import SQLiteStore
+        from interlude.testing import FunctionModel
+
+        def reply(request):
+            if request.system_prompt and request.system_prompt.startswith({SUMMARY_MARK!r}):
+                os.kill(os.getpid(), signal.SIGKILL)  # the reply is on its way: never saved
+            return "a0"
+
+        agent = Agent(
+            FunctionModel(reply),
+            session=SQLiteStore({db!r}),
+            session_id="s1",
+            conversation=Summarizing(keep_last=1, max_messages=2),
+        )
+        agent("q0")
+        agent("q1")
+    """)
+    assert subprocess.run([sys.executable, "-c", script]).returncode == -9
+
+    model = Counting(["recovered"])
+    agent = Agent(
+        model.model,
+        session=SQLiteStore(db),
+        session_id="s1",
+        conversation=Summarizing(keep_last=1, max_messages=2),
+    )
+    assert agent.needs_recovery and texts(agent.messages) == ["q0", "a0", "q1"]
+    assert "interlude.conversation" not in agent.export_state()["state"]  # type: ignore[operator]
+    assert str(agent.recover()) == "recovered"
+    assert len(model.summaries) == 1
+    (request,) = model.model.requests[1:]
+    assert texts(request.messages) == [
+        "Summary of the earlier part of this conversation:\nSUMMARY 1q1"
+    ]
