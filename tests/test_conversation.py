@@ -562,11 +562,188 @@ async def test_ollama_overflow_error_is_reduced_and_retried():
 
 
 def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_path: Path):
+    import sqlite3
+
     from interlude.errors import SessionCorruptError
 
     store = SQLiteStore(str(tmp_path / "s.db"))
     agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", state={})
-    agent.state["interlude.conversation"] = {"start": "zero"}
     agent("q")
+    # A stored state altered behind the agent's back (the agent refuses the reserved key).
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        bad = json.dumps({"interlude.conversation": {"start": "zero"}})
+        db.execute("UPDATE sessions SET state = ? WHERE id = 's'", (bad,))
     with pytest.raises(SessionCorruptError, match="start"):
         Agent(ScriptedModel([]), session=store, session_id="s")
+
+
+# --- agents as tools ----------------------------------------------------------------------------
+
+
+def test_an_agent_used_as_a_tool_keeps_its_own_window():
+    sent: list[list[Message]] = []
+
+    def sub_model(request: ModelRequest) -> Any:
+        sent.append(list(request.messages))
+        if len(sent) < 5:
+            return [ToolUse(f"s{len(sent)}", "lookup", {"key": str(len(sent))})]
+        return "found it"
+
+    sub = Agent(
+        FunctionModel(sub_model), tools=[lookup], name="finder", conversation=SlidingWindow(3)
+    )
+    parent = Agent(
+        ScriptedModel([[ToolUse("p1", "finder", {"prompt": "find"})], "done"]),
+        tools=[sub.as_tool()],
+    )
+    assert str(parent("go")) == "done"
+    assert len(sent) == 5
+    for request in sent:
+        assert len(request) <= 3
+        assert_valid_request(request)
+    assert texts(sent[-1])[0] == "find"  # the prompt its tool loop works on stays in front
+
+
+# --- the reserved key ---------------------------------------------------------------------------
+
+
+def test_the_reserved_state_key_is_refused_and_never_saved(tmp_path: Path):
+    key = "interlude.conversation"
+    with pytest.raises(ConfigurationError, match="reserved"):
+        Agent(ScriptedModel([]), state={key: {"start": 0, "summary": "mine"}})
+
+    agent = Agent(ScriptedModel(["a"]))
+    agent("q")
+    agent.state[key] = "mine"
+    with pytest.raises(StateFormatError, match="reserved"):
+        agent.export_state()
+
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    first = Agent(ScriptedModel(["a0", "a1"]), session=store, session_id="s")
+    first("q0")
+    first.state[key] = {"start": 0, "summary": "injected by the user"}
+    with pytest.raises(StateFormatError, match="reserved"):
+        first("q1")
+    # The session is as the first run left it: it loads, and nothing was taken for the
+    # manager's state.
+    model = ScriptedModel(["a2"])
+    again = Agent(model, session=store, session_id="s", conversation=Summarizing(keep_last=1))
+    assert again.state == {} and texts(again.messages)[:2] == ["q0", "a0"]
+    again("q2")
+    assert all("injected" not in m.text for r in model.requests for m in r.messages)
+
+
+@pytest.mark.parametrize("manager", [SlidingWindow(10), Summarizing(keep_last=2)])
+def test_a_saved_start_with_only_tool_results_after_it_is_not_applied(
+    manager: ConversationManager,
+):
+    def approve(event: BeforeToolCallEvent) -> None:
+        event.interrupt("approve")
+
+    paused = Agent(ScriptedModel([[ToolUse("t1", "lookup", {"key": "k"})]]), tools=[lookup])
+    paused.hooks.add_callback(BeforeToolCallEvent, approve)
+    paused("look k up")
+    state = paused.export_state()
+    # A stored state edited by someone else: the sent part would start on the tool results
+    # the resume is about to add (message 2), which no provider accepts first.
+    state["state"] = {"interlude.conversation": {"start": 2, "summary": None}}
+    model = ScriptedModel(["found"])
+    agent = Agent(model, tools=[lookup], conversation=manager)
+    agent.hooks.add_callback(BeforeToolCallEvent, approve)
+    agent.import_state(state)
+    assert str(agent.resume({agent.interrupts[0].id: True})) == "found"
+    [request] = model.requests
+    assert_valid_request(request.messages)
+    assert texts(request.messages)[0] == "look k up"
+
+
+def test_a_failing_summary_call_says_it_was_the_summary_and_changes_nothing():
+    from interlude.errors import ModelProviderError
+
+    def down(request: ModelRequest) -> Any:
+        raise ModelProviderError("503 service unavailable", provider="fake", status=503)
+
+    model = ScriptedModel(["never"])
+    agent = Agent(
+        model, messages=turns(3), conversation=Summarizing(FunctionModel(down), 2, max_messages=4)
+    )
+    with pytest.raises(ModelProviderError, match="503") as failed:
+        agent("q")
+    assert any("summary call of Summarizing" in note for note in failed.value.__notes__)
+    assert model.requests == []  # the conversation's own call was not made
+    assert agent.export_state()["state"] == {}  # no summary was saved
+
+
+class _Returns:
+    """A manager of one's own whose reduce() returns ``new`` (a bug in it)."""
+
+    def __init__(self, new: object) -> None:
+        self.new = new
+
+    def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
+        return list(messages[state.start :])
+
+    async def reduce(
+        self, messages: Sequence[Message], state: ConversationState, reduction: Reduction
+    ) -> Any:
+        return self.new
+
+
+@pytest.mark.parametrize(
+    "new",
+    [ConversationState(-1), ConversationState(0, 5), {"start": 1}],  # type: ignore[arg-type]
+)
+def test_a_manager_returning_a_state_that_cannot_be_saved_fails_the_call_not_the_session(
+    tmp_path: Path, new: object
+):
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    agent = Agent(ScriptedModel(["a"]), session=store, session_id="s", conversation=_Returns(new))
+    with pytest.raises(ConfigurationError, match=r"reduce\(\) returned"):
+        agent("q")
+    # The session still loads and runs (it was not given the state, nor left claimed).
+    again = Agent(ScriptedModel(["b"]), session=store, session_id="s", conversation=SlidingWindow())
+    assert str(again("q2")) == "b"
+
+
+def test_a_crash_during_the_summary_call_asks_for_it_once_more_on_recovery(tmp_path: Path):
+    """Killed after the summary was paid for but before it was saved: the session is as it was
+    before the model call, recovery asks for the summary once more and carries on."""
+    db = str(tmp_path / "s.db")
+    script = textwrap.dedent(f"""
+        import os, signal
+        from interlude import Agent
+        from interlude.conversation import Summarizing
+        from interlude.sessions import SQLiteStore
+        from interlude.testing import FunctionModel
+
+        def reply(request):
+            if request.system_prompt and request.system_prompt.startswith({SUMMARY_MARK!r}):
+                os.kill(os.getpid(), signal.SIGKILL)  # the reply is on its way: never saved
+            return "a0"
+
+        agent = Agent(
+            FunctionModel(reply),
+            session=SQLiteStore({db!r}),
+            session_id="s1",
+            conversation=Summarizing(keep_last=1, max_messages=2),
+        )
+        agent("q0")
+        agent("q1")
+    """)
+    assert subprocess.run([sys.executable, "-c", script]).returncode == -9
+
+    model = Counting(["recovered"])
+    agent = Agent(
+        model.model,
+        session=SQLiteStore(db),
+        session_id="s1",
+        conversation=Summarizing(keep_last=1, max_messages=2),
+    )
+    assert agent.needs_recovery and texts(agent.messages) == ["q0", "a0", "q1"]
+    assert "interlude.conversation" not in agent.export_state()["state"]  # type: ignore[operator]
+    assert str(agent.recover()) == "recovered"
+    assert len(model.summaries) == 1
+    (request,) = model.model.requests[1:]
+    assert texts(request.messages) == [
+        "Summary of the earlier part of this conversation:\nSUMMARY 1q1"
+    ]

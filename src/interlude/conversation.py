@@ -116,10 +116,16 @@ def _is_results(message: Message) -> bool:
     return False
 
 
-def _effective(state: ConversationState, count: int) -> ConversationState:
-    """The state, unless the conversation is now shorter than where it starts (it was replaced
-    by a shorter one): then nothing of it applies."""
-    return state if state.start <= count else ConversationState()
+def _effective(state: ConversationState, messages: Sequence[Message]) -> ConversationState:
+    """The state, unless the sent part cannot start where it says: the conversation is now
+    shorter (it was replaced by a shorter one), or nothing from there on may start a request
+    (only tool results, in a state edited or stored by someone else): then none of it applies.
+    A state this module made always starts on such a message."""
+    if state.start == 0:
+        return state
+    if state.start > len(messages) or _last_start(messages, state.start) is None:
+        return ConversationState()
+    return state
 
 
 def _prompt_before(messages: Sequence[Message], index: int) -> int | None:
@@ -221,7 +227,7 @@ class SlidingWindow:
         return None if last is None else next(_candidates(messages, last, state.summary))
 
     def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
-        state = _effective(state, len(messages))
+        state = _effective(state, messages)
         found = self._start(messages, state)
         if found is None:
             return list(messages[state.start :])
@@ -233,7 +239,7 @@ class SlidingWindow:
     ) -> ConversationState | None:
         if not reduction.overflow:
             return None  # the window is applied by view()
-        state = _effective(state, len(messages))
+        state = _effective(state, messages)
         found = self._start(messages, state)
         if found is None:
             return None
@@ -303,7 +309,7 @@ class Summarizing:
         return f"Summarizing(keep_last={self.keep_last}, max_messages={self.max_messages})"
 
     def view(self, messages: Sequence[Message], state: ConversationState) -> list[Message]:
-        state = _effective(state, len(messages))
+        state = _effective(state, messages)
         found = next(_candidates(messages, state.start, state.summary), None)
         if found is None:
             return list(messages[state.start :])
@@ -313,7 +319,7 @@ class Summarizing:
     async def reduce(
         self, messages: Sequence[Message], state: ConversationState, reduction: Reduction
     ) -> ConversationState | None:
-        state = _effective(state, len(messages))
+        state = _effective(state, messages)
         found = next(_candidates(messages, state.start, state.summary), None)
         if found is None:
             return None
@@ -344,6 +350,10 @@ class Summarizing:
                         status=exc.status,
                     ) from exc
                 cut = shorter[0]
+            except Exception as exc:
+                # Not the conversation's model call: say so (the type is kept, for retry hooks).
+                exc.add_note(f"raised by the summary call of {self!r}")
+                raise
         if not summary.strip():
             raise ModelProviderError("the summary call returned no text")
         return ConversationState(cut, summary.strip())

@@ -20,7 +20,9 @@ docs/observability.md.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import contextlib
+import logging
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -79,6 +81,7 @@ _PROVIDERS = {
     "interlude.models.ollama": "ollama",
 }
 _PROPAGATOR = TraceContextTextMapPropagator()
+_log = logging.getLogger(__name__)
 
 
 def instrument(
@@ -109,8 +112,42 @@ class _Tracing:
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
+        self.failed = False
+        """Whether tracing has failed already (only the first failure is a warning)."""
 
     async def observe_run(self, run: Run, step: Step, replay: bool) -> AgentResult:
+        span: Span = trace.INVALID_SPAN
+        token: object = None
+        usage_before = run.progress.usage
+        with self._safely("starting a run's span"):
+            span = self._start_run(run, replay)
+            token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await run.drive(step, replay)
+        except asyncio.CancelledError:
+            with self._safely("ending a run's span"):
+                span.set_attribute(STOP_REASON, "cancelled")
+            raise
+        except BaseException as exc:
+            with self._safely("ending a run's span"):
+                _failed(span, exc)
+            raise
+        else:
+            with self._safely("ending a run's span"):
+                span.set_attribute(STOP_REASON, result.stop_reason)
+                for interrupt in result.interrupts if result.stop_reason == "interrupt" else ():
+                    span.add_event("interlude.interrupt.raised", _raised(interrupt))
+            return result
+        finally:
+            with self._safely("ending a run's span"):
+                try:
+                    _usage(span, run.progress.usage, usage_before)
+                finally:
+                    self._end(span, token)
+
+    def _start_run(self, run: Run, replay: bool) -> Span:
+        """The run's span, started; its trace context put in the run's progress (the pause or
+        the journal carries it to whoever carries on)."""
         agent, progress = run.agent, run.progress
         kind = "prompt"
         if replay:
@@ -133,7 +170,7 @@ class _Tracing:
         name = "invoke_agent" if agent.name is None else f"invoke_agent {agent.name}"
         span = self.tracer.start_span(name, attributes=attributes, links=links)
         own = _traceparent(span)
-        if own is not None:  # the pause (or the journal) carries it to whoever carries on
+        if own is not None:
             progress.traceparent = own
         for entry in run.audit:
             answered: dict[str, AttributeValue] = {
@@ -144,54 +181,63 @@ class _Tracing:
             if entry.expired:
                 answered["interlude.interrupt.expired"] = True
             span.add_event("interlude.interrupt.answered", answered)
-        usage_before = progress.usage
-        token = otel_context.attach(trace.set_span_in_context(span))
+        return span
+
+    def _end(self, span: Span, token: object) -> None:
+        """End ``span`` and put back the context that was current before it (``token``)."""
         try:
-            result = await run.drive(step, replay)
-        except asyncio.CancelledError:
-            span.set_attribute(STOP_REASON, "cancelled")
-            raise
-        except BaseException as exc:
-            _failed(span, exc)
-            raise
-        else:
-            span.set_attribute(STOP_REASON, result.stop_reason)
-            for interrupt in result.interrupts if result.stop_reason == "interrupt" else ():
-                span.add_event("interlude.interrupt.raised", _raised(interrupt))
-            return result
+            if token is not None:
+                otel_context.detach(token)  # type: ignore[arg-type]
         finally:
-            _usage(span, progress.usage, usage_before)
-            otel_context.detach(token)
             span.end()
+
+    @contextlib.contextmanager
+    def _safely(self, what: str) -> Iterator[None]:
+        """Tracing that fails (a span processor or a tracer provider that raises) is logged,
+        once per instrumentation and then at debug level, and never fails the run."""
+        try:
+            yield
+        except Exception:
+            level = logging.DEBUG if self.failed else logging.WARNING
+            self.failed = True
+            _log.log(level, "tracing failed while %s; the run goes on", what, exc_info=True)
 
     async def observe_model(
         self, run: Run, call: Coroutine[Any, Any, ModelResponse]
     ) -> ModelResponse:
-        attributes: dict[str, AttributeValue] = {_OPERATION: "chat"}
-        attributes.update(_model_attributes(run.agent.model))
-        model = attributes.get(_MODEL)
-        name = "chat" if model is None else f"chat {model}"
+        span: Span = trace.INVALID_SPAN
+        token: object = None
         try:
-            span = self.tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
-        except BaseException:
+            with self._safely("starting a model call's span"):
+                attributes: dict[str, AttributeValue] = {_OPERATION: "chat"}
+                attributes.update(_model_attributes(run.agent.model))
+                model = attributes.get(_MODEL)
+                name = "chat" if model is None else f"chat {model}"
+                span = self.tracer.start_span(
+                    name, kind=trace.SpanKind.CLIENT, attributes=attributes
+                )
+                token = otel_context.attach(trace.set_span_in_context(span))
+        except BaseException:  # KeyboardInterrupt and the like: the call never runs
             call.close()
             raise
-        token = otel_context.attach(trace.set_span_in_context(span))
         try:
             response = await call
         except asyncio.CancelledError:
-            span.set_attribute(STOP_REASON, "cancelled")
+            with self._safely("ending a model call's span"):
+                span.set_attribute(STOP_REASON, "cancelled")
             raise
         except BaseException as exc:
-            _failed(span, exc)
+            with self._safely("ending a model call's span"):
+                _failed(span, exc)
             raise
         else:
-            span.set_attribute(_FINISH, [response.stop_reason])
-            _usage(span, response.usage)
+            with self._safely("ending a model call's span"):
+                span.set_attribute(_FINISH, [response.stop_reason])
+                _usage(span, response.usage)
             return response
         finally:
-            otel_context.detach(token)
-            span.end()
+            with self._safely("ending a model call's span"):
+                self._end(span, token)
 
     async def observe_tool(
         self,
@@ -201,40 +247,48 @@ class _Tracing:
         tool_use: ToolUse,
         body: Coroutine[Any, Any, ToolResult],
     ) -> ToolResult:
-        attributes: dict[str, AttributeValue] = {
-            _OPERATION: "execute_tool",
-            _TOOL_NAME: tool.name,
-            _TOOL_CALL_ID: call.answer_id,
-            _TOOL_TYPE: "function",
-        }
-        if call.model_id is not None:  # the model repeated the id: the run's own is unique
-            attributes["interlude.tool_use.id"] = tool_use.id
+        span: Span = trace.INVALID_SPAN
+        token: object = None
         try:
-            span = self.tracer.start_span(f"execute_tool {tool.name}", attributes=attributes)
-        except BaseException:
+            with self._safely("starting a tool's span"):
+                attributes: dict[str, AttributeValue] = {
+                    _OPERATION: "execute_tool",
+                    _TOOL_NAME: tool.name,
+                    _TOOL_CALL_ID: call.answer_id,
+                    _TOOL_TYPE: "function",
+                }
+                if call.model_id is not None:  # the model repeated the id: the run's is unique
+                    attributes["interlude.tool_use.id"] = tool_use.id
+                span = self.tracer.start_span(f"execute_tool {tool.name}", attributes=attributes)
+                token = otel_context.attach(trace.set_span_in_context(span))
+        except BaseException:  # KeyboardInterrupt and the like: the body never runs
             body.close()
             raise
-        token = otel_context.attach(trace.set_span_in_context(span))
         try:
             result = await body
         except InterruptSignal as signal:  # a question, not a failure
-            span.set_attribute(STOP_REASON, "interrupt")
-            span.set_attribute("interlude.interrupt.id", signal.interrupt.id)
+            with self._safely("ending a tool's span"):
+                span.set_attribute(STOP_REASON, "interrupt")
+                span.set_attribute("interlude.interrupt.id", signal.interrupt.id)
             raise
         except asyncio.CancelledError:
-            span.set_attribute(STOP_REASON, "cancelled")
+            with self._safely("ending a tool's span"):
+                span.set_attribute(STOP_REASON, "cancelled")
             raise
         except BaseException as exc:
-            _failed(span, exc)
+            with self._safely("ending a tool's span"):
+                _failed(span, exc)
             raise
         else:
-            if result.status == "error":
-                span.set_status(trace.Status(trace.StatusCode.ERROR, "the tool returned an error"))
-                span.set_attribute(_ERROR_TYPE, "tool_error")
+            with self._safely("ending a tool's span"):
+                if result.status == "error":
+                    status = trace.Status(trace.StatusCode.ERROR, "the tool returned an error")
+                    span.set_status(status)
+                    span.set_attribute(_ERROR_TYPE, "tool_error")
             return result
         finally:
-            otel_context.detach(token)
-            span.end()
+            with self._safely("ending a tool's span"):
+                self._end(span, token)
 
 
 def _model_attributes(model: object) -> dict[str, AttributeValue]:

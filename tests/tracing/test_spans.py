@@ -9,10 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import StatusCode
 
 import interlude.otel
-from interlude import Agent, ToolContext, ToolUse, Usage, tool
+from interlude import Agent, ToolContext, ToolResult, ToolUse, Usage, tool
 from interlude.errors import ModelProviderError
 from interlude.sessions import MemoryStore
 from interlude.testing import FunctionModel, ModelRequest, ScriptedModel
@@ -371,3 +373,83 @@ print(sorted(s.name for s in exporter.get_finished_spans()))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['chat', 'invoke_agent late']"
+
+
+# --- tracing that fails never fails a run -------------------------------------------------------
+
+
+class _Broken(SpanProcessor):
+    """A span processor that raises when spans of ``kind`` start or end."""
+
+    def __init__(self, when: str, kind: str) -> None:
+        self.when, self.kind = when, kind
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        if self.when == "start" and span.name.startswith(self.kind):
+            raise RuntimeError(f"processor broken on start of {span.name}")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.when == "end" and span.name.startswith(self.kind):
+            raise RuntimeError(f"processor broken on end of {span.name}")
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+@pytest.mark.parametrize("kind", ["invoke_agent", "chat", "execute_tool"])
+def test_a_span_processor_that_raises_never_fails_the_run(
+    traces: Traces, when: str, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    traces.provider.add_span_processor(_Broken(when, kind))
+    ran: list[int] = []
+
+    @tool
+    def count(n: int) -> int:
+        """Count.
+
+        Args:
+            n: A number.
+        """
+        ran.append(n)
+        return n + 1
+
+    model = ScriptedModel([[ToolUse("t1", "count", {"n": 1})], "done"])
+    agent = Agent(model, tools=[count])
+    interlude.otel.instrument(agent, tracer_provider=traces.provider)
+    with caplog.at_level("DEBUG", logger="interlude.otel"):
+        result = agent("count")
+    assert str(result) == "done"
+    assert ran == [1]  # the tool ran once and its result reached the model
+    tool_result = agent.messages[2].content[0]
+    assert isinstance(tool_result, ToolResult) and tool_result.status == "success"
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "tracing failed" in warnings[0].getMessage()
+
+
+def test_a_tracer_provider_whose_tracer_raises_never_fails_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Tracer:
+        def start_span(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("no spans today")
+
+    class Provider:
+        def get_tracer(self, *args: Any, **kwargs: Any) -> Tracer:
+            return Tracer()
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "add", {"a": 1, "b": 2})], "3"]), tools=[add])
+    interlude.otel.instrument(agent, tracer_provider=Provider())  # type: ignore[arg-type]
+    with caplog.at_level("WARNING", logger="interlude.otel"):
+        assert str(agent("add")) == "3"
+    assert len(caplog.records) == 1
+
+
+def test_an_agent_instrumented_on_its_own_is_traced_when_used_as_a_tool(traces: Traces) -> None:
+    sub = Agent(ScriptedModel(["found"]), name="finder")
+    interlude.otel.instrument(sub, tracer_provider=traces.provider)
+    parent = Agent(
+        ScriptedModel([[ToolUse("p1", "finder", {"prompt": "find"})], "done"]),
+        tools=[sub.as_tool()],
+    )
+    assert str(parent("go")) == "done"
+    span = traces.one("invoke_agent finder")  # the copy that ran is traced, the parent is not
+    assert span.attributes is not None and span.attributes["gen_ai.agent.name"] == "finder"
+    assert [s.name for s in traces.spans()] == ["chat", "invoke_agent finder"]

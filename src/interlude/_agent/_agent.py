@@ -20,6 +20,7 @@ from ..errors import (
     ConfigurationError,
     DirectToolInterruptError,
     NotPausedError,
+    StateFormatError,
     StateMismatchError,
     UnknownToolError,
 )
@@ -156,6 +157,8 @@ class Agent:
             self.hooks.add_hook(provider)
         self._messages: list[Message] = list(messages)
         self.state: dict[str, JsonValue] = dict(state or {})
+        if self.state:
+            _check_reserved(self.state, ConfigurationError)
         self._pause: Pause | None = None
         self._lock = threading.Lock()
         self._running = False
@@ -449,10 +452,13 @@ class Agent:
 
     def _saved_state(self) -> dict[str, JsonValue]:
         """``agent.state`` as it is saved: with the conversation manager's state, if any, under
-        a reserved key (split off again when the state is loaded)."""
+        a reserved key (split off again when the state is loaded). StateFormatError if
+        ``agent.state`` uses that key itself (it would not load, or load as the manager's)."""
+        from ..conversation import STATE_KEY
+
+        _check_reserved(self.state, StateFormatError)
         if self._conversation_state is None:
             return self.state
-        from ..conversation import STATE_KEY
 
         return {**self.state, STATE_KEY: self._conversation_state.to_dict()}
 
@@ -463,6 +469,7 @@ class Agent:
 
         step, progress, replay, audit = plan
         progress.answers.clock = self.clock
+        _check_reserved(self.state, StateFormatError)  # refused before anything is saved
         with self._lock:
             if self._running:
                 raise AgentBusyError("the agent is already running; one run at a time")
@@ -573,6 +580,17 @@ def _bind_output(plan: Plan, output_type: Any) -> Plan:
         output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
         progress.output = output
     return plan
+
+
+def _check_reserved(state: Mapping[str, JsonValue], error: type[Exception]) -> None:
+    """``error`` if ``state`` uses the key reserved for the conversation manager's state."""
+    from ..conversation import STATE_KEY
+
+    if STATE_KEY in state:
+        raise error(
+            f"agent.state[{STATE_KEY!r}] is reserved for the conversation manager's state; "
+            f"use another key"
+        )
 
 
 def _as_tool(obj: Any) -> AgentTool:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._messages import Message, Text, Usage
 from .._stream import ModelResponse, ModelStop, TextDelta
 from ..conversation import ConversationState
-from ..errors import ConfigurationError, ContextWindowOverflowError
+from ..errors import ConfigurationError, ContextWindowOverflowError, StateFormatError
 
 if TYPE_CHECKING:
     from ..conversation import ConversationManager
@@ -64,10 +64,24 @@ async def _reduce(run: Run, manager: ConversationManager, overflow: bool) -> boo
     new = await manager.reduce(run._base_view(), state, _Reduction(run, overflow))
     if new is None or new == state:
         return False
+    _check_state(manager, new)
     agent._conversation_state = new
     run.save_state = True
     await run.checkpoint()
     return True
+
+
+def _check_state(manager: ConversationManager, new: object) -> None:
+    """ConfigurationError if a manager's ``reduce`` returned what could not be saved and loaded
+    again (it would make the session unloadable): checked before it is used or saved."""
+    if not isinstance(new, ConversationState):
+        raise ConfigurationError(
+            f"{manager!r}.reduce() returned {new!r:.80}, not a ConversationState or None"
+        )
+    try:
+        ConversationState.from_dict(new.to_dict())
+    except StateFormatError as exc:
+        raise ConfigurationError(f"{manager!r}.reduce() returned an invalid state: {exc}") from None
 
 
 async def call_managed(run: Run, manager: ConversationManager) -> ModelResponse:
