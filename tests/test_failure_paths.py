@@ -244,3 +244,25 @@ def test_sync_calls_leave_the_threads_event_loop_alone() -> None:
     finally:
         asyncio.set_event_loop(None)
         mine.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_state_that_cannot_be_saved_fails_the_run_without_holding_the_session(
+    kind: str, tmp_path: Any
+) -> None:
+    """agent.state holding something not JSON: the run fails saying so, what it did is saved
+    (the reply), and the session's claim is let go: the same agent, its state mended, runs
+    again at once (before, the session stayed claimed by the failed run for its lease)."""
+    from interlude.errors import StateFormatError
+    from interlude.sessions import open_store
+
+    store = MemoryStore() if kind == "memory" else open_store(f"sqlite:///{tmp_path}/s.db")
+    agent = Agent(ScriptedModel(["first reply", "second reply"]), session=store, session_id="s")
+    agent.state["handle"] = object()
+    with pytest.raises(StateFormatError, match="not JSON-compatible"):
+        agent("go")
+    stored = asyncio.run(store.load("s"))
+    assert stored is not None and stored.claim is None
+    assert [m["role"] for m in stored.messages] == ["user", "assistant"]
+    del agent.state["handle"]
+    assert str(agent("again")) == "second reply"

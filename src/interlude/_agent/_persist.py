@@ -199,6 +199,16 @@ class SessionLink:
     async def _save(
         self, agent: Agent, pause: Pause | None, state: bool, hold: bool, if_changed: bool
     ) -> None:
+        unsaveable: StateFormatError | None = None
+        saved_state = None
+        if state:
+            try:
+                saved_state = _json_state(agent)
+            except StateFormatError as exc:
+                # The rest is saved and the claim let go (so the session is not left held by
+                # a run that ends here), then the run fails saying why the state was not kept.
+                unsaveable, hold = exc, False
+                await self.stop_renewing()
         messages = agent._messages
         count = len(messages)
         if count < self.saved:
@@ -235,7 +245,7 @@ class SessionLink:
             pending=pending,
             tools=list(agent._tools),
             format_version=VERSION,
-            state=_json_state(agent) if state else None,
+            state=saved_state,
             claim=claim,
             agent=agent.name if agent.name != self.agent_name else None,
             audit=[e.to_dict() for e in audit[self.audit_saved :]],
@@ -244,15 +254,29 @@ class SessionLink:
         if self._inline:  # runs to its end without suspending: nothing can cut it
             version = await self.store.save(self.session_id, update)
             self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
-            return
+        else:
+            await self._shielded(update, count, encoded, claim, bool(questions), audited)
+        if unsaveable is not None:
+            raise unsaveable
+
+    async def _shielded(
+        self,
+        update: SessionUpdate,
+        count: int,
+        encoded: dict[str, Any] | None,
+        claim: dict[str, Any] | None,
+        asks: bool,
+        audited: int,
+    ) -> None:
+        """The store's save, shielded from the run's cancellation (see :meth:`save`)."""
         saving = asyncio.ensure_future(self.store.save(self.session_id, update))
         try:
             version = await asyncio.shield(saving)
         except asyncio.CancelledError:
             version = await saving  # let it land, note it, then let the cancel go on
-            self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
+            self._saved(version, count, encoded, claim, asks, update.agent, audited)
             raise
-        self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
+        self._saved(version, count, encoded, claim, asks, update.agent, audited)
 
     def _saved(
         self,
