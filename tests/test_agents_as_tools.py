@@ -786,3 +786,25 @@ def test_a_forged_checkpoint_that_is_not_an_agent_state_fails_the_call_cleanly()
     [(_, status, text)] = result_texts(parent)
     assert status == "error" and text.startswith("StateFormatError: ") and "not an agent" in text
     assert ops.deleted == []
+
+
+def test_relaying_two_questions_with_one_id_is_refused() -> None:
+    """Else one answer, given to the question shown, would also settle the other."""
+    import time
+
+    from interlude import Interrupt
+
+    asked = [
+        Interrupt(id="same", name="approve", reason=r, source="tool_call", raised_at=time.time())
+        for r in ("pay ana", "pay bob")
+    ]
+
+    @tool
+    def fan(context: ToolContext) -> str:
+        """Ask two questions asked elsewhere."""
+        context.relay(asked)
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "fan", {})], "Done."]), tools=[fan])
+    assert str(agent("Go")) == "Done." and not agent.is_paused
+    [(_, status, text)] = result_texts(agent)
+    assert status == "error" and "several questions with one id (same)" in text
