@@ -808,3 +808,23 @@ def test_relaying_two_questions_with_one_id_is_refused() -> None:
     assert str(agent("Go")) == "Done." and not agent.is_paused
     [(_, status, text)] = result_texts(agent)
     assert status == "error" and "several questions with one id (same)" in text
+
+
+def test_the_copy_keeps_the_agents_conversation_manager() -> None:
+    from interlude.conversation import SlidingWindow
+
+    @tool
+    def look(n: int) -> str:
+        """Look.
+
+        Args:
+            n: Where.
+        """
+        return f"saw {n}"
+
+    turns = [[ToolUse(f"s{i}", "look", {"n": i})] for i in range(4)] + ["Looked four times."]
+    model = ScriptedModel(turns)
+    sub = Agent(model, tools=[look], name="eyes", conversation=SlidingWindow(max_messages=3))
+    parent = make_parent([[ask("t1", "eyes", "look around")], "Done."], [sub.as_tool()])
+    assert str(parent("Look")) == "Done."
+    assert [len(r.messages) for r in model.requests] == [1, 3, 3, 3, 3]  # windowed, as sub's own

@@ -44,7 +44,8 @@ class SubAgentTool:
     """A tool that hands its ``prompt`` to a copy of ``agent`` and returns the final text.
 
     Each call runs its own copy: a new conversation, a copy of the agent's ``state``, and the
-    agent's model, tools, hooks, system prompt, limits, name and signing key; time comes from
+    agent's model, tools, hooks, system prompt, limits, conversation manager, name and signing
+    key; time comes from
     the calling agent's clock, so a deadline passes for both at once. The agent itself is never
     run or changed, and several calls (also of one agent) can run at once.
     """
@@ -142,10 +143,12 @@ class SubAgentTool:
             state=json.loads(json.dumps(template.state)),
             max_cycles=template.max_cycles,
             max_retries=template.max_retries,
+            output_retries=template.output_retries,
             in_doubt=template.in_doubt,
             name=template.name,
             signing_key=template._key,
             clock=clock,
+            conversation=template.conversation,
         )
         sub.hooks = template.hooks
         sub._executor = template._executor
