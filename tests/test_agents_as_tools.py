@@ -19,15 +19,16 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from interlude import Agent, ToolResult, ToolUse, tool
+from interlude import Agent, ToolContext, ToolResult, ToolSpec, ToolUse, tool
 from interlude.errors import (
     AnswerValidationError,
     ConfigurationError,
+    CycleLimitError,
     ResumeInputError,
     StateIntegrityError,
 )
 from interlude.hooks import BeforeToolCallEvent
-from interlude.testing import ScriptedModel
+from interlude.testing import FunctionModel, ModelRequest, ScriptedModel
 
 KEY = b"a signing key of at least 16 bytes"
 
@@ -393,8 +394,6 @@ def test_a_sub_agent_call_in_doubt_after_a_crash_carries_on_from_its_checkpoint(
 def test_a_tool_keeps_a_checkpoint_across_its_question():
     """The core seam under agents as tools: a tool body keeps JSON with its call when it stops
     with a question, and gets it back when it runs again (also after an export)."""
-    from interlude import ToolContext
-
     work: list[str] = []
 
     @tool
@@ -701,3 +700,131 @@ def test_nested_pause_exported_and_answered_in_a_fresh_process(executor):
     assert (out["text"], out["deleted"]) == ("Top done.", ["z"])
     assert (out["ops_requests"], out["lead_requests"]) == (1, 1)
     assert ops.deleted == [] and len(lead_model.requests) == 1
+
+
+# --- hostile uses (review) --------------------------------------------------------------------
+
+
+class Forward:
+    """A tool that hands its call to another tool set later: how an agent can reach itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.target: Any = None
+        self.spec = ToolSpec(name, "Forwards.", {"type": "object", "properties": {}})
+
+    async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
+        result: ToolResult = await self.target.run(tool_use, context)
+        return result
+
+
+def keeps_calling(name: str, counter: list[int]) -> FunctionModel:
+    """A model that calls ``name`` every time, whatever it is told."""
+
+    def reply(request: ModelRequest) -> Any:
+        counter.append(1)
+        return [ToolUse(f"c{len(counter)}", name, {"prompt": "again"})]
+
+    return FunctionModel(reply)
+
+
+def test_an_agent_reaching_itself_through_its_tools_is_refused_not_run_without_end() -> None:
+    calls: list[int] = []
+    forward = Forward("me")
+    me = Agent(keeps_calling("me", calls), tools=[forward], name="me", max_cycles=5)
+    forward.target = me.as_tool()
+    with pytest.raises(CycleLimitError):
+        me("Go")  # the top agent calls its own copy: each call is refused at once
+    assert len(calls) == 5  # max_cycles model calls, not max_cycles to the power of the depth
+    errors = [text for _, status, text in result_texts(me) if status == "error"]
+    assert len(errors) == 5 and "cannot be its own sub-agent" in errors[0]
+
+
+def test_two_agents_calling_each_other_are_refused_at_the_second_level() -> None:
+    inner_calls: list[int] = []
+    forward = Forward("top")
+    inner = Agent(keeps_calling("top", inner_calls), tools=[forward], name="inner", max_cycles=3)
+    top = Agent(
+        ScriptedModel([[ask("t1", "inner", "go")], "Done."]), tools=[inner.as_tool()], name="top"
+    )
+    forward.target = top.as_tool()
+    assert str(top("Go")) == "Done."
+    [(_, status, text)] = result_texts(top)
+    assert status == "error" and "CycleLimitError" in text  # inner gave up, after 3 tries
+    assert len(inner_calls) == 3
+
+
+def test_sub_agents_nest_at_most_max_depth_deep() -> None:
+    from interlude._agent._subagent import MAX_DEPTH
+
+    models: list[ScriptedModel] = []
+
+    def level(i: int, tools: list) -> Agent:
+        models.insert(0, ScriptedModel([[ask(f"l{i}", f"a{i + 1}", "deeper")], f"level {i}"]))
+        return Agent(models[0], tools=tools, name=f"a{i}")
+
+    bottom = Agent(ScriptedModel(["bottom"]), name=f"a{MAX_DEPTH + 1}")
+    agent = bottom
+    for i in range(MAX_DEPTH, -1, -1):  # a0 calls a1 ... calls a(MAX_DEPTH) calls the bottom
+        agent = level(i, [agent.as_tool()])
+    assert str(agent("Go")) == "level 0"
+    assert [len(m.requests) for m in models] == [2] * (MAX_DEPTH + 1)  # every level ran
+    assert bottom.model.requests == []  # type: ignore[attr-defined]  # one level too deep
+    [refused] = models[-1].requests[1].messages[-1].content
+    assert isinstance(refused, ToolResult) and refused.status == "error"
+    assert f"nest at most {MAX_DEPTH} deep" in refused.text
+
+
+def test_a_forged_checkpoint_that_is_not_an_agent_state_fails_the_call_cleanly() -> None:
+    ops = make_ops(ops_turns("/tmp/x"))
+    parent = make_parent([[ask("t1", "ops", "clean")], "Done."], [ops.agent.as_tool()])
+    [question] = parent("Clean").interrupts
+    state = parent.export_state()
+    state["pause"]["step"]["calls"][0]["checkpoint"] = ["not", "a", "state"]  # type: ignore
+    parent.import_state(state)  # unsigned: a store writer can change it
+    assert str(parent.resume({question.id: True})) == "Done."
+    [(_, status, text)] = result_texts(parent)
+    assert status == "error" and text.startswith("StateFormatError: ") and "not an agent" in text
+    assert ops.deleted == []
+
+
+def test_relaying_two_questions_with_one_id_is_refused() -> None:
+    """Else one answer, given to the question shown, would also settle the other."""
+    import time
+
+    from interlude import Interrupt
+
+    asked = [
+        Interrupt(id="same", name="approve", reason=r, source="tool_call", raised_at=time.time())
+        for r in ("pay ana", "pay bob")
+    ]
+
+    @tool
+    def fan(context: ToolContext) -> str:
+        """Ask two questions asked elsewhere."""
+        context.relay(asked)
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "fan", {})], "Done."]), tools=[fan])
+    assert str(agent("Go")) == "Done." and not agent.is_paused
+    [(_, status, text)] = result_texts(agent)
+    assert status == "error" and "several questions with one id (same)" in text
+
+
+def test_the_copy_keeps_the_agents_conversation_manager() -> None:
+    from interlude.conversation import SlidingWindow
+
+    @tool
+    def look(n: int) -> str:
+        """Look.
+
+        Args:
+            n: Where.
+        """
+        return f"saw {n}"
+
+    turns = [[ToolUse(f"s{i}", "look", {"n": i})] for i in range(4)] + ["Looked four times."]
+    model = ScriptedModel(turns)
+    sub = Agent(model, tools=[look], name="eyes", conversation=SlidingWindow(max_messages=3))
+    parent = make_parent([[ask("t1", "eyes", "look around")], "Done."], [sub.as_tool()])
+    assert str(parent("Look")) == "Done."
+    assert [len(r.messages) for r in model.requests] == [1, 3, 3, 3, 3]  # windowed, as sub's own

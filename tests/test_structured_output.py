@@ -553,3 +553,39 @@ def test_golden_pause_past_its_retries_fails_with_the_stored_count() -> None:
     with pytest.raises(OutputValidationError, match="after 2 retries"):
         agent.resume({agent.interrupts[0].id: "ok"})
     assert len(agent.model.requests) == 2
+
+
+# --- hostile answers (review) ---------------------------------------------------------------
+
+
+class Point(BaseModel):
+    x: int
+
+
+def test_an_answer_nested_too_deeply_is_sent_back_not_raised() -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # json.loads raises RecursionError on it
+    model = ScriptedModel([deep, '{"x": 1}'])
+    assert Agent(model)("Where?", output_type=Point).output == Point(x=1)
+    assert "nested too deeply" in model.requests[1].messages[-1].text
+
+
+def test_a_huge_bad_answer_is_quoted_briefly_back_to_the_model_and_in_the_error() -> None:
+    huge = json.dumps({"x": "A" * 1_000_000})
+    model = ScriptedModel([huge, huge])
+    with pytest.raises(OutputValidationError) as caught:
+        Agent(model, output_retries=1)("Where?", output_type=Point)
+    assert len(str(caught.value)) < 2_000 and "is not of type 'integer'" in str(caught.value)
+    sent_back = model.requests[1].messages[-1].text
+    assert len(sent_back) < 2_000 and "at x:" in sent_back
+    assert caught.value.output == huge  # the whole answer is still there for the caller
+
+
+def test_a_lone_surrogate_in_a_final_result_answer_is_kept_escaped_in_the_reply_text() -> None:
+    model = ScriptedModel(
+        [[ToolUse("f1", "final_result", {"city": "Os\ud800lo", "celsius": 3})]],
+        native_output=False,
+    )
+    result = Agent(model)("Weather?", output_type=Weather)
+    assert result.output == Weather(city="Os\ud800lo", celsius=3)
+    assert str(result) == '{"city": "Os\\ud800lo", "celsius": 3}'
+    str(result).encode("utf-8")  # printable, storable as UTF-8

@@ -1202,3 +1202,23 @@ def test_an_expired_question_is_refused_then_settled_by_expire(tmp_path: Path) -
     assert not (tmp_path / "paid.txt").exists()  # the default (False) declined it
     audit = json.loads(run(tmp_path, "show", "s1", "--json", env=env).ok().stdout)["audit"]
     assert [(e["by"], e["answer"], e["expired"]) for e in audit] == [("expiry", False, True)]
+
+
+def test_show_prints_a_reply_holding_a_lone_surrogate(tmp_path: Path) -> None:
+    """A model's reply can hold a lone surrogate ("\\ud800" in its JSON): show escapes it."""
+    from interlude import Agent, ToolUse
+    from interlude.sessions import SQLiteStore
+    from interlude.testing import ScriptedModel
+
+    db = tmp_path / "s.db"
+    with SQLiteStore(db) as store:
+        Agent(ScriptedModel(["plain \ud800 text"]), session=store, session_id="s1")("Hi")
+        turns = [[ToolUse("f1", "final_result", {"result": "x\udfff"})]]
+        model = ScriptedModel(turns, native_output=False)
+        Agent(model, session=store, session_id="s2")("Hi", output_type=str)
+    url = f"sqlite:///{db}"
+    shown = run(tmp_path, "show", "--store", url, "s1").ok()
+    assert "plain \\ud800 text" in shown.stdout
+    data = run(tmp_path, "show", "--store", url, "--json", "s1").json()
+    assert data["messages"][-1]["content"][0]["text"] == "plain \ud800 text"
+    assert "x\\udfff" in run(tmp_path, "show", "--store", url, "s2").ok().stdout

@@ -185,7 +185,7 @@ async def after_reply(run: Run, response: ModelResponse, message: Message) -> Me
     value, problem = _check(output, _unwrap(output, final.input))
     if problem is None:
         kept = [b for b in message.content if isinstance(b, Reasoning)]
-        text = json.dumps(value, ensure_ascii=False)
+        text = _json_text(value)
         return await _done(run, Message("assistant", [*kept, Text(text)]), stop, value)
     results: list[ToolResult] = []
     for use in uses:
@@ -214,10 +214,12 @@ def _parse(output: OutputState, text: str) -> tuple[JsonValue, Problem | None]:
             raw = raw[4:]
     try:
         value = json.loads(raw)
+    except RecursionError:  # a hostile reply ("[[[[..."): sent back like any other bad answer
+        return None, Problem((), "the reply is JSON nested too deeply to read")
     except ValueError as exc:
         if output.schema.get("type") == "string":  # output_type=str: plain text is the answer
             return _check(output, text)
-        return None, Problem((), f"the reply is not JSON ({exc})")
+        return None, Problem((), f"the reply is not JSON ({_cut(str(exc))})")
     return _check(output, _unwrap(output, value))
 
 
@@ -243,7 +245,31 @@ def _check(output: OutputState, value: JsonValue) -> tuple[JsonValue, Problem | 
         return value, None
     path, what = found
     where = ".".join(str(p) for p in path) if path else "the top level"
-    return value, Problem(tuple(path), f"at {where}: {what}")
+    return value, Problem(tuple(path), _cut(f"at {_cut(where)}: {what}"))
+
+
+_PROBLEM_CHARS = 500
+"""How much of a problem's text is kept: a validator quotes the bad value whole, and a model's
+answer may be megabytes long; the text goes back to the model and into the error message."""
+
+
+def _cut(text: str) -> str:
+    """``text``, or its start and end (what is wrong is often said after the value)."""
+    if len(text) <= _PROBLEM_CHARS:
+        return text
+    half = (_PROBLEM_CHARS - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
+
+
+def _json_text(value: JsonValue) -> str:
+    """The answer as JSON text; escaped where it holds a lone surrogate (a model can send
+    ``"\\ud800"``), which no UTF-8 output (a terminal, a web page) could carry."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
 
 
 def _again(problem: Problem) -> str:

@@ -13,12 +13,13 @@ nothing it finished (model replies, tool runs) happens again.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from .._messages import Text, ToolResult, ToolUse
 from .._result import AgentResult
 from .._tools._spec import ToolSpec
-from ..errors import ConfigurationError, ToolInputError
+from ..errors import ConfigurationError, StateFormatError, ToolInputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
 __all__ = ["SubAgentTool"]
 
 _PROMPT = "prompt"
+
+MAX_DEPTH = 8
+"""How deep sub-agents nest: a call that would run a copy deeper than this is an error result."""
+
+_CHAIN: ContextVar[tuple[Agent, ...]] = ContextVar("interlude_subagent_chain", default=())
+"""The agents whose runs enclose the current task, outermost first: the calling agent at the
+top, then the agent of each sub-agent call (asyncio tasks inherit it)."""
 
 
 class SubAgentTool:
@@ -92,14 +100,32 @@ class SubAgentTool:
                 f"invalid arguments for tool {self._name!r}: expected {{'prompt': <text>}}, "
                 f"got {json.dumps(tool_use.input, default=repr)[:200]}"
             )
+        chain = _CHAIN.get() or (context.agent,)
+        if any(agent is self.agent for agent in chain):  # else copies without end
+            raise ConfigurationError(
+                f"tool {self._name!r} was not run: it would run agent {self._name!r} inside "
+                "its own run (an agent cannot be its own sub-agent, directly or through others)"
+            )
+        if len(chain) > MAX_DEPTH:
+            raise ConfigurationError(
+                f"tool {self._name!r} was not run: sub-agents nest at most {MAX_DEPTH} deep"
+            )
         sub = self._copy(context.agent.clock)
         saved = context.checkpoint
-        if saved is None:
-            result = await sub.invoke_async(prompt)
-        else:
-            assert isinstance(saved, dict)
-            sub.import_state(saved)
-            result = await _carry_on(sub, context)
+        token = _CHAIN.set((*chain, self.agent))
+        try:
+            if saved is None:
+                result = await sub.invoke_async(prompt)
+            else:
+                if not isinstance(saved, dict):
+                    raise StateFormatError(
+                        f"the checkpoint of sub-agent call {tool_use.id!r} is not an agent "
+                        f"state (got {type(saved).__name__})"
+                    )
+                sub.import_state(saved)
+                result = await _carry_on(sub, context)
+        finally:
+            _CHAIN.reset(token)
         if result.stop_reason == "interrupt":
             context.checkpoint = sub.export_state()
             context.relay(sub.interrupts)

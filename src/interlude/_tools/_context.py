@@ -91,13 +91,22 @@ class ToolContext(Interrupter):
         """Stop the tool with questions asked elsewhere (a sub-agent's), all at once.
 
         Each is asked of the person as it is, under the id :meth:`relayed_id` gives it and with
-        this call added in front of its ``via``; :meth:`relayed_answers` hands their answers
-        back on the re-run. Keep what the re-run needs in :attr:`checkpoint` first."""
+        this call added in front of its ``via`` (two with one id: InterruptError);
+        :meth:`relayed_answers` hands their answers back on the re-run. Keep what the re-run
+        needs in :attr:`checkpoint` first."""
+        questions = list(questions)
         relayed = [
             replace(q, id=self.relayed_id(q), via=(self.tool_use, *q.via)) for q in questions
         ]
         if not relayed:
             raise InterruptError(f"tool use {self.tool_use.id!r} relayed no questions")
+        ids = [q.id for q in questions]
+        if len(set(ids)) != len(ids):  # one answer would settle questions shown apart
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            raise InterruptError(
+                f"tool use {self.tool_use.id!r} relayed several questions with one id "
+                f"({', '.join(twice)}); give each question its own id"
+            )
         raise RelaySignal(relayed)
 
     def relayed_answers(self, questions: Iterable[Interrupt]) -> dict[str, JsonValue]:

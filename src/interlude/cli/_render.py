@@ -56,6 +56,16 @@ def _as_typed(path: str) -> str:
     return shlex.quote(path)
 
 
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (a model's reply can hold one) written as ``\\udxxx``:
+    UTF-8 output cannot carry them, and printing one would end the command with a traceback."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class Output:
     """Prints for a person (colour and a spinner when ``rich`` is installed and on a terminal)
     or, with ``json_mode``, one JSON document per command for scripts."""
@@ -74,13 +84,14 @@ class Output:
     # --- plumbing ------------------------------------------------------------------------
 
     def _say(self, text: str = "", style: str | None = None) -> None:
+        text = _printable(text)
         if self._console is not None:
             self._console.print(text, style=style, markup=False)
         else:  # pragma: no cover
             print(text)
 
     def _json(self, data: Any) -> None:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(_printable(json.dumps(data, indent=2, ensure_ascii=False)))
 
     def error(self, message: str, *, session: str | None = None) -> None:
         """One line on stderr; with ``--json``, also ``{"error", "session"}`` on stdout."""
