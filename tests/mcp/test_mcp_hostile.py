@@ -99,3 +99,20 @@ def test_ctrl_c_while_connecting_stops_the_server_process(tmp_path: Path) -> Non
     assert "interrupted" in out
     # before: the hung server was left running (orphaned) after the process had exited
     assert wait_gone(server_pid), "the server process outlived the interrupted process"
+
+
+def test_a_50_mb_result_is_cut_before_the_model_sees_it() -> None:
+    from interlude import Agent, Text, ToolUse
+    from interlude.testing import ScriptedModel
+
+    server = McpServer.stdio(sys.executable, [HOSTILE, "huge"], name="flood", max_output=1000)
+    call = ToolUse("c1", "go", {"x": "1"})
+    with Agent(ScriptedModel([[call], "done"]), tools=server.tools()) as agent:
+        assert str(agent("go")) == "done"
+        [result] = agent.messages[2].content
+    [block] = result.content
+    assert isinstance(block, Text)
+    # before: all 52,428,800 characters went into the conversation (and the session)
+    assert block.text.startswith("x" * 1000 + "\n[52427800 more characters cut")
+    assert len(block.text) < 1200
+    assert McpServer.stdio(sys.executable, [HOSTILE, "ok"]).max_output == 200_000

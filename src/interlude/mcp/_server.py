@@ -68,7 +68,8 @@ class McpServer:
     without it, or when it returns None, the question pauses the run as an interrupt.
     ``timeout`` bounds each request (seconds; None waits as long as the server takes).
     ``connect_timeout`` bounds connecting (starting the process, the handshake): 60 s unless
-    given, None to wait without end.
+    given, None to wait without end. ``max_output`` caps the text of a result the model
+    sees (characters; 200,000 unless given, None for no cap): the rest is cut, with a note.
     ``protocol="legacy"`` speaks the handshake-era protocol (``initialize``) even to a server
     that knows the newer one; ``"auto"`` picks the newest both sides speak.
     """
@@ -82,6 +83,7 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> None:
         import importlib.util
 
@@ -97,6 +99,7 @@ class McpServer:
         self.elicitation = elicitation
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.max_output = max_output
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._pid = os.getpid()
@@ -114,6 +117,7 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> McpServer:
         """A server run as ``command args...``, spoken to over its stdin and stdout (named,
         unless ``name`` is given, after its first argument not starting with ``-``). It does
@@ -131,6 +135,7 @@ class McpServer:
             timeout=timeout,
             protocol=protocol,
             connect_timeout=connect_timeout,
+            max_output=max_output,
         )
 
     @classmethod
@@ -144,6 +149,7 @@ class McpServer:
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> McpServer:
         """A server at a streamable HTTP endpoint (``http://host:port/mcp``)."""
         if not url.startswith(("http://", "https://")):
@@ -156,6 +162,7 @@ class McpServer:
             timeout=timeout,
             protocol=protocol,
             connect_timeout=connect_timeout,
+            max_output=max_output,
         )
 
     def __repr__(self) -> str:
