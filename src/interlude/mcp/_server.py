@@ -67,6 +67,9 @@ class McpServer:
     ``elicitation`` answers a server's questions in process (return None to pause instead);
     without it, or when it returns None, the question pauses the run as an interrupt.
     ``timeout`` bounds each request (seconds; None waits as long as the server takes).
+    ``connect_timeout`` bounds connecting (starting the process, the handshake): 60 s unless
+    given, None to wait without end. ``max_output`` caps the text of a result the model
+    sees (characters; 200,000 unless given, None for no cap): the rest is cut, with a note.
     ``protocol="legacy"`` speaks the handshake-era protocol (``initialize``) even to a server
     that knows the newer one; ``"auto"`` picks the newest both sides speak.
     """
@@ -79,6 +82,8 @@ class McpServer:
         elicitation: ElicitationHandler | None = None,
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
+        connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> None:
         import importlib.util
 
@@ -93,6 +98,8 @@ class McpServer:
         self.name = name
         self.elicitation = elicitation
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_output = max_output
         self._conn: _Connection | None = None
         self._lock: asyncio.Lock | None = None
         self._pid = os.getpid()
@@ -109,6 +116,8 @@ class McpServer:
         elicitation: ElicitationHandler | None = None,
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
+        connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> McpServer:
         """A server run as ``command args...``, spoken to over its stdin and stdout (named,
         unless ``name`` is given, after its first argument not starting with ``-``). It does
@@ -125,6 +134,8 @@ class McpServer:
             elicitation=elicitation,
             timeout=timeout,
             protocol=protocol,
+            connect_timeout=connect_timeout,
+            max_output=max_output,
         )
 
     @classmethod
@@ -137,6 +148,8 @@ class McpServer:
         elicitation: ElicitationHandler | None = None,
         timeout: float | None = None,
         protocol: Literal["auto", "legacy"] = "auto",
+        connect_timeout: float | None = 60.0,
+        max_output: int | None = 200_000,
     ) -> McpServer:
         """A server at a streamable HTTP endpoint (``http://host:port/mcp``)."""
         if not url.startswith(("http://", "https://")):
@@ -148,6 +161,8 @@ class McpServer:
             elicitation=elicitation,
             timeout=timeout,
             protocol=protocol,
+            connect_timeout=connect_timeout,
+            max_output=max_output,
         )
 
     def __repr__(self) -> str:
@@ -204,7 +219,19 @@ class McpServer:
             conn = _Connection()
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             conn.task = asyncio.create_task(self._hold(conn, ready))
-            await ready
+            try:
+                await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+            except BaseException as exc:  # failed, timed out or cancelled: stop the attempt
+                conn.task.cancel()
+                await asyncio.gather(conn.task, return_exceptions=True)
+                if ready.done() and not ready.cancelled():
+                    ready.exception()  # seen here; the error that matters is raised below
+                if isinstance(exc, TimeoutError):
+                    raise McpServerError(
+                        f"MCP server {self.name!r} did not finish connecting within "
+                        f"{self.connect_timeout:g} s"
+                    ) from None
+                raise
             self._conn = conn
             _OPEN.add(self)
             return conn

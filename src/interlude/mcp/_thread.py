@@ -55,8 +55,25 @@ async def run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def block_on(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run ``coro`` on the MCP loop and wait for it from sync code (never from the MCP loop)."""
-    return call_in_thread(coro).result(timeout)
+    """Run ``coro`` on the MCP loop and wait for it from sync code (never from the MCP loop).
+
+    If the wait ends early (a timeout, Ctrl-C), ``coro`` is cancelled and given a few seconds
+    to clean up (a server process being started is stopped) before the error goes on."""
+    ended = threading.Event()
+
+    async def guarded() -> T:
+        try:
+            return await coro
+        finally:
+            ended.set()
+
+    future = call_in_thread(guarded())
+    try:
+        return future.result(timeout)
+    except BaseException:
+        if future.cancel():
+            ended.wait(5.0)
+        raise
 
 
 _OPEN: set[Any] = set()

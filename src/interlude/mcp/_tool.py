@@ -123,7 +123,7 @@ class McpTool:
             result = future.result()
         except McpServerError as exc:
             return ToolResult(tool_use.id, "error", [Text(str(exc))])
-        return result_from_mcp(tool_use.id, result)
+        return result_from_mcp(tool_use.id, result, limit=self.server.max_output)
 
     async def _answer(
         self,
@@ -201,9 +201,12 @@ class ActiveCall:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, None)
 
 
-def result_from_mcp(tool_use_id: str, result: mcp.types.CallToolResult) -> ToolResult:
+def result_from_mcp(
+    tool_use_id: str, result: mcp.types.CallToolResult, *, limit: int | None = None
+) -> ToolResult:
     """An MCP tool result as an Interlude one: text, images and resources as blocks, the
-    structured content as a Json block (instead of the text when that text is its JSON)."""
+    structured content as a Json block (instead of the text when that text is its JSON).
+    Past ``limit`` characters of text in all, the text is cut (with a note saying so)."""
     import base64
 
     from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextContent
@@ -236,7 +239,39 @@ def result_from_mcp(tool_use_id: str, result: mcp.types.CallToolResult) -> ToolR
             blocks.insert(0, Json(structured))
         elif not (texts and _wraps(texts, structured)):
             blocks.append(Json(structured))
+    if limit is not None:
+        blocks = _cut(blocks, limit)
     return ToolResult(tool_use_id, "error" if result.is_error else "success", blocks)
+
+
+def _cut(blocks: list[ToolResultBlock], limit: int) -> list[ToolResultBlock]:
+    """The blocks with their text cut to ``limit`` characters in all (a structured block that
+    does not fit becomes its JSON text, cut too)."""
+    out: list[ToolResultBlock] = []
+    left = limit
+    for block in blocks:
+        if isinstance(block, Json):
+            text = json.dumps(block.value, ensure_ascii=False)
+            if len(text) <= left:
+                out.append(block)
+                left -= len(text)
+                continue
+            block = Text(text)
+        if isinstance(block, Text):
+            if len(block.text) > left:
+                cut = len(block.text) - left
+                kept = block.text[:left]
+                out.append(
+                    Text(
+                        f"{kept}\n[{cut} more characters cut: the result was longer "
+                        f"than the server's max_output of {limit}]"
+                    )
+                )
+                left = 0
+                continue
+            left -= len(block.text)
+        out.append(block)
+    return out
 
 
 def _says(texts: list[Text], structured: JsonValue) -> bool:
