@@ -266,3 +266,12 @@ def test_a_state_that_cannot_be_saved_fails_the_run_without_holding_the_session(
     assert [m["role"] for m in stored.messages] == ["user", "assistant"]
     del agent.state["handle"]
     assert str(agent("again")) == "second reply"
+
+
+def test_a_session_may_be_given_as_a_store_url(tmp_path: Any) -> None:
+    """``session="sqlite:///..."`` opens that store (before: AttributeError 'str' ... 'load')."""
+    url = f"sqlite:///{tmp_path}/s.db"
+    first = Agent(ScriptedModel(["one"]), session=url, session_id="s")
+    assert str(first("hi")) == "one"
+    again = Agent(ScriptedModel(["two"]), session=url, session_id="s")
+    assert [m.role for m in again.messages] == ["user", "assistant"]

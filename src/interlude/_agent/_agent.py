@@ -71,7 +71,7 @@ class Agent:
         max_cycles: int = 50,
         max_retries: int = 3,
         output_retries: int = 2,
-        session: SessionStore | None = None,
+        session: SessionStore | str | None = None,
         session_id: str | None = None,
         session_lease: float = 30.0,
         in_doubt: Literal["ask", "rerun"] = "ask",
@@ -172,6 +172,10 @@ class Agent:
         if session is not None and session_id is not None:
             from ._persist import SessionLink
 
+            if isinstance(session, str):  # a store's URL: sqlite:///..., file:///..., ...
+                from ..sessions import open_store
+
+                session = open_store(session)
             link = SessionLink(session, session_id, session_lease)
             loaded = link.load(self._key, name)
             if name is not None and link.agent_name not in (None, name):
