@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._audit import EXPIRY, AuditEntry
 from .._interrupt import Interrupt
-from .._messages import ContentBlock, JsonValue, Message, ToolResult, ToolUse
+from .._messages import ContentBlock, JsonValue, Message
 from .._result import AgentResult
 from .._stream import RunFinished, StreamEvent
 from .._sync import run_sync
@@ -18,16 +18,15 @@ from .._tools._spec import AgentTool, ToolSpec
 from ..errors import (
     AgentBusyError,
     ConfigurationError,
-    DirectToolInterruptError,
     NotPausedError,
     StateFormatError,
     StateMismatchError,
-    UnknownToolError,
 )
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, prompt_plan, resume_plan
-from ._state import Pause, Progress, ToolCall
+from ._direct import ToolCaller
+from ._state import Pause
 
 if TYPE_CHECKING:
     import asyncio
@@ -519,59 +518,6 @@ class Agent:
                 self._running = False
                 self._task = self._loop = None
                 self._cancel_requested = False
-
-
-class ToolCaller:
-    """``agent.tool.<name>(**kwargs)``: run a tool directly, hooks included.
-
-    The call is not recorded in the conversation. It returns the :class:`ToolResult`; an
-    interrupt raises DirectToolInterruptError and changes nothing.
-    """
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    def __getattr__(self, name: str) -> DirectTool:
-        tools = self._agent._tools
-        tool = tools.get(name) or tools.get(name.replace("_", "-"))
-        if tool is None:
-            raise UnknownToolError(
-                f"the agent has no tool {name!r} (tools: {', '.join(tools) or 'none'})"
-            )
-        return DirectTool(self._agent, tool)
-
-    def __dir__(self) -> list[str]:
-        return list(self._agent._tools)
-
-
-class DirectTool:
-    """One tool of an agent, callable from code."""
-
-    def __init__(self, agent: Agent, tool: AgentTool) -> None:
-        self._agent, self._tool = agent, tool
-
-    def __call__(self, **kwargs: JsonValue) -> ToolResult:
-        return run_sync(self.call_async(**kwargs))
-
-    async def call_async(self, **kwargs: JsonValue) -> ToolResult:
-        import os
-
-        from ._batch import run_call
-        from ._loop import Run
-
-        tool_use = ToolUse(f"direct_{os.urandom(6).hex()}", self._tool.name, dict(kwargs))
-        call = ToolCall(tool_use)
-        run = Run(self._agent, Progress(), None, None)
-        interrupts = await run_call(run, call, False)
-        if interrupts:
-            names = ", ".join(repr(i.name) for i in interrupts)
-            raise DirectToolInterruptError(
-                f"direct call of tool {self._tool.name!r} was interrupted ({names}); direct calls "
-                "cannot pause. Run the tool through the agent to ask for approval.",
-                interrupts,
-            )
-        assert call.result is not None
-        return call.result
 
 
 def _bind_output(plan: Plan, output_type: Any) -> Plan:
