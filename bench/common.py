@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from interlude import Agent, AgentSession, AgentTool, ToolResult, ToolUse
+from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import PendingInterrupt, SessionUpdate, StoredSession
+from interlude.testing import FunctionModel, ModelRequest
 
 
 @dataclass
@@ -143,3 +146,28 @@ class Metered:
 
     def close(self) -> None:
         self.store.close()
+
+
+# --- the agent the answer-path benches run ------------------------------------------------------
+
+
+def _pay_reply(request: ModelRequest) -> Any:
+    last = request.messages[-1]
+    if any(isinstance(b, ToolResult) for b in last.content):
+        return "done"
+    return [ToolUse("p1", "pay", {"to": last.text})]
+
+
+def _approve(event: BeforeToolCallEvent) -> None:
+    if event.interrupt("approve") is not True:
+        event.cancel("no")
+
+
+def approval_agent(session: AgentSession, pay: AgentTool) -> Agent:
+    """The agent of the answer-path benches on ``session``: its model asks for ``pay`` with the
+    user's text, a before-tool hook asks for approval, then the model says "done"."""
+    agent = Agent(
+        FunctionModel(_pay_reply), tools=[pay], session=session.store, session_id=session.id
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return agent

@@ -22,12 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import Row, check, print_table
+from common import Row, approval_agent, check, print_table
 
-from interlude import Agent, AgentSession, App, ToolResult, ToolUse, Worker, tool
-from interlude.hooks import BeforeToolCallEvent
+from interlude import Agent, AgentSession, App, Worker, tool
 from interlude.sessions import Inbox, SessionStore, SQLiteStore
-from interlude.testing import FunctionModel, ModelRequest
 
 LATENCY_TARGET_MS = 20.0
 PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -51,23 +49,9 @@ async def pay(to: str) -> str:
     return "paid"
 
 
-def _reply(request: ModelRequest) -> Any:
-    last = request.messages[-1]
-    if any(isinstance(b, ToolResult) for b in last.content):
-        return "done"
-    return [ToolUse("p1", "pay", {"to": last.text})]
-
-
-def _approve(event: BeforeToolCallEvent) -> None:
-    if event.interrupt("approve") is not True:
-        event.cancel("no")
-
-
 @app.agent("bench")
 def _build(session: AgentSession) -> Agent:
-    agent = Agent(FunctionModel(_reply), tools=[pay], session=session.store, session_id=session.id)
-    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
-    return agent
+    return approval_agent(session, pay)
 
 
 def _paused(store: SessionStore, n: int, prefix: str) -> list[tuple[str, str]]:

@@ -27,11 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import Row, print_table
+from common import Row, approval_agent, print_table
 
-from interlude import Agent, AgentSession, App, ToolResult, ToolUse, tool
-from interlude.hooks import BeforeToolCallEvent
-from interlude.testing import FunctionModel, ModelRequest
+from interlude import Agent, AgentSession, App, tool
 
 BINARY = Path(sys.executable).parent / "temporal"
 RAN: dict[str, int] = {}  # who -> how often the tool ran (in this process's worker)
@@ -50,23 +48,9 @@ def pay(to: str) -> str:
     return "paid"
 
 
-def _reply(request: ModelRequest) -> Any:
-    last = request.messages[-1]
-    if any(isinstance(b, ToolResult) for b in last.content):
-        return "done"
-    return [ToolUse("p1", "pay", {"to": last.text})]
-
-
-def _approve(event: BeforeToolCallEvent) -> None:
-    if event.interrupt("approve") is not True:
-        event.cancel("no")
-
-
 @app.agent("bench")
 def _build(session: AgentSession) -> Agent:
-    agent = Agent(FunctionModel(_reply), tools=[pay], session=session.store, session_id=session.id)
-    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
-    return agent
+    return approval_agent(session, pay)
 
 
 def find_binary() -> str | None:

@@ -45,11 +45,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from common import Row, print_grid, print_table
+from common import Row, approval_agent, print_grid, print_table
 
-from interlude import Agent, AgentSession, App, ToolResult, ToolUse, tool
-from interlude.hooks import BeforeToolCallEvent
-from interlude.testing import FunctionModel, ModelRequest
+from interlude import Agent, AgentSession, App, tool
 
 WORKERS = 3
 HERE = Path(__file__).resolve().parent
@@ -78,23 +76,9 @@ async def pay(to: str) -> str:
     return "paid"
 
 
-def _reply(request: ModelRequest) -> Any:
-    last = request.messages[-1]
-    if any(isinstance(b, ToolResult) for b in last.content):
-        return "done"
-    return [ToolUse("p1", "pay", {"to": last.text})]
-
-
-def _approve(event: BeforeToolCallEvent) -> None:
-    if event.interrupt("approve") is not True:
-        event.cancel("no")
-
-
 @app.agent("bench")
 def _build(session: AgentSession) -> Agent:
-    agent = Agent(FunctionModel(_reply), tools=[pay], session=session.store, session_id=session.id)
-    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
-    return agent
+    return approval_agent(session, pay)
 
 
 # --- shared: worker processes, the tool-run check ------------------------------------------------
