@@ -476,7 +476,7 @@ def test_a_shorter_conversation_given_later_resets_the_reduction():
     model = overflowing_above(3)
     agent = Agent(model, messages=turns(4), conversation=SlidingWindow(max_messages=40))
     agent("x")
-    agent.messages[:] = []  # a new conversation, between runs
+    agent.messages = []  # a new conversation, between runs
     agent("fresh start")
     assert texts(model.requests[-1].messages) == ["fresh start"]
 

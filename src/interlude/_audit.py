@@ -58,6 +58,11 @@ class AuditEntry:
     shown: str
     expired: bool = False
 
+    def __post_init__(self) -> None:
+        from ._frozen import freeze
+
+        object.__setattr__(self, "answer", freeze(self.answer))
+
     @classmethod
     def of(cls, interrupt: Interrupt, answer: JsonValue, by: str, at: float) -> AuditEntry:
         return cls(

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
+from ._frozen import freeze, thaw
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
 from .errors import InterruptError, InterruptSignal, StateFormatError
 
@@ -71,6 +72,13 @@ class Interrupt:
     default: JsonValue = None
     has_default: bool = False
     via: tuple[ToolUse, ...] = ()
+
+    def __post_init__(self) -> None:
+        # What the person is shown and answers: read-only, all the way down.
+        for name in ("reason", "response", "response_schema", "default"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, freeze(value))
 
     @property
     def digest(self) -> str:
@@ -163,7 +171,7 @@ class Answers:
         shown: Mapping[str, ToolUse] | None = None,
         expired: Iterable[str] = (),
     ) -> None:
-        self.values: dict[str, JsonValue] = dict(values or {})
+        self.values: dict[str, JsonValue] = {k: freeze(v) for k, v in (values or {}).items()}
         self.shown: dict[str, ToolUse] = dict(shown or {})
         self.expired: set[str] = set(expired)
         """Questions settled by their deadline passing: with a default, ``values`` holds it;
@@ -189,7 +197,7 @@ class Answers:
         merged = Answers(self.values, self.shown, self.expired)
         merged.asked = dict(self.asked)
         for iid, answer in new.items():
-            merged.values[iid] = answer
+            merged.values[iid] = freeze(answer)  # handed to callbacks: read-only
             shown = asked[iid].tool_use
             if shown is None:
                 merged.shown.pop(iid, None)
@@ -393,7 +401,7 @@ class Interrupter:
             )
         if found:
             if response_type is None:
-                return answer
+                return thaw(answer)  # the caller's own copy: the kept answer stays as given
             from ._typed import AnswerTypeError, convert
 
             try:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._frozen import FrozenList, freeze
 from .errors import StateFormatError
 
 __all__ = [
@@ -48,6 +49,9 @@ class Json:
 
     value: JsonValue
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", freeze(self.value))  # read-only, deep
+
 
 @dataclass(frozen=True, slots=True)
 class Image:
@@ -77,6 +81,11 @@ class ToolUse:
     id: str
     name: str
     input: dict[str, JsonValue] = field(default_factory=dict)
+    """Read-only, all the way down (ReadOnlyError on an in-place edit): it is what hooks and
+    people are shown and approve. To change a call, replace the tool use."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "input", freeze(self.input))
 
 
 ToolResultBlock: TypeAlias = Text | Json | Image
@@ -89,6 +98,11 @@ class ToolResult:
     tool_use_id: str
     status: ToolResultStatus = "success"
     content: list[ToolResultBlock] = field(default_factory=list)
+    """Read-only (a ``list`` that refuses in-place edits)."""
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not FrozenList:
+            object.__setattr__(self, "content", FrozenList(self.content))
 
     @property
     def text(self) -> str:
@@ -105,6 +119,11 @@ class Message:
 
     role: Role
     content: list[ContentBlock]
+    """Read-only (a ``list`` that refuses in-place edits); its blocks are frozen too."""
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not FrozenList:
+            object.__setattr__(self, "content", FrozenList(self.content))
 
     @property
     def text(self) -> str:

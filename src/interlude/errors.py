@@ -5,6 +5,7 @@ Exception
 └── InterludeError
     ├── ConfigurationError          an Agent or tool built wrongly
     ├── HookEventWriteError         (also AttributeError) writing a read-only event field
+    ├── ReadOnlyError               (also TypeError) editing a handed-out JSON value in place
     ├── InterruptError              misuse of interrupt(): a name used twice in one event
     ├── DirectToolInterruptError    agent.tool.x() met an interrupt
     ├── ToolInputError              a model's tool arguments failed validation
@@ -80,6 +81,7 @@ __all__ = [
     "NotPausedError",
     "OutputTypeMismatchError",
     "OutputValidationError",
+    "ReadOnlyError",
     "ReplayedException",
     "ResumeError",
     "ResumeInputError",
@@ -109,6 +111,12 @@ class ConfigurationError(InterludeError):
 
 class HookEventWriteError(InterludeError, AttributeError):
     """A hook callback wrote a field of an event that is not writable."""
+
+
+class ReadOnlyError(InterludeError, TypeError):
+    """A value Interlude handed out (a tool use's input, a message's content, a question's
+    reason, an answer) was edited in place. Those values are what was shown, approved and
+    stored; make a changed copy instead (for a tool call: assign ``event.tool_use``)."""
 
 
 class InterruptError(InterludeError):

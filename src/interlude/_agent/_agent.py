@@ -17,6 +17,7 @@ from .._tools._function import FunctionTool
 from .._tools._spec import AgentTool, ToolSpec
 from ..errors import (
     AgentBusyError,
+    AgentPausedError,
     ConfigurationError,
     NotPausedError,
     StateFormatError,
@@ -198,8 +199,25 @@ class Agent:
 
     @property
     def messages(self) -> list[Message]:
-        """The conversation (the live list)."""
-        return self._messages
+        """The conversation, read-only (a copy that refuses edits; so are its messages).
+        Assign a new list to replace the conversation between runs."""
+        from .._frozen import FrozenList
+
+        return FrozenList(self._messages)
+
+    @messages.setter
+    def messages(self, messages: Iterable[Message]) -> None:
+        new = list(messages)
+        if any(not isinstance(m, Message) for m in new):
+            raise ConfigurationError("messages must be Message objects")
+        if self._running:
+            raise AgentBusyError("the conversation cannot be replaced while a run is going")
+        if self._pause is not None:
+            raise AgentPausedError(
+                "the conversation cannot be replaced while the agent is paused or holds a "
+                "stopped run: resume, recover or discard it first"
+            )
+        self._messages[:] = new
 
     @property
     def tools(self) -> dict[str, AgentTool]:

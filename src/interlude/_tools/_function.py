@@ -126,9 +126,11 @@ class FunctionTool:
         """The function's keyword arguments from the model's input; ToolInputError if invalid."""
         from pydantic import ValidationError
 
+        from .._frozen import thaw
+
         model = self._model
         try:
-            parsed = model.model_validate(arguments)
+            parsed = model.model_validate(thaw(arguments))  # the tool gets its own copy
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
