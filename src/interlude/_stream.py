@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ._messages import JsonValue, Message, ToolResult, ToolUse, Usage
 
@@ -137,3 +137,27 @@ class ModelResponse:
     message: Message
     stop_reason: ModelStopReason
     usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """The reply as JSON-compatible data."""
+        return {
+            "message": self.message.to_dict(),
+            "stop_reason": self.stop_reason,
+            "usage": self.usage.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "response") -> ModelResponse:
+        """Rebuild a reply from :meth:`to_dict` output; StateFormatError if malformed."""
+        from ._messages import _obj, _show, message_from_dict
+        from .errors import StateFormatError
+
+        d = _obj(data, where)
+        stop = d.get("stop_reason")
+        if stop not in ("end_turn", "tool_use", "max_tokens", "content_filtered"):
+            raise StateFormatError(f"{where}.stop_reason: unknown stop reason {_show(stop)}")
+        return cls(
+            message_from_dict(d.get("message"), f"{where}.message"),
+            stop,
+            Usage.from_dict(d.get("usage"), f"{where}.usage"),
+        )

@@ -34,21 +34,20 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "interlude.otel needs the OpenTelemetry API: pip install 'interlude[otel]'"
     ) from exc
 
-from ._agent._observe import install
-from .errors import InterruptSignal
+from ._agent import Asked, Raised, Returned, install
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from opentelemetry.trace import Span, Tracer, TracerProvider
     from opentelemetry.util.types import AttributeValue
 
-    from ._agent._agent import Agent
-    from ._agent._loop import Run
-    from ._agent._state import Step, ToolCall
+    from ._agent import Agent, RunInfo, ToolOutcome, ToolRequest
     from ._interrupt import Interrupt
-    from ._messages import ToolResult, ToolUse, Usage
+    from ._messages import Usage
     from ._result import AgentResult
     from ._stream import ModelResponse
-    from ._tools._spec import AgentTool
+    from .models import Model
 
 __all__ = ["STOP_REASON", "TRACER_NAME", "instrument", "uninstrument"]
 
@@ -95,7 +94,7 @@ def instrument(
     if agent is None:
         install(observer)
     else:
-        agent._observer = observer
+        agent.observer = observer
 
 
 def uninstrument(agent: Agent | None = None) -> None:
@@ -104,26 +103,29 @@ def uninstrument(agent: Agent | None = None) -> None:
     if agent is None:
         install(None)
     else:
-        agent._observer = None
+        agent.observer = None
 
 
 class _Tracing:
-    """The observer (see ``interlude._agent._observe``) that makes OpenTelemetry spans."""
+    """The observer of runs (``Agent(observer=...)``) that makes OpenTelemetry spans."""
 
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
         self.failed = False
         """Whether tracing has failed already (only the first failure is a warning)."""
 
-    async def observe_run(self, run: Run, step: Step, replay: bool) -> AgentResult:
+    async def observe_run(
+        self, info: RunInfo, drive: Callable[[str | None], Coroutine[Any, Any, AgentResult]]
+    ) -> AgentResult:
         span: Span = trace.INVALID_SPAN
         token: object = None
-        usage_before = run.progress.usage
+        own: str | None = None
         with self._safely("starting a run's span"):
-            span = self._start_run(run, replay)
+            span = self._start_run(info)
+            own = _traceparent(span)
             token = otel_context.attach(trace.set_span_in_context(span))
         try:
-            result = await run.drive(step, replay)
+            result = await drive(own)  # the pause or the journal carries its trace context
         except asyncio.CancelledError:
             with self._safely("ending a run's span"):
                 span.set_attribute(STOP_REASON, "cancelled")
@@ -141,38 +143,30 @@ class _Tracing:
         finally:
             with self._safely("ending a run's span"):
                 try:
-                    _usage(span, run.progress.usage, usage_before)
+                    _usage(span, info.usage_now(), info.usage)
                 finally:
                     self._end(span, token)
 
-    def _start_run(self, run: Run, replay: bool) -> Span:
-        """The run's span, started; its trace context put in the run's progress (the pause or
-        the journal carries it to whoever carries on)."""
-        agent, progress = run.agent, run.progress
-        kind = "prompt"
-        if replay:
-            paused = agent._pause is not None and bool(agent._pause.interrupts)
-            kind = "resume" if paused else "recover"
+    def _start_run(self, info: RunInfo) -> Span:
+        """The run's span, started, linked to the run it carries on (if traced)."""
+        kind = info.kind
         attributes: dict[str, AttributeValue] = {
             _OPERATION: "invoke_agent",
             "interlude.run.kind": kind,
         }
-        if agent.name is not None:
-            attributes[_AGENT_NAME] = agent.name
-        if agent.session_id is not None:
-            attributes[_CONVERSATION] = agent.session_id
-        attributes.update(_model_attributes(agent.model))
+        if info.agent_name is not None:
+            attributes[_AGENT_NAME] = info.agent_name
+        if info.session_id is not None:
+            attributes[_CONVERSATION] = info.session_id
+        attributes.update(_model_attributes(info.model))
         links = []
-        earlier = _span_context(progress.traceparent)
+        earlier = _span_context(info.traceparent)
         if earlier is not None:
             follows = "paused_run" if kind == "resume" else "stopped_run"
             links.append(trace.Link(earlier, {"interlude.link": follows}))
-        name = "invoke_agent" if agent.name is None else f"invoke_agent {agent.name}"
+        name = "invoke_agent" if info.agent_name is None else f"invoke_agent {info.agent_name}"
         span = self.tracer.start_span(name, attributes=attributes, links=links)
-        own = _traceparent(span)
-        if own is not None:
-            progress.traceparent = own
-        for entry in run.audit:
+        for entry in info.answered:
             answered: dict[str, AttributeValue] = {
                 "interlude.interrupt.id": entry.interrupt_id,
                 "interlude.interrupt.name": entry.name,
@@ -203,16 +197,16 @@ class _Tracing:
             _log.log(level, "tracing failed while %s; the run goes on", what, exc_info=True)
 
     async def observe_model(
-        self, run: Run, call: Coroutine[Any, Any, ModelResponse]
+        self, model: Model, call: Coroutine[Any, Any, ModelResponse]
     ) -> ModelResponse:
         span: Span = trace.INVALID_SPAN
         token: object = None
         try:
             with self._safely("starting a model call's span"):
                 attributes: dict[str, AttributeValue] = {_OPERATION: "chat"}
-                attributes.update(_model_attributes(run.agent.model))
-                model = attributes.get(_MODEL)
-                name = "chat" if model is None else f"chat {model}"
+                attributes.update(_model_attributes(model))
+                model_id = attributes.get(_MODEL)
+                name = "chat" if model_id is None else f"chat {model_id}"
                 span = self.tracer.start_span(
                     name, kind=trace.SpanKind.CLIENT, attributes=attributes
                 )
@@ -240,37 +234,28 @@ class _Tracing:
                 self._end(span, token)
 
     async def observe_tool(
-        self,
-        run: Run,
-        call: ToolCall,
-        tool: AgentTool,
-        tool_use: ToolUse,
-        body: Coroutine[Any, Any, ToolResult],
-    ) -> ToolResult:
+        self, request: ToolRequest, body: Coroutine[Any, Any, ToolOutcome]
+    ) -> ToolOutcome:
         span: Span = trace.INVALID_SPAN
         token: object = None
+        tool = request.tool
         try:
             with self._safely("starting a tool's span"):
                 attributes: dict[str, AttributeValue] = {
                     _OPERATION: "execute_tool",
                     _TOOL_NAME: tool.name,
-                    _TOOL_CALL_ID: call.answer_id,
+                    _TOOL_CALL_ID: request.answer_id,
                     _TOOL_TYPE: "function",
                 }
-                if call.model_id is not None:  # the model repeated the id: the run's is unique
-                    attributes["interlude.tool_use.id"] = tool_use.id
+                if request.answer_id != request.tool_use.id:  # the run's id is unique
+                    attributes["interlude.tool_use.id"] = request.tool_use.id
                 span = self.tracer.start_span(f"execute_tool {tool.name}", attributes=attributes)
                 token = otel_context.attach(trace.set_span_in_context(span))
         except BaseException:  # KeyboardInterrupt and the like: the body never runs
             body.close()
             raise
         try:
-            result = await body
-        except InterruptSignal as signal:  # a question, not a failure
-            with self._safely("ending a tool's span"):
-                span.set_attribute(STOP_REASON, "interrupt")
-                span.set_attribute("interlude.interrupt.id", signal.interrupt.id)
-            raise
+            outcome = await body
         except asyncio.CancelledError:
             with self._safely("ending a tool's span"):
                 span.set_attribute(STOP_REASON, "cancelled")
@@ -281,14 +266,27 @@ class _Tracing:
             raise
         else:
             with self._safely("ending a tool's span"):
-                if result.status == "error":
-                    status = trace.Status(trace.StatusCode.ERROR, "the tool returned an error")
-                    span.set_status(status)
-                    span.set_attribute(_ERROR_TYPE, "tool_error")
-            return result
+                _ended(span, outcome)
+            return outcome
         finally:
             with self._safely("ending a tool's span"):
                 self._end(span, token)
+
+
+def _ended(span: Span, outcome: ToolOutcome) -> None:
+    """Mark a tool's span with what its body came to: a question is not a failure."""
+    if isinstance(outcome, Asked):
+        span.set_attribute(STOP_REASON, "interrupt")
+        span.set_attribute("interlude.interrupt.id", outcome.interrupts[0].id)
+    elif isinstance(outcome, Returned):
+        if outcome.result.status == "error":
+            span.set_status(trace.Status(trace.StatusCode.ERROR, "the tool returned an error"))
+            span.set_attribute(_ERROR_TYPE, "tool_error")
+    elif isinstance(outcome, Raised):
+        _failed(span, outcome.exception)
+    else:  # Lost: it may or may not have run
+        span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.reason))
+        span.set_attribute(_ERROR_TYPE, "lost")
 
 
 def _model_attributes(model: object) -> dict[str, AttributeValue]:

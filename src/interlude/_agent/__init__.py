@@ -1,1 +1,106 @@
-"""The agent and its loop."""
+"""The agent and its loop.
+
+The names below are the seam integrations use (Temporal, tracing, the inbox, the CLI, the
+server): typed requests and outcomes for where model calls and tool bodies run, the observer of
+runs, the state codec and the checks a resume applies. Everything else in ``_agent/`` is
+private to it: nothing outside this package imports its modules or touches an agent's private
+attributes. The codec and the answer checks load on first use (``import interlude`` stays light).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._agent import Agent, Prompt
+from ._direct import DirectTool, ToolCaller
+from ._executor import (
+    LOCAL,
+    Asked,
+    Executor,
+    LocalExecutor,
+    Lost,
+    ModelCall,
+    Raised,
+    Returned,
+    StateDelta,
+    ToolOutcome,
+    ToolRequest,
+)
+from ._observe import Observer, RunInfo, install
+
+if TYPE_CHECKING:
+    from ._answering import check_answers, check_by, resume_plan
+    from ._codec import FORMAT, AgentState, decode_state
+    from ._state import Pause
+
+__all__ = [
+    "FORMAT",
+    "LOCAL",
+    "Agent",
+    "AgentState",
+    "Asked",
+    "DirectTool",
+    "Executor",
+    "LocalExecutor",
+    "Lost",
+    "ModelCall",
+    "Observer",
+    "Pause",
+    "Prompt",
+    "Raised",
+    "Returned",
+    "RunInfo",
+    "StateDelta",
+    "ToolCaller",
+    "ToolOutcome",
+    "ToolRequest",
+    "check_answers",
+    "check_by",
+    "decode_state",
+    "install",
+    "load_all",
+    "resume_plan",
+]
+
+_LAZY = {
+    "FORMAT": "._codec",
+    "AgentState": "._codec",
+    "decode_state": "._codec",
+    "check_answers": "._answering",
+    "check_by": "._answering",
+    "resume_plan": "._answering",
+    "Pause": "._state",
+}
+
+_LOOP_MODULES = (
+    "._answering",
+    "._batch",
+    "._codec",
+    "._conversation",
+    "._loop",
+    "._output",
+    "._persist",
+    "._results",
+    "._signing",
+    "._state",
+    "._subagent",
+    "._transitions",
+)
+
+
+def load_all() -> None:
+    """Import every module the loop loads lazily, now (a workflow sandbox passes them through
+    once instead of loading a second copy on first use)."""
+    import importlib
+
+    for name in _LOOP_MODULES:
+        importlib.import_module(name, __name__)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)

@@ -54,9 +54,9 @@ class Agent:
     ``stop_reason == "interrupt"`` and :meth:`resume` carries on from exactly there.
     """
 
-    _observer: Observer | None = None
-    """Who watches this agent's runs (``interlude.otel.instrument(agent)``); None: the
-    process-wide observer, if any (see ``_observe``)."""
+    observer: Observer | None = None
+    """Who watches this agent's runs (``Agent(observer=...)``, or
+    ``interlude.otel.instrument(agent)``); None: the process-wide observer, if any."""
 
     def __init__(
         self,
@@ -79,40 +79,20 @@ class Agent:
         signing_key: bytes | str | None = None,
         clock: Callable[[], float] | None = None,
         conversation: ConversationManager | None = None,
+        observer: Observer | None = None,
     ) -> None:
         if isinstance(model, str):
             from ..models import model_from_string
 
             model = model_from_string(model)
-        if not callable(getattr(model, "stream", None)):
-            raise ConfigurationError(f"model has no stream() method: {model!r}")
-        if tool_executor not in ("concurrent", "sequential"):
-            raise ConfigurationError(
-                f"tool_executor must be 'concurrent' or 'sequential', got {tool_executor!r}"
-            )
-        for what, value in (
-            ("max_cycles", max_cycles),
-            ("max_retries", max_retries),
-            ("output_retries", output_retries),
-        ):
-            if not isinstance(value, int) or value < 0:
-                raise ConfigurationError(f"{what} must be a non-negative integer, got {value!r}")
-        if in_doubt not in ("ask", "rerun"):
-            raise ConfigurationError(f"in_doubt must be 'ask' or 'rerun', got {in_doubt!r}")
-        if not isinstance(session_lease, int | float) or not 0 < session_lease < float("inf"):
-            raise ConfigurationError(
-                f"session_lease must be a positive number of seconds, got {session_lease!r}"
-            )
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
+        _check_settings(model, tool_executor, max_cycles, max_retries, output_retries)
+        _check_more(in_doubt, session_lease, name, clock, conversation)
         self.name = name
         """The agent's name, recorded with its session: an :class:`~interlude.App` maps it to
         the code that builds the agent (stored data never names code)."""
         from ._signing import as_key
 
         self._key = as_key(signing_key)
-        if clock is not None and not callable(clock):
-            raise ConfigurationError(f"clock must be a function returning epoch seconds: {clock!r}")
         self.clock: Callable[[], float] = clock or time.time
         """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
         self._audit: list[AuditEntry] = []
@@ -123,14 +103,6 @@ class Agent:
         self.in_doubt = in_doubt
         """What recovery does with a call whose process stopped while it ran, for tools not
         marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
-        if conversation is not None and not (
-            callable(getattr(conversation, "view", None))
-            and callable(getattr(conversation, "reduce", None))
-        ):
-            raise ConfigurationError(
-                f"conversation must be a conversation manager (SlidingWindow, Summarizing, ...) "
-                f"with view() and reduce(), got {conversation!r}"
-            )
         self.conversation = conversation
         """What part of the conversation the model is sent (None: all of it); see
         :mod:`interlude.conversation`."""
@@ -144,13 +116,8 @@ class Agent:
         self.output_retries = output_retries
         """How often a final answer that does not fit a run's ``output_type`` is sent back to
         the model with what is wrong, before the run fails with OutputValidationError."""
-        self._tools: dict[str, AgentTool] = {}
-        for item in tools:
-            # FunctionTool first: a runtime-protocol isinstance costs tens of microseconds.
-            t = item if isinstance(item, FunctionTool | AgentTool) else _as_tool(item)
-            if t.name in self._tools:
-                raise ConfigurationError(f"two tools are named {t.name!r}")
-            self._tools[t.name] = t
+        self.observer = observer
+        self._tools = _tools_by_name(tools)
         self._specs: list[ToolSpec] | None = None
         self.hooks = HookRegistry()
         for provider in hooks:
@@ -170,30 +137,35 @@ class Agent:
         if (session is None) != (session_id is None):
             raise ConfigurationError("give both session= and session_id=, or neither")
         if session is not None and session_id is not None:
-            from ._persist import SessionLink
+            self._open_session(session, session_id, session_lease, bool(self._messages))
 
-            if isinstance(session, str):  # a store's URL: sqlite:///..., file:///..., ...
-                from ..sessions import open_store
+    def _open_session(
+        self, session: SessionStore | str, session_id: str, lease: float, given: bool
+    ) -> None:
+        """Load the agent's session (its conversation, state and pause, if stored)."""
+        from ._persist import SessionLink
 
-                session = open_store(session)
-            link = SessionLink(session, session_id, session_lease)
-            loaded = link.load(self._key, name)
-            if name is not None and link.agent_name not in (None, name):
+        if isinstance(session, str):  # a store's URL: sqlite:///..., file:///..., ...
+            from ..sessions import open_store
+
+            session = open_store(session)
+        link = SessionLink(session, session_id, lease)
+        loaded = link.load(self._key, self.name)
+        if self.name is not None and link.agent_name not in (None, self.name):
+            raise ConfigurationError(
+                f"session {session_id!r} belongs to agent {link.agent_name!r}, not {self.name!r}"
+            )
+        if loaded is not None:
+            if given:
                 raise ConfigurationError(
-                    f"session {session_id!r} belongs to agent {link.agent_name!r}, not {name!r}"
+                    f"session {session_id!r} already holds a conversation; do not pass messages="
                 )
-            if loaded is not None:
-                if messages:
-                    raise ConfigurationError(
-                        f"session {session_id!r} already holds a conversation; do not pass "
-                        "messages="
-                    )
-                from ._transitions import adopt, close_pre_journal_crash
+            from ._transitions import adopt, close_pre_journal_crash
 
-                adopt(self, loaded)
-                if self._pause is None:
-                    close_pre_journal_crash(self, link.legacy_resumed)
-            self._session = link
+            adopt(self, loaded)
+            if self._pause is None:
+                close_pre_journal_crash(self, link.legacy_resumed)
+        self._session = link
 
     # --- what the agent holds -------------------------------------------------------------
 
@@ -222,6 +194,35 @@ class Agent:
     @property
     def tools(self) -> dict[str, AgentTool]:
         return dict(self._tools)
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a run is going."""
+        return self._running
+
+    @property
+    def executor(self) -> Executor:
+        """Where model calls and tool bodies run: this process (``LOCAL``) unless an
+        integration (a durable engine's workflow) set its own; not while a run is going."""
+        return self._executor
+
+    @executor.setter
+    def executor(self, executor: Executor) -> None:
+        if not (
+            callable(getattr(executor, "call_model", None))
+            and callable(getattr(executor, "run_tool", None))
+        ):
+            raise ConfigurationError(f"not an executor (call_model, run_tool): {executor!r}")
+        if self._running:
+            raise AgentBusyError("the executor cannot change while a run is going")
+        self._executor = executor
+
+    def detach_session(self) -> None:
+        """Stop saving to the session: no journal, no claims (a durable engine keeps the
+        run's history itself). The agent keeps what it loaded."""
+        if self._running:
+            raise AgentBusyError("cannot detach the session while a run is going")
+        self._session = None
 
     @property
     def is_paused(self) -> bool:
@@ -512,7 +513,7 @@ class Agent:
                 task = asyncio.ensure_future(
                     run.drive(step, replay)
                     if observer is None
-                    else observer.observe_run(run, step, replay)
+                    else observer.observe_run(run.info(replay), run.traced(step, replay))
                 )
                 self._task = task
                 if self._cancel_requested:  # cancel() came while the session was claimed
@@ -559,6 +560,60 @@ def _check_reserved(state: Mapping[str, JsonValue], error: type[Exception]) -> N
             f"agent.state[{STATE_KEY!r}] is reserved for the conversation manager's state; "
             f"use another key"
         )
+
+
+def _check_settings(
+    model: object, tool_executor: object, max_cycles: object, max_retries: object, output: object
+) -> None:
+    """ConfigurationError naming the first setting that is wrong."""
+    if not callable(getattr(model, "stream", None)):
+        raise ConfigurationError(f"model has no stream() method: {model!r}")
+    if tool_executor not in ("concurrent", "sequential"):
+        raise ConfigurationError(
+            f"tool_executor must be 'concurrent' or 'sequential', got {tool_executor!r}"
+        )
+    for what, value in (
+        ("max_cycles", max_cycles),
+        ("max_retries", max_retries),
+        ("output_retries", output),
+    ):
+        if not isinstance(value, int) or value < 0:
+            raise ConfigurationError(f"{what} must be a non-negative integer, got {value!r}")
+
+
+def _check_more(
+    in_doubt: object, lease: object, name: object, clock: object, conversation: object
+) -> None:
+    """ConfigurationError naming the first setting that is wrong (the rest of them)."""
+    if in_doubt not in ("ask", "rerun"):
+        raise ConfigurationError(f"in_doubt must be 'ask' or 'rerun', got {in_doubt!r}")
+    if not isinstance(lease, int | float) or not 0 < lease < float("inf"):
+        raise ConfigurationError(
+            f"session_lease must be a positive number of seconds, got {lease!r}"
+        )
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigurationError(f"name must be a non-empty string, got {name!r}")
+    if clock is not None and not callable(clock):
+        raise ConfigurationError(f"clock must be a function returning epoch seconds: {clock!r}")
+    if conversation is not None and not (
+        callable(getattr(conversation, "view", None))
+        and callable(getattr(conversation, "reduce", None))
+    ):
+        raise ConfigurationError(
+            f"conversation must be a conversation manager (SlidingWindow, Summarizing, ...) "
+            f"with view() and reduce(), got {conversation!r}"
+        )
+
+
+def _tools_by_name(tools: Iterable[AgentTool | Any]) -> dict[str, AgentTool]:
+    by_name: dict[str, AgentTool] = {}
+    for item in tools:
+        # FunctionTool first: a runtime-protocol isinstance costs tens of microseconds.
+        t = item if isinstance(item, FunctionTool | AgentTool) else _as_tool(item)
+        if t.name in by_name:
+            raise ConfigurationError(f"two tools are named {t.name!r}")
+        by_name[t.name] = t
+    return by_name
 
 
 def _as_tool(obj: Any) -> AgentTool:

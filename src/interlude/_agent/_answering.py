@@ -27,7 +27,7 @@ from ._state import BeforeInvocation, Progress, Step
 if TYPE_CHECKING:
     from ._agent import Agent, Prompt
 
-__all__ = ["Plan", "check_answers", "prompt_plan", "resume_plan"]
+__all__ = ["Plan", "check_answers", "check_by", "prompt_plan", "resume_plan"]
 
 Plan = tuple[Step, Progress, bool, list[AuditEntry]]
 """Where a run starts: the step, the progress, whether it replays a pause, and the audit
@@ -77,7 +77,7 @@ def resume_plan(
             f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
         )
     if by is not None and not expiry_only:
-        _check_by(by)
+        check_by(by)
     if not answers and not expiry_only:
         raise ResumeInputError("resume() got no answers; answer at least one interrupt")
     now = agent.clock()
@@ -217,7 +217,7 @@ def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
     return answers
 
 
-def _check_by(by: object) -> None:
+def check_by(by: object) -> None:
     """ResumeInputError unless ``by`` is a printable name, not the one kept for deadlines."""
     if not isinstance(by, str) or not by.strip():
         raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")

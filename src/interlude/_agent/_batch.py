@@ -7,14 +7,17 @@ at any call and carry on later exactly there.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeAlias, assert_never
 
 from .._interrupt import Answers, Interrupt, interrupt_id
 from .._messages import Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
-from .._tools._context import RelaySignal, ToolContext
-from ..errors import InterruptSignal, RetryLimitError
+from .._tools._context import ToolContext
+from ..errors import RetryLimitError
 from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
+from ..models._assemble import INVALID_JSON_KEY
+from ._executor import Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
 from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
@@ -22,9 +25,6 @@ if TYPE_CHECKING:
     from ._loop import Run
 
 __all__ = ["IN_DOUBT_CHOICES", "INVALID_JSON_KEY", "in_doubt_problem", "run_batch", "run_call"]
-
-INVALID_JSON_KEY = "__invalid_json__"
-"""Key under which a tool use keeps arguments the model sent as malformed JSON."""
 
 
 async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
@@ -106,10 +106,6 @@ async def run_call(
     before-tool hooks and body do not run (also on a retry); it gets that error result.
     ``approved``: the batch event's callbacks passed using an answer, so a call its before-tool
     hooks change is not run unless one of their own answers covers it (``_changed``)."""
-    agent = run.agent
-    hooks = agent.hooks
-    answers = run.progress.answers
-    emit = run.emit
     replay_before = replay and call.phase == "before"
     replay_after = replay and call.phase == "after"
     if call.phase == "running":  # its process stopped while the body ran: in doubt
@@ -118,86 +114,115 @@ async def run_call(
             return [question]
     while True:
         if call.phase != "after":  # pending, before, or run again: body (interrupted), running
-            cancel_message: str | None = None
-            if call.phase in ("pending", "before"):
-                tool_use = call.tool_use
-                tool: AgentTool | None = agent._tools.get(tool_use.name)
-                if cancelled is not None:
-                    cancel_message = cancelled
-                elif hooks.has_callbacks(BeforeToolCallEvent):
-                    before = BeforeToolCallEvent(
-                        agent,
-                        tool_use,
-                        tool,
-                        scope=tool_use.id,
-                        is_replay=replay_before,
-                        answers=answers,
-                    )
-                    interrupts = await run.invoke(hooks, before)
-                    if not interrupts and before.cancel_message is None and before.tool:
-                        interrupts = _unbound(before, answers)
-                    if interrupts:
-                        call.phase = "before"
-                        return interrupts
-                    cancel_message = before.cancel_message
-                    if approved and cancel_message is None and not before._answered:
-                        cancel_message = _changed(call.tool_use, tool, before)
-                    tool_use, tool = before.tool_use, before.tool
-                    if tool_use.id != call.tool_use.id:  # the result must answer the model's id
-                        tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
-                call.active_use, call.tool = tool_use, tool
-                call.tool_name = tool.name if tool else None
-            # Else resumed after the body interrupted, or a person chose to run an in-doubt
-            # call again: the body runs again from the top.
-            result, exception = await _body(run, call, cancel_message)
-            if result is None:  # the body interrupted (several questions: relayed at once)
-                assert isinstance(exception, InterruptSignal)
-                call.phase = "body"
-                if isinstance(exception, RelaySignal):
-                    return list(exception.interrupts)
-                return [exception.interrupt]
-            call.result, call.exception, call.cancel_message = result, exception, cancel_message
-            call.checkpoint = None  # the body finished: nothing to pick up from any more
-            call.phase = "after"
-            if run.journal is not None and run.in_flight:  # siblings run: keep it now
-                await run.checkpoint()
+            stopped = await _before_and_body(run, call, replay_before, cancelled, approved)
+            if stopped:
+                return stopped
+        interrupts = await _after(run, call, replay_after)
+        if interrupts is not None:
+            return interrupts
+        replay_before = replay_after = False  # retried: from the before-hooks, afresh
 
-        assert call.result is not None and call.active_use is not None
-        final = call.result
-        if hooks.has_callbacks(AfterToolCallEvent):
-            after = AfterToolCallEvent(
-                agent,
-                call.active_use,
-                _selected(run, call),
-                call.result,
-                call.exception,
-                call.cancel_message,
-                scope=call.tool_use.id,
-                is_replay=replay_after,
-                answers=answers,
-            )
-            interrupts = await run.invoke(hooks, after)
-            if interrupts:  # an interrupt wins over a retry asked in the same pass
-                return interrupts
-            if after.retry:
-                # The retried call's after-hooks ask their questions afresh.
-                answers.forget(after._used_ids())
-                call.retries += 1
-                if call.retries > agent.max_retries:
-                    call.result, call.phase = after.result, "done"
-                    raise RetryLimitError(
-                        f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
-                        f"{call.retries - 1} times; the limit is max_retries={agent.max_retries}"
-                    )
-                call.phase, call.result, call.exception = "pending", None, None
-                replay_before = replay_after = False
-                continue
-            final = after.result
-        call.result, call.phase = _json_checked(final), "done"
-        call.exception = None
-        if emit is not None:
-            emit(ToolCallFinished(final))
+
+async def _before_and_body(
+    run: Run, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
+) -> list[Interrupt]:
+    """The before-hooks (unless resumed past them) and the body; the questions that stop the
+    call (empty once its body finished: phase ``after``)."""
+    cancel_message: str | None = None
+    if call.phase in ("pending", "before"):
+        interrupts, cancel_message = await _before(run, call, replay, cancelled, approved)
+        if interrupts:
+            call.phase = "before"
+            return interrupts
+    # Else resumed after the body interrupted, or a person chose to run an in-doubt call
+    # again: the body runs again from the top.
+    while True:
+        ran = await _body(run, call, cancel_message)
+        if ran is None:  # lost, and to be run again
+            continue
+        if isinstance(ran, list):  # the body stopped with questions (or is in doubt)
+            return ran
+        call.result, call.exception = ran
+        call.cancel_message = cancel_message
+        call.checkpoint = None  # the body finished: nothing to pick up from any more
+        call.phase = "after"
+        if run.journal is not None and run.in_flight:  # siblings run: keep it now
+            await run.checkpoint()
         return []
+
+
+async def _before(
+    run: Run, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
+) -> tuple[list[Interrupt], str | None]:
+    """Run the before-tool hooks and select what runs (``call.active_use``, ``call.tool``):
+    (questions, none) or (no questions, the cancel message if the call is not to run)."""
+    agent, answers = run.agent, run.progress.answers
+    hooks = agent.hooks
+    tool_use = call.tool_use
+    tool: AgentTool | None = agent._tools.get(tool_use.name)
+    cancel_message: str | None = None
+    if cancelled is not None:
+        cancel_message = cancelled
+    elif hooks.has_callbacks(BeforeToolCallEvent):
+        before = BeforeToolCallEvent(
+            agent, tool_use, tool, scope=tool_use.id, is_replay=replay, answers=answers
+        )
+        interrupts = await run.invoke(hooks, before)
+        if not interrupts and before.cancel_message is None and before.tool:
+            interrupts = _unbound(before, answers)
+        if interrupts:
+            return interrupts, None
+        cancel_message = before.cancel_message
+        if approved and cancel_message is None and not before._answered:
+            cancel_message = _changed(call.tool_use, tool, before)
+        tool_use, tool = before.tool_use, before.tool
+        if tool_use.id != call.tool_use.id:  # the result must answer the model's id
+            tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
+    call.active_use, call.tool = tool_use, tool
+    call.tool_name = tool.name if tool else None
+    return [], cancel_message
+
+
+async def _after(run: Run, call: ToolCall, replay: bool) -> list[Interrupt] | None:
+    """The after-tool hooks: the questions that stop the call, [] once it is done, or None
+    when a callback asked for a retry (the call is pending again)."""
+    agent = run.agent
+    hooks = agent.hooks
+    assert call.result is not None and call.active_use is not None
+    final = call.result
+    if hooks.has_callbacks(AfterToolCallEvent):
+        after = AfterToolCallEvent(
+            agent,
+            call.active_use,
+            _selected(run, call),
+            call.result,
+            call.exception,
+            call.cancel_message,
+            scope=call.tool_use.id,
+            is_replay=replay,
+            answers=run.progress.answers,
+        )
+        interrupts = await run.invoke(hooks, after)
+        if interrupts:  # an interrupt wins over a retry asked in the same pass
+            return interrupts
+        if after.retry:
+            # The retried call's after-hooks ask their questions afresh.
+            run.progress.answers.forget(after._used_ids())
+            call.retries += 1
+            if call.retries > agent.max_retries:
+                call.result, call.phase = after.result, "done"
+                raise RetryLimitError(
+                    f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
+                    f"{call.retries - 1} times; the limit is max_retries={agent.max_retries}"
+                )
+            call.phase, call.result, call.exception = "pending", None, None
+            return None
+        final = after.result
+    call.result, call.phase = _json_checked(final), "done"
+    call.exception = None
+    if run.emit is not None:
+        run.emit(ToolCallFinished(final))
+    return []
 
 
 def _json_checked(result: ToolResult) -> ToolResult:
@@ -223,10 +248,13 @@ def _selected(run: Run, call: ToolCall) -> AgentTool | None:
     return call.tool
 
 
-async def _body(
-    run: Run, call: ToolCall, cancel_message: str | None
-) -> tuple[ToolResult | None, BaseException | None]:
-    """Run the tool: (result, exception), or (None, signal) when the tool interrupted."""
+_Ran: TypeAlias = "tuple[ToolResult, BaseException | None] | list[Interrupt] | None"
+"""What running a body came to: (result, exception), questions, or None (run it again)."""
+
+
+async def _body(run: Run, call: ToolCall, cancel_message: str | None) -> _Ran:
+    """Run the tool through the agent's executor, or make the error result of a call that
+    cannot run."""
     tool_use = call.active_use
     assert tool_use is not None
     if cancel_message is not None:
@@ -243,26 +271,59 @@ async def _body(
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
         return _error(tool_use, problem), None
-    call.phase, call.started_at = "running", run.agent.clock()
+    agent = run.agent
+    call.phase, call.started_at = "running", agent.clock()
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
-    context = ToolContext(tool_use, run.agent, run.progress.answers, call.checkpoint)
+    request = ToolRequest(
+        tool=tool,
+        tool_use=tool_use,
+        answer_id=call.answer_id,
+        context=ToolContext(tool_use, agent, run.progress.answers, call.checkpoint),
+        answers=run.progress.answers,
+        checkpoint=call.checkpoint,
+        state=MappingProxyType(agent.state),
+        now=agent.clock(),
+        at_most_once=not getattr(tool, "idempotent", False) and agent.in_doubt == "ask",
+    )
     run.in_flight += 1
     try:
-        body = run.agent._executor.run_tool(run, call, tool, tool_use, context)
+        body = agent._executor.run_tool(request)
         if run.observer is not None:
-            body = run.observer.observe_tool(run, call, tool, tool_use, body)
-        return await body, None
-    except InterruptSignal as signal:
-        call.checkpoint = context._checkpoint  # kept for the re-run
-        return None, signal
+            body = run.observer.observe_tool(request, body)
+        outcome = await body
     except Exception as exc:
         return _error(tool_use, f"{type(exc).__name__}: {exc}"), exc
     finally:
         run.in_flight -= 1
+    return _take(run, call, outcome)
+
+
+def _take(run: Run, call: ToolCall, outcome: ToolOutcome) -> _Ran:
+    """Apply what the body did (answers it used, agent.state it changed elsewhere)."""
+    if isinstance(outcome, Lost):  # it may or may not have run: as after a crash
+        question = _settle_in_doubt(run, call)
+        return None if question is None else [question]
+    if outcome.used:
+        run.progress.answers.forget(list(outcome.used))
+    if outcome.state is not None:
+        outcome.state.apply(run.agent.state)
+    match outcome:
+        case Asked():
+            call.checkpoint = outcome.checkpoint  # kept for the re-run
+            call.phase = "body"
+            return list(outcome.interrupts)
+        case Raised():
+            exc = outcome.exception
+            assert call.active_use is not None
+            return _error(call.active_use, f"{type(exc).__name__}: {exc}"), exc
+        case Returned():
+            return outcome.result, None
+        case _:
+            assert_never(outcome)
 
 
 def _error(tool_use: ToolUse, text: str) -> ToolResult:

@@ -303,7 +303,7 @@ def _encode_step(step: Step) -> dict[str, JsonValue]:
         case AfterModelCall(response, exception):
             return {
                 "kind": "after_model_call",
-                "response": None if response is None else _encode_response(response),
+                "response": None if response is None else response.to_dict(),
                 "exception": None if exception is None else exception_to_dict(exception),
             }
         case ToolBatch(message_index, calls, opened, cancelled, approved):
@@ -355,7 +355,7 @@ def _decode_step(data: Any, where: str, nested: int = 0) -> Step:
         response = d.get("response")
         exception = d.get("exception")
         return AfterModelCall(
-            None if response is None else _decode_response(response, f"{where}.response"),
+            None if response is None else ModelResponse.from_dict(response, f"{where}.response"),
             None if exception is None else exception_from_dict(exception, f"{where}.exception"),
         )
     if kind == "tool_batch":
@@ -399,26 +399,6 @@ def _decode_step(data: Any, where: str, nested: int = 0) -> Step:
             )
         )
     raise StateFormatError(f"{where}.kind: unknown step {_show(kind)}")
-
-
-def _encode_response(r: ModelResponse) -> dict[str, JsonValue]:
-    return {
-        "message": r.message.to_dict(),
-        "stop_reason": r.stop_reason,
-        "usage": r.usage.to_dict(),
-    }
-
-
-def _decode_response(data: Any, where: str) -> ModelResponse:
-    d = _obj(data, where)
-    stop = d.get("stop_reason")
-    if stop not in _MODEL_STOPS:
-        raise StateFormatError(f"{where}.stop_reason: unknown stop reason {_show(stop)}")
-    return ModelResponse(
-        message_from_dict(d.get("message"), f"{where}.message"),
-        stop,
-        Usage.from_dict(d.get("usage"), f"{where}.usage"),
-    )
 
 
 def _encode_call(c: ToolCall) -> dict[str, JsonValue]:

@@ -90,7 +90,7 @@ async def call_managed(run: Run, manager: ConversationManager) -> ModelResponse:
     attempt = 0
     while True:
         try:
-            return await run.agent._executor.call_model(run)
+            return await run.call_model()
         except ContextWindowOverflowError as exc:
             attempt += 1
             if attempt <= MAX_REDUCTIONS and await _reduce(run, manager, overflow=True):

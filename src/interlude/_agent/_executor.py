@@ -1,49 +1,197 @@
 """Where a run's model calls and tool bodies happen: the one seam for running them elsewhere.
 
 The loop decides everything (steps, hooks, answers, the journal); an executor only performs
-the two things that reach outside it. ``LocalExecutor`` performs them in this process, as
-every agent does by default; an integration (e.g. a durable execution engine running each
-as an activity) gives the agent another one.
+the two things that reach outside it, each given as a typed request and answered with a typed
+value. ``LocalExecutor`` performs them in this process, as every agent does by default; an
+integration (a durable execution engine running each as an activity) gives the agent another
+with ``agent.with_executor(...)``. An executor never touches the agent: what a tool body
+changed or used comes back in its outcome and the loop applies it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+
+from .._interrupt import Answers, Interrupt
+from .._messages import JsonValue, Message, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from .._messages import ToolResult, ToolUse
     from .._stream import ModelResponse
     from .._tools._context import ToolContext
-    from .._tools._spec import AgentTool
-    from ._loop import Run
-    from ._state import ToolCall
+    from .._tools._spec import AgentTool, ToolSpec
+    from ..models import Model
 
-__all__ = ["LOCAL", "Executor", "LocalExecutor"]
+__all__ = [
+    "LOCAL",
+    "Asked",
+    "Executor",
+    "LocalExecutor",
+    "Lost",
+    "ModelCall",
+    "Raised",
+    "Returned",
+    "StateDelta",
+    "ToolOutcome",
+    "ToolRequest",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCall:
+    """One model call: the conversation as the model is sent it (the conversation manager's
+    view), the tool specs, the system prompt and the output options (``Model.stream`` keyword
+    arguments: the output schema of a structured run)."""
+
+    model: Model
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    system_prompt: str | None
+    options: Mapping[str, Any]
+    state: Mapping[str, JsonValue]
+    """``agent.state`` as the call sees it (read-only)."""
+    now: float
+    emit: Any = field(default=None, compare=False)
+    """Where stream events go as they come (None: nowhere)."""
+
+    def stream(self) -> Any:
+        """The model's event stream for this call."""
+        return self.model.stream(
+            list(self.messages), list(self.tools), self.system_prompt, **self.options
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolRequest:
+    """One tool body to run: ``tool`` on ``tool_use`` (the call as the before-hooks left it),
+    with the answers of this invocation and what the body kept when it last stopped, both in
+    ``context``. ``at_most_once``: the body must not be run twice by the executor (a lost
+    attempt is reported as :class:`Lost`, and the loop asks a person)."""
+
+    tool: AgentTool
+    tool_use: ToolUse
+    answer_id: str
+    """The id the call's result answers (the model's own, when the run had to make the tool
+    use's id unique)."""
+    context: ToolContext
+    """What the body is handed when it runs in this process."""
+    answers: Answers
+    """The answers of this invocation so far (what the body can be asked about)."""
+    checkpoint: str | None
+    """What the body kept (JSON text) when it last stopped with a question."""
+    state: Mapping[str, JsonValue]
+    """``agent.state`` (read-only)."""
+    now: float
+    at_most_once: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StateDelta:
+    """What a body that ran elsewhere changed in ``agent.state``: keys it set (or changed)
+    and keys it removed. Applied at the step boundary; changes made meanwhile by other calls
+    to other keys stay."""
+
+    set: Mapping[str, JsonValue]
+    removed: tuple[str, ...] = ()
+
+    @classmethod
+    def between(cls, sent: Mapping[str, JsonValue], now: Mapping[str, Any]) -> StateDelta | None:
+        """The change from ``sent`` to ``now`` (None: no change)."""
+        changed = {k: v for k, v in now.items() if k not in sent or sent[k] != v}
+        removed = tuple(k for k in sent if k not in now)
+        return cls(set=changed, removed=removed) if changed or removed else None
+
+    def apply(self, state: dict[str, JsonValue]) -> None:
+        state.update(self.set)
+        for key in self.removed:
+            state.pop(key, None)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Returned:
+    """The body returned ``result``."""
+
+    result: ToolResult
+    used: tuple[str, ...] = ()
+    """The ids of the answers the body took (each is handed out once), when it ran
+    elsewhere (in this process it takes them from the run's own)."""
+    state: StateDelta | None = None
+    """What the body changed in ``agent.state``, when it ran elsewhere."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Raised:
+    """The body raised ``exception`` (the model gets an error result naming it)."""
+
+    exception: Exception
+    used: tuple[str, ...] = ()
+    state: StateDelta | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Asked:
+    """The body stopped with questions: one it asked, or several it relayed (``relayed``, a
+    sub-agent's); ``checkpoint`` is what it kept for its re-run."""
+
+    interrupts: tuple[Interrupt, ...]
+    relayed: bool = False
+    checkpoint: str | None = None
+    used: tuple[str, ...] = ()
+    state: StateDelta | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lost:
+    """The executor lost the call: it may or may not have run (``reason`` says why). The call
+    is *in doubt*, exactly as after a crash: the loop decides (a person, for most tools)."""
+
+    reason: str
+
+
+ToolOutcome: TypeAlias = Returned | Raised | Asked | Lost
 
 
 class Executor(Protocol):
-    async def call_model(self, run: Run) -> ModelResponse:
-        """The model's reply to the conversation as it stands (streamed events emitted)."""
+    async def call_model(self, call: ModelCall) -> ModelResponse:
+        """The model's reply (stream events given to ``call.emit`` as they come)."""
         ...
 
-    async def run_tool(
-        self, run: Run, call: ToolCall, tool: AgentTool, tool_use: ToolUse, context: ToolContext
-    ) -> ToolResult:
-        """The tool's result for ``tool_use`` (the call as the before-hooks left it). May raise
-        InterruptSignal (the tool asked a question) or any exception (the tool failed)."""
+    async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+        """What the tool body did."""
         ...
 
 
 class LocalExecutor:
     """Model calls and tool bodies in this process."""
 
-    async def call_model(self, run: Run) -> ModelResponse:
-        return await run._call_model()
+    async def call_model(self, call: ModelCall) -> ModelResponse:
+        from ..models._assemble import assemble
 
-    async def run_tool(
-        self, run: Run, call: ToolCall, tool: AgentTool, tool_use: ToolUse, context: ToolContext
-    ) -> ToolResult:
-        return await tool.run(tool_use, context)
+        return await assemble(call.stream(), call.emit, call.model)
+
+    async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+        return await run_here(request)
+
+
+async def run_here(request: ToolRequest) -> ToolOutcome:
+    """Run the body in this process; its answers are taken from (and its ``agent.state``
+    changes made to) the context's own, so ``used`` and ``state`` stay empty."""
+    from .._tools._context import RelaySignal
+    from ..errors import InterruptSignal
+
+    context = request.context
+    try:
+        result = await request.tool.run(request.tool_use, context)
+    except RelaySignal as signal:
+        return Asked(
+            interrupts=tuple(signal.interrupts), relayed=True, checkpoint=context._checkpoint
+        )
+    except InterruptSignal as signal:
+        return Asked(interrupts=(signal.interrupt,), checkpoint=context._checkpoint)
+    except Exception as exc:
+        return Raised(exception=exc)
+    return Returned(result=result)
 
 
 LOCAL = LocalExecutor()

@@ -15,25 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._interrupt import Interrupt
-from .._messages import Message, Reasoning, Text, ToolUse
+from .._messages import Message, ToolUse
 from .._result import AgentResult, StopReason
-from .._stream import (
-    InterruptRaised,
-    MessageAppended,
-    ModelResponse,
-    ModelStop,
-    ReasoningDelta,
-    StreamEvent,
-    TextDelta,
-    ToolUseDelta,
-    ToolUseStart,
-)
-from ..errors import CycleLimitError, ModelError, RetryLimitError
+from .._stream import InterruptRaised, MessageAppended, ModelResponse, StreamEvent
+from ..errors import CycleLimitError, RetryLimitError
 from ..hooks._events import (
     AfterInvocationEvent,
     AfterModelCallEvent,
@@ -63,6 +52,8 @@ if TYPE_CHECKING:
     from ..hooks._events import HookEvent
     from ..hooks._registry import HookRegistry
     from ._agent import Agent
+    from ._executor import ModelCall
+    from ._observe import RunInfo
     from ._persist import SessionLink
 
 __all__ = ["Emit", "Run", "close_batch", "closing_message"]
@@ -147,6 +138,37 @@ class Run:
         if not interrupts:
             self.progressed = True  # callbacks that passed used their answers: no way back
         return interrupts
+
+    def info(self, replay: bool) -> RunInfo:
+        """What an observer is told as the run starts."""
+        from ._observe import RunInfo
+
+        agent, progress = self.agent, self.progress
+        kind: Literal["prompt", "resume", "recover"] = "prompt"
+        if replay:
+            kind = "resume" if agent.is_paused else "recover"
+        return RunInfo(
+            kind=kind,
+            agent_name=agent.name,
+            session_id=agent.session_id,
+            model=agent.model,
+            traceparent=progress.traceparent,
+            answered=tuple(self.audit),
+            usage=progress.usage,
+            usage_now=lambda: self.progress.usage,
+        )
+
+    def traced(
+        self, step: Step, replay: bool
+    ) -> Callable[[str | None], Coroutine[Any, Any, AgentResult]]:
+        """``drive`` for an observer: it hands over the trace context the run keeps."""
+
+        def drive(traceparent: str | None) -> Coroutine[Any, Any, AgentResult]:
+            if traceparent is not None:
+                self.progress.traceparent = traceparent
+            return self.drive(step, replay)
+
+        return drive
 
     async def drive(self, step: Step, replay: bool) -> AgentResult:
         """Work from ``step`` until the invocation ends or pauses."""
@@ -251,13 +273,13 @@ class Run:
         self.progressed = True
         try:
             if self.agent.conversation is None:
-                call = self.agent._executor.call_model(self)
+                call = self.call_model()
             else:
                 from ._conversation import call_managed
 
                 call = call_managed(self, self.agent.conversation)
-            if self.observer is not None:
-                call = self.observer.observe_model(self, call)
+            if self.observer is not None:  # the whole call: with its reductions, if any
+                call = self.observer.observe_model(self.agent.model, call)
             response = await call
         except Exception as exc:
             return AfterModelCall(None, exc)
@@ -430,88 +452,27 @@ class Run:
             with contextlib.suppress(Exception):
                 await self._save(None)
 
-    async def _call_model(self) -> ModelResponse:
+    def model_call(self) -> ModelCall:
+        """The model call the run makes now: the conversation as the model is sent it, the
+        tools and the output options (the run's output schema, if any)."""
+        from ._executor import ModelCall
+
         agent = self.agent
-        emit = self.emit
-        blocks: list[Text | Reasoning | ToolUse] = []
-        text: list[str] = []
-        reasoning: list[str] = []
-        signature: str | None = None
-        # Tool uses in stream order; a delta goes to the latest one with its id (a model may
-        # repeat an id within one reply: those stay separate calls).
-        tools: list[tuple[str, str, dict[str, object] | None, list[str]]] = []
-        latest: dict[str, int] = {}
-        stop: ModelStop | None = None
+        specs, options = model_request(self)
+        return ModelCall(
+            model=agent.model,
+            messages=self._model_view(),
+            tools=specs,
+            system_prompt=agent.system_prompt,
+            options=options,
+            state=agent.state,
+            now=agent.clock(),
+            emit=self.emit,
+        )
 
-        def flush() -> None:
-            nonlocal signature
-            if text:
-                blocks.append(Text("".join(text)))
-                text.clear()
-            if reasoning or signature is not None:
-                blocks.append(Reasoning("".join(reasoning), signature))
-                reasoning.clear()
-                signature = None
-
-        specs, extra = model_request(self)  # with the output schema, if the run has one
-        async for event in agent.model.stream(
-            self._model_view(), specs, agent.system_prompt, **extra
-        ):
-            if emit is not None and not isinstance(event, ModelStop):
-                emit(event)
-            if isinstance(event, TextDelta):
-                if reasoning:
-                    flush()
-                text.append(event.text)
-            elif isinstance(event, ToolUseStart):
-                flush()
-                latest[event.tool_use_id] = len(tools)
-                tools.append((event.tool_use_id, event.name, event.input, []))
-                blocks.append(ToolUse(event.tool_use_id, event.name, {}))  # placeholder
-            elif isinstance(event, ToolUseDelta):
-                slot = latest.get(event.tool_use_id)
-                if slot is None:
-                    raise ModelError(f"tool input for unknown tool use {event.tool_use_id!r}")
-                tools[slot][3].append(event.input_json)
-            elif isinstance(event, ReasoningDelta):
-                if text or signature is not None:  # a signature closes a reasoning block
-                    flush()
-                if event.redacted is not None:  # a whole encrypted block of its own
-                    flush()
-                    blocks.append(Reasoning("", event.signature, event.redacted))
-                    continue
-                reasoning.append(event.text)
-                if event.signature is not None:
-                    signature = event.signature
-            elif isinstance(event, ModelStop):
-                stop = event
-        if stop is None:
-            raise ModelError(
-                f"the model stream of {type(agent.model).__name__} ended without a stop event"
-            )
-        flush()
-        if tools:
-            built = iter([_tool_use(*t) for t in tools])
-            blocks = [next(built) if isinstance(b, ToolUse) else b for b in blocks]
-        return ModelResponse(Message("assistant", list(blocks)), stop.stop_reason, stop.usage)
-
-
-def _tool_use(
-    tool_use_id: str, name: str, whole: dict[str, object] | None, parts: list[str]
-) -> ToolUse:
-    if whole is not None:
-        return ToolUse(tool_use_id, name, dict(whole))
-    raw = "".join(parts).strip()
-    if not raw:
-        return ToolUse(tool_use_id, name, {})
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        # Unparseable arguments: keep them so the tool's validation names the problem.
-        return ToolUse(tool_use_id, name, {"__invalid_json__": raw})
-    return ToolUse(tool_use_id, name, value)
+    async def call_model(self) -> ModelResponse:
+        """One model call, through the agent's executor."""
+        return await self.agent._executor.call_model(self.model_call())
 
 
 def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:

@@ -13,19 +13,38 @@ traces them itself.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from .._messages import ToolResult, ToolUse
+    from .._audit import AuditEntry
+    from .._messages import Usage
     from .._result import AgentResult
     from .._stream import ModelResponse
-    from .._tools._spec import AgentTool
+    from ..models import Model
     from ._agent import Agent
-    from ._loop import Run
-    from ._state import Step, ToolCall
+    from ._executor import ToolOutcome, ToolRequest
 
-__all__ = ["Observer", "install", "installed", "observer_for"]
+__all__ = ["Observer", "RunInfo", "install", "installed", "observer_for"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunInfo:
+    """What an observer is told about a run as it starts."""
+
+    kind: Literal["prompt", "resume", "recover"]
+    agent_name: str | None
+    session_id: str | None
+    model: Model
+    traceparent: str | None
+    """The trace context of the invocation's latest traced run (a pause or a stopped run)."""
+    answered: tuple[AuditEntry, ...]
+    """The answers this run applies."""
+    usage: Usage
+    """The invocation's token usage when the run starts."""
+    usage_now: Callable[[], Usage] = field(repr=False, compare=False)
+    """The invocation's token usage as the run stands (also after it failed)."""
 
 
 class Observer(Protocol):
@@ -33,27 +52,25 @@ class Observer(Protocol):
     coroutine (or, for a run, what to drive) and must await it exactly once, returning or
     raising what it does."""
 
-    def observe_run(self, run: Run, step: Step, replay: bool) -> Coroutine[Any, Any, AgentResult]:
-        """``run.drive(step, replay)``, observed: the run starts at ``step`` (``replay``: it
-        carries on a pause or a stopped run)."""
+    def observe_run(
+        self, info: RunInfo, drive: Callable[[str | None], Coroutine[Any, Any, AgentResult]]
+    ) -> Coroutine[Any, Any, AgentResult]:
+        """The run, observed: ``drive(traceparent)`` runs it; ``traceparent`` (the observer's
+        own trace context for it, or None) is kept with its pause or journal, so the run that
+        carries it on is told it in its ``RunInfo``."""
         ...
 
     def observe_model(
-        self, run: Run, call: Coroutine[Any, Any, ModelResponse]
+        self, model: Model, call: Coroutine[Any, Any, ModelResponse]
     ) -> Coroutine[Any, Any, ModelResponse]:
-        """One model call of ``run``."""
+        """One model call (with the conversation manager's reductions, if any)."""
         ...
 
     def observe_tool(
-        self,
-        run: Run,
-        call: ToolCall,
-        tool: AgentTool,
-        tool_use: ToolUse,
-        body: Coroutine[Any, Any, ToolResult],
-    ) -> Coroutine[Any, Any, ToolResult]:
-        """One tool body: ``tool`` run on ``tool_use`` (``call`` as the batch holds it). The
-        body may raise InterruptSignal (the tool asked a question) or fail."""
+        self, request: ToolRequest, body: Coroutine[Any, Any, ToolOutcome]
+    ) -> Coroutine[Any, Any, ToolOutcome]:
+        """One tool body, as the executor runs it: what it came to, or the exception of an
+        executor that failed."""
         ...
 
 
@@ -74,7 +91,7 @@ def installed() -> Observer | None:
 def observer_for(agent: Agent) -> Observer | None:
     """The observer of ``agent``'s next run: its own, else the process-wide one; none when
     its model calls and tools run elsewhere than in this process."""
-    observer = agent._observer if agent._observer is not None else _installed
+    observer = agent.observer if agent.observer is not None else _installed
     if observer is None:
         return None
     from ._executor import LOCAL

@@ -152,7 +152,7 @@ class SubAgentTool:
         )
         sub.hooks = template.hooks
         sub._executor = template._executor
-        sub._observer = template._observer
+        sub.observer = template.observer
         return sub
 
 

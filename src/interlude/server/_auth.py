@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._agent._answering import _check_by
+from .._agent import check_by
 from ..errors import ConfigurationError, ResumeInputError
 
 __all__ = ["COOKIE", "Auth", "load_tokens"]
@@ -75,7 +75,7 @@ def check_tokens(tokens: Mapping[str, str], where: str = "tokens") -> dict[str, 
                 f"{where}: the approver name {name[:40]!r} is not printable text"
             )
         try:
-            _check_by(name)  # the rule Inbox.record applies to who answers
+            check_by(name)  # the rule Inbox.record applies to who answers
         except ResumeInputError as exc:
             raise ConfigurationError(
                 f"{where}: the approver name {name[:40]!r} cannot answer questions: {exc}"

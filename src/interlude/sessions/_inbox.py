@@ -164,12 +164,12 @@ class Inbox:
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
         if a question already has a recorded answer (the first one wins)."""
-        from .._agent._answering import _check_by, check_answers
+        from .._agent import check_answers, check_by
         from ..errors import NotPausedError, ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
-        _check_by(by)
+        check_by(by)
         view = _view(session_id, await self._load(session_id), [])
         if not view.interrupts:
             raise NotPausedError(

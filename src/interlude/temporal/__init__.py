@@ -24,18 +24,15 @@ with workflow.unsafe.imports_passed_through():
     import pydantic.main
     import pydantic.type_adapter  # noqa: F401
 
-    import interlude._agent._answering
-    import interlude._agent._batch
-    import interlude._agent._codec
-    import interlude._agent._loop
-    import interlude._agent._signing
-    import interlude._agent._state
-    import interlude._agent._transitions
+    import interlude._agent
     import interlude._audit
     import interlude._exceptions
     import interlude._tools._context
     import interlude._typed
-    import interlude.hooks  # noqa: F401
+    import interlude.hooks
+    import interlude.models._assemble
+
+    interlude._agent.load_all()
 
 from ._activities import model_activity, tool_activity
 from ._client import AgentClient, AnswerTimeoutError

@@ -14,14 +14,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._agent._executor import LOCAL
-from .._agent._loop import Run
-from .._agent._state import Progress, ToolCall
+from .._agent import LOCAL, Asked, ModelCall, Raised, Returned, ToolOutcome, ToolRequest
 from .._exceptions import exception_to_dict
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_from_dict
-from .._tools._context import RelaySignal, ToolContext
-from ..errors import InterruptSignal, ModelError
+from .._tools._context import ToolContext
+from ..errors import ModelError
 from ._limits import MAX_REQUEST_BYTES, json_size, too_large
 from ._registry import build_agent, lookup
 
@@ -44,17 +42,18 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     A retryable ModelError fails the attempt (Temporal retries it per the model options). A
     response larger than ``max_result_bytes`` (as JSON) comes back as the error
     PayloadLimitError naming both sizes (once: Temporal would refuse it)."""
-    from .._agent._codec import _encode_response
-
     agent = _agent(request["agent"])
-    now = float(request["now"])
-    agent.clock = lambda: now
-    agent._messages[:] = messages_from_dicts(request["messages"])
-    agent.system_prompt = request.get("system_prompt")
-    agent.state = dict(request.get("state") or {})
-    run = Run(agent, Progress(), None, None)
+    call = ModelCall(
+        model=agent.model,
+        messages=messages_from_dicts(request["messages"]),
+        tools=[t.spec for t in agent.tools.values()],
+        system_prompt=request.get("system_prompt"),
+        options={},
+        state=dict(request.get("state") or {}),
+        now=float(request["now"]),
+    )
     try:
-        response = await LOCAL.call_model(run)
+        response = await LOCAL.call_model(call)
     except ModelError as exc:
         if exc.retryable:
             raise ApplicationError(
@@ -63,7 +62,7 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
         return {"error": exception_to_dict(exc)}
     except Exception as exc:
         return {"error": exception_to_dict(exc)}
-    out: dict[str, JsonValue] = {"response": _encode_response(response)}
+    out: dict[str, JsonValue] = {"response": response.to_dict()}
     size, limit = json_size(out), int(request.get("max_result_bytes") or MAX_REQUEST_BYTES)
     if size > limit:
         error = too_large(
@@ -93,29 +92,30 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     sent = dict(request.get("state") or {})
     agent.state = dict(sent)
     tool_use = tool_use_from_dict(request["tool_use"], "tool_use")
-    tool = agent._tools[request["tool"]]
+    tool = agent.tools[request["tool"]]
     answers = _answers_from_dict(request["answers"], now)
     given = set(answers.values) | answers.expired
-    context = ToolContext(tool_use, agent, answers, request.get("checkpoint"))
+    checkpoint = request.get("checkpoint")
     beat = _heartbeat_while_running()
-    out: dict[str, JsonValue]
     try:
-        result = await LOCAL.run_tool(
-            Run(agent, Progress(), None, None), ToolCall(tool_use), tool, tool_use, context
+        outcome = await LOCAL.run_tool(
+            ToolRequest(
+                tool=tool,
+                tool_use=tool_use,
+                answer_id=tool_use.id,
+                context=ToolContext(tool_use, agent, answers, checkpoint),
+                answers=answers,
+                checkpoint=checkpoint,
+                state=agent.state,
+                now=now,
+                at_most_once=False,
+            )
         )
-        out = {"result": block_to_dict(result)}
-    except RelaySignal as signal:  # several questions at once (e.g. a sub-agent's)
-        out = {"interrupts": [q.to_dict() for q in signal.interrupts]}
-    except InterruptSignal as signal:
-        out = {"interrupt": signal.interrupt.to_dict()}
-    except Exception as exc:
-        out = {"error": exception_to_dict(exc)}
     finally:
         beat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beat
-    if ("interrupt" in out or "interrupts" in out) and context._checkpoint is not None:
-        out["checkpoint"] = context._checkpoint  # what the body kept for its re-run
+    out = _as_json(outcome)
     used = sorted(given - set(answers.values) - answers.expired)
     if used:  # answers the body took (each is handed out once): gone in the workflow too
         out["used"] = list(used)
@@ -126,6 +126,25 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
             problem = TypeError(f"tool {tool.name!r} left agent.state not JSON-compatible: {exc}")
             out = {"error": exception_to_dict(problem)}
     return _bounded(out, tool.name, int(request.get("max_result_bytes") or MAX_REQUEST_BYTES))
+
+
+def _as_json(outcome: ToolOutcome) -> dict[str, JsonValue]:
+    """The body's outcome as the activity's JSON result (the workflow reads it back)."""
+    out: dict[str, JsonValue]
+    match outcome:
+        case Returned():
+            out = {"result": block_to_dict(outcome.result)}
+        case Raised():
+            out = {"error": exception_to_dict(outcome.exception)}
+        case Asked(relayed=True):  # several questions at once (e.g. a sub-agent's)
+            out = {"interrupts": [q.to_dict() for q in outcome.interrupts]}
+        case Asked():
+            out = {"interrupt": outcome.interrupts[0].to_dict()}
+        case _:  # a body run here is never lost
+            raise AssertionError(f"unexpected outcome {outcome!r}")
+    if isinstance(outcome, Asked) and outcome.checkpoint is not None:
+        out["checkpoint"] = outcome.checkpoint  # what the body kept for its re-run
+    return out
 
 
 def _json_state(state: dict[str, Any]) -> JsonValue:

@@ -1,8 +1,10 @@
 """The agent's executor in workflow code: each model call and each tool body is an activity.
 
-What a tool activity brings back besides its result (changes to ``agent.state``), what a lost
-activity means (a tool that is not idempotent is in doubt: a person decides, as after a crash
-in the embedded engine), and how a cancelled workflow ends its activities.
+It speaks the loop's typed seam (``ModelCall``, ``ToolRequest`` -> ``ToolOutcome``): what a tool
+activity brings back besides its result (the answers it used, a ``StateDelta`` of
+``agent.state``), what a lost activity means (``Lost``: a tool that is not idempotent is in
+doubt, and the loop asks a person as after a crash in the embedded engine), and how a cancelled
+workflow ends its activities.
 """
 
 from __future__ import annotations
@@ -10,32 +12,32 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
-from .._agent._codec import _decode_response
+from .._agent import (
+    Asked,
+    Lost,
+    ModelCall,
+    Raised,
+    Returned,
+    StateDelta,
+    ToolOutcome,
+    ToolRequest,
+)
 from .._exceptions import exception_from_dict
 from .._interrupt import Interrupt
 from .._messages import JsonValue, block_to_dict, tool_result_from_dict
-from .._tools._context import RelaySignal
-from ..errors import InterruptSignal, ModelError
+from .._stream import ModelResponse
+from ..errors import ModelError
 from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY, answers_to_dict
 from ._limits import Limits, json_size, too_large
 from ._registry import DEFAULT_RETRY, ActivityOptions, Registration
 
-if TYPE_CHECKING:
-    from .._agent._agent import Agent
-    from .._agent._loop import Run
-    from .._agent._state import ToolCall
-    from .._messages import ToolResult, ToolUse
-    from .._stream import ModelResponse
-    from .._tools._context import ToolContext
-    from .._tools._spec import AgentTool
-
-__all__ = ["ActivityExecutor", "activity_failure", "at_most_once", "execute", "merge_state"]
+__all__ = ["ActivityExecutor", "activity_failure", "execute"]
 
 
 class ActivityExecutor:
@@ -50,17 +52,14 @@ class ActivityExecutor:
         self.limits = limits or Limits()
         self.model_calls = 0
         """Model activities scheduled by this run (not counting earlier runs of the chain)."""
-        self.in_doubt: list[ToolCall] = []
-        """Calls whose single attempt was lost, asked about: see :meth:`settle`."""
 
-    async def call_model(self, run: Run) -> ModelResponse:
-        agent = run.agent
+    async def call_model(self, call: ModelCall) -> ModelResponse:
         request: dict[str, JsonValue] = {
             "agent": self.agent_name,
-            "messages": [m.to_dict() for m in run._model_view()],
-            "system_prompt": agent.system_prompt,
-            "state": dict(agent.state),
-            "now": agent.clock(),
+            "messages": [m.to_dict() for m in call.messages],
+            "system_prompt": call.system_prompt,
+            "state": dict(call.state),
+            "now": call.now,
             "max_result_bytes": self.limits.max_request_bytes,
         }
         size, limit = json_size(request), self.limits.max_request_bytes
@@ -79,105 +78,73 @@ class ActivityExecutor:
             raise activity_failure(exc, "the model call") from None
         if "error" in out:
             raise exception_from_dict(out["error"], "model error")
-        return _decode_response(out["response"], "model response")
+        return ModelResponse.from_dict(out["response"], "model response")
 
-    async def run_tool(
-        self, run: Run, call: ToolCall, tool: AgentTool, tool_use: ToolUse, context: ToolContext
-    ) -> ToolResult:
-        agent = run.agent
-        sent = dict(agent.state)
+    async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+        tool = request.tool
+        sent = dict(request.state)
         limit = self.limits.max_request_bytes
-        request: dict[str, JsonValue] = {
+        payload: dict[str, JsonValue] = {
             "agent": self.agent_name,
             "tool": tool.name,
-            "tool_use": block_to_dict(tool_use),
-            "answers": answers_to_dict(context._answers),
+            "tool_use": block_to_dict(request.tool_use),
+            "answers": answers_to_dict(request.answers),
             "state": sent,
-            "now": agent.clock(),
+            "now": request.now,
             "max_result_bytes": limit,
         }
-        if context._checkpoint is not None:  # what the body kept when it last stopped
-            request["checkpoint"] = context._checkpoint
-        size = json_size(request)
+        if request.checkpoint is not None:  # what the body kept when it last stopped
+            payload["checkpoint"] = request.checkpoint
+        size = json_size(payload)
         if size > limit:  # the tool's error result says so (the model sees it)
-            raise too_large(
-                f"the request of tool {tool.name!r}",
-                size,
-                limit,
-                "Limits.max_request_bytes",
-                "send a smaller tool input, smaller answers or a smaller agent state",
+            return Raised(
+                exception=too_large(
+                    f"the request of tool {tool.name!r}",
+                    size,
+                    limit,
+                    "Limits.max_request_bytes",
+                    "send a smaller tool input, smaller answers or a smaller agent state",
+                )
             )
         options = self.registration.tool_options(tool.name)
-        once = at_most_once(tool, agent)
-        if once and options.retry_policy is DEFAULT_RETRY:
+        if request.at_most_once and options.retry_policy is DEFAULT_RETRY:
             options = dataclasses.replace(
                 options, retry_policy=dataclasses.replace(DEFAULT_RETRY, maximum_attempts=1)
             )
         try:
-            out = await execute(TOOL_ACTIVITY, request, options, wait_for_cancel=True)
+            out = await execute(TOOL_ACTIVITY, payload, options, wait_for_cancel=True)
         except ActivityError as exc:
-            if once and isinstance(exc.cause, ActivityTimeoutError):
+            if request.at_most_once and isinstance(exc.cause, ActivityTimeoutError):
                 # The body may have run, or not: a person decides (as after a crash).
-                raise InterruptSignal(self._ask(run, call, exc)) from None
-            raise activity_failure(exc, f"tool {tool.name!r}") from None
-        changed = out.get("state")
-        if isinstance(changed, dict):
-            merge_state(agent.state, sent, changed)
-        used = out.get("used")
-        if isinstance(used, list):
-            context._answers.forget([str(i) for i in used])
-        checkpoint = out.get("checkpoint")
-        if isinstance(checkpoint, str):
-            context._checkpoint = checkpoint
-        if "interrupts" in out:
-            raise RelaySignal([Interrupt.from_dict(q) for q in out["interrupts"]])
-        if "interrupt" in out:
-            raise InterruptSignal(Interrupt.from_dict(out["interrupt"]))
-        if "error" in out:  # the tool raised: the loop makes its error result, as embedded
-            raise exception_from_dict(out["error"], "tool error")
-        return tool_result_from_dict(out["result"], "tool result")
-
-    def _ask(self, run: Run, call: ToolCall, exc: ActivityError) -> Interrupt:
-        """The in-doubt question for ``call``, exactly as the embedded engine asks it."""
-        from .._agent._batch import _settle_in_doubt
-
-        question = _settle_in_doubt(run, call)
-        if question is None:  # not reached: only tools a person decides on get here
-            raise RuntimeError(f"tool {call.tool_name!r} failed in its activity: {exc.cause}")
-        self.in_doubt.append(call)
-        return question
-
-    def settle(self, agent: Agent) -> None:
-        """After a run stops: a call asked about because its activity was lost stands where
-        the embedded engine leaves a call in doubt (its body started, no result kept), so the
-        answer means the same: ``"rerun"``, ``"fail"`` or ``{"result": ...}``."""
-        if agent.is_paused:
-            asked = {
-                i.tool_use.id for i in agent.interrupts if i.source == "in_doubt" and i.tool_use
-            }
-            for call in self.in_doubt:
-                if call.phase == "body" and call.active_use and call.active_use.id in asked:
-                    call.phase = "running"
-        self.in_doubt.clear()
+                return Lost(reason=f"tool {tool.name!r} was lost in its activity: {exc.cause}")
+            failure = activity_failure(exc, f"tool {tool.name!r}")
+            if isinstance(failure, Exception):
+                return Raised(exception=failure)
+            raise failure from None
+        return _outcome(out, sent)
 
 
-def at_most_once(tool: AgentTool, agent: Agent) -> bool:
-    """Whether ``tool`` runs at most once: it is not idempotent and the agent asks a person
-    about calls in doubt (``Agent(in_doubt="ask")``, the default)."""
-    return not getattr(tool, "idempotent", False) and agent.in_doubt == "ask"
-
-
-def merge_state(
-    state: dict[str, JsonValue], sent: Mapping[str, JsonValue], now: Mapping[str, Any]
-) -> None:
-    """Apply to ``state`` what a tool body changed (``sent`` -> ``now``): keys it set or
-    changed, and keys it removed. Changes made meanwhile by other calls stay."""
-    for key, value in now.items():
-        if key not in sent or sent[key] != value:
-            state[key] = value
-    for key in sent:
-        if key not in now:
-            state.pop(key, None)
+def _outcome(out: Mapping[str, Any], sent: Mapping[str, JsonValue]) -> ToolOutcome:
+    """What the tool activity reported, as the loop's outcome."""
+    changed = out.get("state")
+    delta = StateDelta.between(sent, changed) if isinstance(changed, dict) else None
+    used = out.get("used")
+    taken = tuple(str(i) for i in used) if isinstance(used, list) else ()
+    checkpoint = out.get("checkpoint")
+    kept = checkpoint if isinstance(checkpoint, str) else None
+    if "interrupts" in out:
+        questions = tuple(Interrupt.from_dict(q) for q in out["interrupts"])
+        return Asked(interrupts=questions, relayed=True, checkpoint=kept, used=taken, state=delta)
+    if "interrupt" in out:
+        question = Interrupt.from_dict(out["interrupt"])
+        return Asked(interrupts=(question,), checkpoint=kept, used=taken, state=delta)
+    if "error" in out:  # the tool raised: the loop makes its error result, as embedded
+        error = exception_from_dict(out["error"], "tool error")
+        if not isinstance(error, Exception):
+            error = RuntimeError(f"tool error: {error!r}")
+        return Raised(exception=error, used=taken, state=delta)
+    result = tool_result_from_dict(out["result"], "tool result")
+    return Returned(result=result, used=taken, state=delta)
 
 
 async def execute(

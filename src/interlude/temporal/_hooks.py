@@ -94,7 +94,7 @@ class HookActivity:
             "state": dict(agent.state),
             "now": agent.clock(),
         }
-        limits = getattr(agent._executor, "limits", None) or Limits()
+        limits = getattr(agent.executor, "limits", None) or Limits()
         size, limit = json_size(request), limits.max_request_bytes
         if size > limit:  # the run fails, as a callback raising would fail it
             raise too_large(
@@ -153,15 +153,13 @@ async def _call(callback: Callable[[Any], Awaitable[None] | None], event: HookEv
 
 
 def _encode(event: HookEvent) -> dict[str, JsonValue]:
-    from .._agent._codec import _encode_response
-
     if isinstance(event, BeforeInvocationEvent):
         return {"prompt": event.prompt.to_dict()}
     if isinstance(event, MessageAddedEvent):
         return {"message": event.message.to_dict()}
     if isinstance(event, AfterModelCallEvent):
         return {
-            "response": None if event.response is None else _encode_response(event.response),
+            "response": None if event.response is None else event.response.to_dict(),
             "exception": None if event.exception is None else exception_to_dict(event.exception),
         }
     if isinstance(event, BeforeToolCallEvent):
@@ -181,10 +179,10 @@ def _encode(event: HookEvent) -> dict[str, JsonValue]:
 
 
 def _decode(kind: str, agent: Any, data: dict[str, Any], is_replay: bool) -> HookEvent:
-    from .._agent._codec import _decode_response
+    from .._stream import ModelResponse
 
     def tool(name: str | None) -> Any:
-        return None if name is None else agent._tools.get(name)
+        return None if name is None else agent.tools.get(name)
 
     def exception(value: Any) -> BaseException | None:
         return None if value is None else exception_from_dict(value)
@@ -200,7 +198,7 @@ def _decode(kind: str, agent: Any, data: dict[str, Any], is_replay: bool) -> Hoo
         response = data.get("response")
         return AfterModelCallEvent(
             agent,
-            None if response is None else _decode_response(response, "response"),
+            None if response is None else ModelResponse.from_dict(response, "response"),
             exception(data.get("exception")),
             **kw,
         )

@@ -17,7 +17,7 @@ from .._app import AgentSession, App
 from ..errors import ConfigurationError, UnknownAgentError
 
 if TYPE_CHECKING:
-    from .._agent._agent import Agent
+    from .._agent import Agent
     from ..sessions._protocol import StoredSession
 
 __all__ = [
@@ -111,7 +111,7 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
     """Agent ``name`` of ``app``, built by its factory, with no session."""
     from typing import cast
 
-    from .._agent._agent import Agent
+    from .._agent import Agent
 
     factory = app._factories.get(name)
     if factory is None:
@@ -119,7 +119,7 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
     agent = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
     if not isinstance(agent, Agent):
         raise ConfigurationError(f"the factory of agent {name!r} returned {agent!r}, not an Agent")
-    agent._session = None  # detached: no journal, no claims (the workflow history is the journal)
+    agent.detach_session()  # no journal, no claims: the workflow history is the journal
     if agent.name is None:
         agent.name = name
     elif agent.name != name:

@@ -12,8 +12,7 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ApplicationError, TemporalError, is_cancelled_exception
 
-from .._agent._agent import Agent
-from .._agent._answering import resume_plan
+from .._agent import Agent, resume_plan
 from .._messages import JsonValue
 from .._result import AgentResult
 from ..errors import InterludeError, ResumeError, ResumeInputError
@@ -92,7 +91,7 @@ class AgentWorkflow:
             return
         agent.clock = lambda: workflow.now().timestamp()  # the loop's time is workflow time
         self._executor = ActivityExecutor(name, lookup(info.task_queue), self._limits)
-        agent._executor = self._executor
+        agent.executor = self._executor
         if request.get("state") is not None:
             try:
                 agent.import_state(request["state"])
@@ -111,7 +110,6 @@ class AgentWorkflow:
             assert agent is not None
             if request.get("prompt") is not None:
                 result = await agent.invoke_async(request["prompt"])
-                self._executor.settle(agent)
             while agent.is_paused:
                 self._mark_paused(agent, name)
                 if (
@@ -230,7 +228,6 @@ class AgentWorkflow:
                 expired = await agent.resume_expired_async()
             except ResumeInputError:  # none expired yet (an answer came first): wait again
                 return None
-            self._executor.settle(agent)
             return expired
         ticket, answers, by, shown = self._inbox.pop(0)
         self._applying = ticket
@@ -246,7 +243,6 @@ class AgentWorkflow:
             raise
         finally:
             self._applying = None
-        self._executor.settle(agent)
         self._outcomes[ticket] = summary(result, agent)
         return result
 
@@ -295,7 +291,7 @@ class AgentWorkflow:
             agent = self._agent
             if self._failure is not None:
                 raise _not_paused(f" (the run failed: {self._failure.message})")
-            if agent is None or not agent.is_paused or agent._running:
+            if agent is None or not agent.is_paused or agent.is_running:
                 raise _not_paused()
             if self._inbox or self._applying is not None:
                 raise _not_paused(" (answers are being applied)")
@@ -315,7 +311,7 @@ class AgentWorkflow:
     def pending(self) -> list[dict[str, JsonValue]]:
         """The questions the run waits on (``Interrupt.to_dict()``); empty while it runs."""
         agent = self._agent
-        if agent is None or agent._running:
+        if agent is None or agent.is_running:
             return []
         return [i.to_dict() for i in agent.interrupts]
 
