@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 from ..errors import InterludeError
 from ._commands import (
@@ -138,11 +138,24 @@ TEMPORAL_HELP = (
     "(interlude.temporal), the session being the workflow id. Default: $INTERLUDE_TEMPORAL"
 )
 
+_Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
+"""What ``add_subparsers`` returns: the commands' parsers are added to it."""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="interlude", description="Agents that stop for a person and carry on later."
     )
+    _global_options(parser)
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    _run_commands(sub)
+    _session_commands(sub)
+    _service_commands(sub)
+    return parser
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command takes, given before the command's name."""
     # --store and --json go before the command or after it; after it, they win.
     parser.add_argument(
         "--store", default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE), help=STORE_HELP
@@ -161,48 +174,77 @@ def _parser() -> argparse.ArgumentParser:
         help=TEMPORAL_HELP,
     )
     parser.add_argument("--namespace", default="default", help="the Temporal namespace (default)")
-    sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    def command(name: str, fn: Callable[..., int], help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(command=fn)
-        p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
-        p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=APP_HELP)
-        p.add_argument(
-            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
-        )
-        p.add_argument(
-            "--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=TEMPORAL_HELP
-        )
-        p.add_argument("--namespace", default=argparse.SUPPRESS, help="the Temporal namespace")
-        return p
 
-    def task_queue(p: argparse.ArgumentParser, help: str) -> None:
-        p.add_argument("--task-queue", metavar="QUEUE", help=help)
+def _command_parser(
+    sub: _Commands,
+    name: str,
+    fn: Callable[..., int],
+    help: str,
+) -> argparse.ArgumentParser:
+    """The parser of command ``name``, which runs ``fn``; the global options given after the
+    command's name override those given before it."""
+    p = sub.add_parser(name, help=help, description=help)
+    p.set_defaults(command=fn)
+    p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
+    p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=APP_HELP)
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+    )
+    p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=TEMPORAL_HELP)
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help="the Temporal namespace")
+    return p
 
-    def agent_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--agent",
-            metavar="NAME",
-            help="the --app agent to run a session that records no agent name (one saved by "
-            "an older version); the session records it from then on",
-        )
 
-    demo = command("demo", _demo, "run an agent that stops to ask before a risky tool")
+def _task_queue_option(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--task-queue", metavar="QUEUE", help=help)
+
+
+def _agent_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="the --app agent to run a session that records no agent name (one saved by "
+        "an older version); the session records it from then on",
+    )
+
+
+def _run_commands(sub: _Commands) -> None:
+    """demo, pending, answer, expire and recover: the commands that start, answer or carry on
+    a run."""
+    demo = _command_parser(sub, "demo", _demo, "run an agent that stops to ask before a risky tool")
     demo.add_argument("--model", help="run on a real model, e.g. openai:gpt-4.1-mini")
     demo.add_argument("--session", help="session id (default: a new demo-<id>)")
-    task_queue(demo, f"with --temporal: the task queue to start it on ({DEFAULT_TASK_QUEUE})")
+    _task_queue_option(
+        demo, f"with --temporal: the task queue to start it on ({DEFAULT_TASK_QUEUE})"
+    )
     demo.set_defaults(on_temporal=temporal_demo)
 
-    pending = command("pending", _pending, "list the interrupts waiting for an answer")
+    pending = _command_parser(sub, "pending", _pending, "list the interrupts waiting for an answer")
     pending.add_argument("--name", help="only interrupts with this name")
     pending.add_argument("--tool", help="only interrupts about this tool")
     pending.add_argument("--older-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
     pending.add_argument("--newer-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
-    task_queue(pending, "with --temporal: only workflows on this task queue")
+    _task_queue_option(pending, "with --temporal: only workflows on this task queue")
     pending.set_defaults(on_temporal=temporal_pending)
 
-    answer = command("answer", _answer, "answer an interrupt and carry the session on")
+    _answer_command(sub)
+
+    expire = _command_parser(
+        sub, "expire", _expire, "settle a session's questions whose deadline passed, and carry on"
+    )
+    expire.add_argument("session")
+    _agent_option(expire)
+
+    recover = _command_parser(
+        sub, "recover", _recover, "carry on a run whose process stopped before it finished"
+    )
+    recover.add_argument("session")
+    _agent_option(recover)
+
+
+def _answer_command(sub: _Commands) -> None:
+    answer = _command_parser(sub, "answer", _answer, "answer an interrupt and carry the session on")
     answer.add_argument("session")
     answer.add_argument(
         "interrupt_id", help="the interrupt's id, or the short id `interlude pending` shows"
@@ -219,41 +261,39 @@ def _parser() -> argparse.ArgumentParser:
         help="the digest of the question as you saw it (`pending --json` gives it as "
         '"shown"): refused if the session\'s question differs',
     )
-    agent_option(answer)
+    _agent_option(answer)
     answer.set_defaults(on_temporal=temporal_answer)
 
-    expire = command(
-        "expire", _expire, "settle a session's questions whose deadline passed, and carry on"
-    )
-    expire.add_argument("session")
-    agent_option(expire)
 
-    recover = command(
-        "recover", _recover, "carry on a run whose process stopped before it finished"
+def _session_commands(sub: _Commands) -> None:
+    """show, sessions, discard and delete: the commands that look at or drop sessions."""
+    show = _command_parser(
+        sub, "show", _show, "show a session's conversation, pause and audit trail"
     )
-    recover.add_argument("session")
-    agent_option(recover)
-
-    show = command("show", _show, "show a session's conversation, pause and audit trail")
     show.add_argument("session")
     show.set_defaults(on_temporal=temporal_show)
 
-    command("sessions", _sessions, "list the sessions in the store and their state")
+    _command_parser(sub, "sessions", _sessions, "list the sessions in the store and their state")
 
-    discard = command(
+    discard = _command_parser(
+        sub,
         "discard",
         _discard,
         "drop a session's pause (or stopped run): its open tool calls become cancelled",
     )
     discard.add_argument("session")
-    agent_option(discard)
+    _agent_option(discard)
 
-    delete = command(
-        "delete", _delete, "delete a session from the store (refused while a run holds it)"
+    delete = _command_parser(
+        sub, "delete", _delete, "delete a session from the store (refused while a run holds it)"
     )
     delete.add_argument("session")
 
-    serve = command(
+
+def _service_commands(sub: _Commands) -> None:
+    """serve, worker and temporal-worker: the commands that run until stopped."""
+    serve = _command_parser(
+        sub,
         "serve",
         _serve,
         "serve the web inbox (HTML pages and a JSON API) where people answer questions",
@@ -273,10 +313,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also run a worker in this process: it carries sessions on once answered",
     )
     serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
-    task_queue(serve, "with --temporal: only workflows on this task queue")
+    _task_queue_option(serve, "with --temporal: only workflows on this task queue")
     serve.set_defaults(on_temporal=_serve)
 
-    worker = command(
+    worker = _command_parser(
+        sub,
         "worker",
         _worker,
         "carry on sessions that have recorded answers, expired questions or stopped runs",
@@ -284,14 +325,14 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--once", action="store_true", help="handle what is there now, then exit")
     worker.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
 
-    temporal = command(
+    temporal = _command_parser(
+        sub,
         "temporal-worker",
         temporal_worker,
         "run agents of the --app as Temporal workflows (needs --temporal), until Ctrl-C",
     )
-    task_queue(temporal, f"the task queue to poll ({DEFAULT_TASK_QUEUE})")
+    _task_queue_option(temporal, f"the task queue to poll ({DEFAULT_TASK_QUEUE})")
     temporal.set_defaults(on_temporal=temporal_worker)
-    return parser
 
 
 def _duration(text: str) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import json
 import os
@@ -33,7 +34,7 @@ from ._render import (
 )
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
+    from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
 
     from .._interrupt import Interrupt
     from ..sessions import PendingInterrupt
@@ -382,43 +383,23 @@ async def _show(args: argparse.Namespace, out: Output) -> int:
         raise _rpc_error(args, workflow_id, exc) from None
     status = "UNKNOWN" if described.status is None else described.status.name
     agent = described.typed_search_attributes.get(AGENT)
-    interrupts: list[Interrupt] = []
-    finished: dict[str, Any] | None = None
-    failure: str | None = None
-    if status == "RUNNING":
-        try:
-            interrupts = await _query_pending(client, workflow_id)
-        except RPCError as exc:
-            raise _rpc_error(args, workflow_id, exc) from None
-    elif status == "COMPLETED":
-        finished = await handle.result()
-    else:
-        try:
-            await handle.result()
-        except Exception as exc:
-            failure = _what(exc.__cause__ or exc)
+    run = await _run_of(args, client, handle, status)
+    finished = run.finished
     state: dict[str, Any] = {} if finished is None else dict(finished.get("state") or {})
     messages = [Message.from_dict(m) for m in state.get("messages") or []]
     audit: list[dict[str, Any]] = list(state.get("audit") or [])
-    workflow = {
-        "status": status,
-        "run_id": described.run_id,
-        "task_queue": described.task_queue,
-        "started": None if described.start_time is None else described.start_time.timestamp(),
-        "closed": None if described.close_time is None else described.close_time.timestamp(),
-    }
     if out.json_mode:
         out._json(
             {
                 "session": workflow_id,
-                "workflow": workflow,
+                "workflow": _workflow_json(described, status),
                 "agent": agent,
-                "paused": bool(interrupts),
-                "running": status == "RUNNING" and not interrupts,
-                "interrupts": [_interrupt_json(i) for i in interrupts],
+                "paused": bool(run.interrupts),
+                "running": status == "RUNNING" and not run.interrupts,
+                "interrupts": [_interrupt_json(i) for i in run.interrupts],
                 "stop_reason": None if finished is None else finished.get("stop_reason"),
                 "reply": None if finished is None else finished.get("text"),
-                "failure": failure,
+                "failure": run.failure,
                 "messages": [m.to_dict() for m in messages],
                 "state": state.get("state"),
                 "audit": audit,
@@ -432,9 +413,67 @@ async def _show(args: argparse.Namespace, out: Output) -> int:
     )
     for line in _transcript(messages):
         out._say(line)
-    if interrupts:
-        out._say(f"\nPaused, waiting on {len(interrupts)} question(s):", "bold")
-        for i in interrupts:
+    _say_run(out, run)
+    if audit:
+        out._say(f"\nAudit trail ({len(audit)}):", "bold")
+        for entry in audit:
+            out._say(f"  {audit_line(entry)}")
+    return 0
+
+
+@dataclasses.dataclass
+class _Run:
+    """Where a workflow's run is, as ``show`` tells it."""
+
+    status: str
+    """The workflow's execution status: RUNNING, COMPLETED, FAILED, ... (or UNKNOWN)."""
+    interrupts: list[Interrupt] = dataclasses.field(default_factory=list)
+    """RUNNING: the questions it waits on (none: it is busy)."""
+    finished: dict[str, Any] | None = None
+    """COMPLETED: the workflow's result."""
+    failure: str | None = None
+    """Otherwise: why it did not complete, if it says."""
+
+
+async def _run_of(
+    args: argparse.Namespace, client: Client, handle: WorkflowHandle[Any, Any], status: str
+) -> _Run:
+    """What the workflow waits on (its ``pending`` query), its result or its failure."""
+    from temporalio.service import RPCError
+
+    run = _Run(status)
+    workflow_id = handle.id
+    if status == "RUNNING":
+        try:
+            run.interrupts = await _query_pending(client, workflow_id)
+        except RPCError as exc:
+            raise _rpc_error(args, workflow_id, exc) from None
+    elif status == "COMPLETED":
+        run.finished = await handle.result()
+    else:
+        try:
+            await handle.result()
+        except Exception as exc:
+            run.failure = _what(exc.__cause__ or exc)
+    return run
+
+
+def _workflow_json(described: WorkflowExecutionDescription, status: str) -> dict[str, Any]:
+    """The ``workflow`` object of ``show --json``."""
+    return {
+        "status": status,
+        "run_id": described.run_id,
+        "task_queue": described.task_queue,
+        "started": None if described.start_time is None else described.start_time.timestamp(),
+        "closed": None if described.close_time is None else described.close_time.timestamp(),
+    }
+
+
+def _say_run(out: Output, run: _Run) -> None:
+    """The human form of :class:`_Run`: the questions, that it runs, or how it ended."""
+    if run.interrupts:
+        out._say(f"\nPaused, waiting on {len(run.interrupts)} question(s):", "bold")
+        for i in run.interrupts:
             out._say(f"  {i.name}: {_shown(i)}")
             out._say(f"    id: {i.id}", "dim")
         out._say(
@@ -442,17 +481,12 @@ async def _show(args: argparse.Namespace, out: Output) -> int:
             "here once the run has finished)",
             "dim",
         )
-    elif status == "RUNNING":
+    elif run.status == "RUNNING":
         out._say("\nRunning: no question is pending.")
-    elif finished is not None:
-        out._say(f"\nThe run ended ({finished.get('stop_reason')}).", "bold green")
+    elif run.finished is not None:
+        out._say(f"\nThe run ended ({run.finished.get('stop_reason')}).", "bold green")
     else:
-        out._say(f"\nThe workflow is {status}: {failure or 'no result'}", "yellow")
-    if audit:
-        out._say(f"\nAudit trail ({len(audit)}):", "bold")
-        for entry in audit:
-            out._say(f"  {audit_line(entry)}")
-    return 0
+        out._say(f"\nThe workflow is {run.status}: {run.failure or 'no result'}", "yellow")
 
 
 # --- temporal-worker ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
@@ -13,9 +13,12 @@ from starlette.middleware import Middleware
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
+    import jinja2
+
     from .._app import App
     from ..sessions import SessionStore
     from ._backend import InboxBackend
+    from ._state import ServerState
 
 __all__ = ["create_app", "stop_streams"]
 
@@ -42,22 +45,49 @@ def create_app(
     store: Temporal workflows carry themselves on (their workers are ``interlude
     temporal-worker``). The application closes the backend when it stops.
     """
-    import jinja2
+    import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
     from ._api import api_routes
     from ._auth import Auth
-    from ._backend import InboxBackend, StoreBackend
     from ._events import Hub, event_routes
     from ._limits import BodyLimit
-    from ._output import finalize
     from ._pages import page_routes
     from ._state import ServerState
 
-    backend: InboxBackend
+    backend = _backend(store)
+    _check_options(backend, app, worker=worker, poll=poll)
+    auth = Auth(tokens, secret)
+    state = ServerState(
+        backend=backend,
+        auth=auth,
+        poll=poll,
+        templates=_templates(),
+        stream_seconds=stream_seconds,
+    )
+    state.hub = Hub(state)
+    starlette = Starlette(
+        routes=[*api_routes(), *event_routes(), *page_routes()],
+        middleware=[Middleware(BodyLimit)],
+        lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
+    )
+    starlette.state.interlude = state
+    return starlette
+
+
+def _backend(store: SessionStore | str | InboxBackend) -> InboxBackend:
+    """``store`` as a backend: a store or a store URL goes in a :class:`StoreBackend`."""
+    from ._backend import InboxBackend, StoreBackend
+
     if isinstance(store, str) or not isinstance(store, InboxBackend):
-        backend = StoreBackend(store)
-    else:
-        backend = store
+        return StoreBackend(store)
+    return store
+
+
+def _check_options(backend: InboxBackend, app: App | None, *, worker: bool, poll: float) -> None:
+    """Refuse ``worker=True`` without a session store or without an App, and a ``poll`` that is
+    not > 0."""
+    from ._backend import StoreBackend
+
     if worker and not isinstance(backend, StoreBackend):
         raise ConfigurationError(
             "create_app(worker=True) runs a worker on a session store; workflows are carried "
@@ -67,17 +97,28 @@ def create_app(
         raise ConfigurationError("create_app(worker=True) needs the App whose agents it runs")
     if not poll > 0:
         raise ConfigurationError(f"poll is a number of seconds > 0, got {poll!r}")
-    auth = Auth(tokens, secret)
-    templates = jinja2.Environment(
+
+
+def _templates() -> jinja2.Environment:
+    """The Jinja2 environment of the HTML pages (autoescaped, strict about undefined names)."""
+    import jinja2
+
+    from ._output import finalize
+
+    return jinja2.Environment(
         loader=jinja2.PackageLoader("interlude.server", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         finalize=finalize,
     )
-    state = ServerState(
-        backend=backend, auth=auth, poll=poll, templates=templates, stream_seconds=stream_seconds
-    )
-    state.hub = Hub(state)
+
+
+def _lifespan(
+    state: ServerState, backend: InboxBackend, app: App | None, *, worker: bool, poll: float
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """The application's lifespan: it binds ``state`` to the serving loop, runs the worker (if
+    ``worker``) until shutdown, then closes the backend."""
+    from ._backend import StoreBackend
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -97,13 +138,7 @@ def create_app(
                 await task
             await backend.aclose()
 
-    starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes()],
-        middleware=[Middleware(BodyLimit)],
-        lifespan=lifespan,
-    )
-    starlette.state.interlude = state
-    return starlette
+    return lifespan
 
 
 def stop_streams(asgi: Starlette) -> None:

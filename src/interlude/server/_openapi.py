@@ -134,8 +134,6 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 def document() -> dict[str, Any]:
     """The API's OpenAPI 3.1 document."""
-    seconds = {"type": "number", "minimum": 0}
-    unauthorized = _error("no token, or a wrong one")
     return {
         "openapi": "3.1.0",
         "info": {
@@ -145,119 +143,132 @@ def document() -> dict[str, Any]:
             "applies recorded answers; recording returns at once.",
         },
         "security": [{"bearer": []}],
-        "components": {
-            "securitySchemes": {
-                "bearer": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "a token from the server's tokens file or $INTERLUDE_TOKENS",
-                }
-            },
-            "schemas": {
-                "Error": _ERROR,
-                "Question": _QUESTION,
-                "Pending": _PENDING,
-                "RecordedAnswer": _RECORDED,
-                "Session": _SESSION,
-                "Answers": _ANSWERS,
-            },
-        },
+        "components": _components(),
         "paths": {
-            "/api/pending": {
-                "get": {
-                    "operationId": "listPending",
-                    "summary": "The questions waiting for an answer, oldest first",
-                    "parameters": [
-                        _query("agent", {"type": "string"}, "only sessions of this agent"),
-                        _query("name", {"type": "string"}, "only questions of this name"),
-                        _query("tool", {"type": "string"}, "only questions about this tool"),
-                        _query("older_than", seconds, "raised at least this many seconds ago"),
-                        _query("expiring_within", seconds, "deadline within this many seconds"),
-                        _query(
-                            "limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "at most"
-                        ),
-                    ],
-                    "responses": {
-                        "200": _json(
-                            {
-                                "type": "object",
-                                "required": ["pending"],
-                                "properties": {
-                                    "pending": {
-                                        "type": "array",
-                                        "items": {"$ref": "#/components/schemas/Pending"},
-                                    }
-                                },
-                            },
-                            "the pending questions",
-                        ),
-                        "400": _error("a malformed query parameter"),
-                        "401": unauthorized,
+            "/api/pending": {"get": _list_pending()},
+            "/api/sessions/{session_id}": {"get": _show_session()},
+            "/api/sessions/{session_id}/answers": {"post": _record_answers()},
+        },
+    }
+
+
+def _components() -> dict[str, Any]:
+    """The security scheme (a bearer token) and the schemas the operations refer to."""
+    return {
+        "securitySchemes": {
+            "bearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "a token from the server's tokens file or $INTERLUDE_TOKENS",
+            }
+        },
+        "schemas": {
+            "Error": _ERROR,
+            "Question": _QUESTION,
+            "Pending": _PENDING,
+            "RecordedAnswer": _RECORDED,
+            "Session": _SESSION,
+            "Answers": _ANSWERS,
+        },
+    }
+
+
+def _unauthorized() -> dict[str, Any]:
+    return _error("no token, or a wrong one")
+
+
+def _list_pending() -> dict[str, Any]:
+    """``GET /api/pending``."""
+    seconds = {"type": "number", "minimum": 0}
+    return {
+        "operationId": "listPending",
+        "summary": "The questions waiting for an answer, oldest first",
+        "parameters": [
+            _query("agent", {"type": "string"}, "only sessions of this agent"),
+            _query("name", {"type": "string"}, "only questions of this name"),
+            _query("tool", {"type": "string"}, "only questions about this tool"),
+            _query("older_than", seconds, "raised at least this many seconds ago"),
+            _query("expiring_within", seconds, "deadline within this many seconds"),
+            _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "at most"),
+        ],
+        "responses": {
+            "200": _json(
+                {
+                    "type": "object",
+                    "required": ["pending"],
+                    "properties": {
+                        "pending": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/Pending"},
+                        }
                     },
-                }
-            },
-            "/api/sessions/{session_id}": {
-                "get": {
-                    "operationId": "showSession",
-                    "summary": "A session: conversation, pending questions, recorded answers, "
-                    "audit trail",
-                    "parameters": [_SESSION_ID],
-                    "responses": {
-                        "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
-                        "401": unauthorized,
-                        "404": _error("no such session"),
-                        "504": _error("on Temporal: the workflow did not answer its query in time"),
-                    },
-                }
-            },
-            "/api/sessions/{session_id}/answers": {
-                "post": {
-                    "operationId": "recordAnswers",
-                    "summary": "Record answers for a worker to apply, as the token's approver",
-                    "parameters": [_SESSION_ID],
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            "application/json": {"schema": {"$ref": "#/components/schemas/Answers"}}
+                },
+                "the pending questions",
+            ),
+            "400": _error("a malformed query parameter"),
+            "401": _unauthorized(),
+        },
+    }
+
+
+def _show_session() -> dict[str, Any]:
+    """``GET /api/sessions/{session_id}``."""
+    return {
+        "operationId": "showSession",
+        "summary": "A session: conversation, pending questions, recorded answers, audit trail",
+        "parameters": [_SESSION_ID],
+        "responses": {
+            "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
+            "401": _unauthorized(),
+            "404": _error("no such session"),
+            "504": _error("on Temporal: the workflow did not answer its query in time"),
+        },
+    }
+
+
+def _record_answers() -> dict[str, Any]:
+    """``POST /api/sessions/{session_id}/answers``."""
+    return {
+        "operationId": "recordAnswers",
+        "summary": "Record answers for a worker to apply, as the token's approver",
+        "parameters": [_SESSION_ID],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Answers"}}},
+        },
+        "responses": {
+            "202": _json(
+                {
+                    "type": "object",
+                    "required": ["session", "recorded"],
+                    "properties": {
+                        "session": {"type": "string"},
+                        "recorded": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/RecordedAnswer"},
                         },
                     },
-                    "responses": {
-                        "202": _json(
-                            {
-                                "type": "object",
-                                "required": ["session", "recorded"],
-                                "properties": {
-                                    "session": {"type": "string"},
-                                    "recorded": {
-                                        "type": "array",
-                                        "items": {"$ref": "#/components/schemas/RecordedAnswer"},
-                                    },
-                                },
-                            },
-                            "recorded; a worker carries the session on (on Temporal: accepted "
-                            "by the workflow, which carries the run on)",
-                        ),
-                        "400": _error(
-                            "the body is not the expected JSON (or nests more than 64 levels, "
-                            "or holds a lone surrogate)"
-                        ),
-                        "401": unauthorized,
-                        "404": _error("no such session"),
-                        "413": _error("the body is larger than 1 MiB"),
-                        "409": _error(
-                            "not paused, no such pending question, its deadline passed, or it "
-                            "already has a recorded answer"
-                        ),
-                        "422": _error(
-                            "an answer does not fit its question (path names the field), or "
-                            "the question changed since it was shown"
-                        ),
-                        "504": _error(
-                            "on Temporal: no worker took the answer in time (it may still be "
-                            "applied later)"
-                        ),
-                    },
-                }
-            },
+                },
+                "recorded; a worker carries the session on (on Temporal: accepted "
+                "by the workflow, which carries the run on)",
+            ),
+            "400": _error(
+                "the body is not the expected JSON (or nests more than 64 levels, "
+                "or holds a lone surrogate)"
+            ),
+            "401": _unauthorized(),
+            "404": _error("no such session"),
+            "413": _error("the body is larger than 1 MiB"),
+            "409": _error(
+                "not paused, no such pending question, its deadline passed, or it "
+                "already has a recorded answer"
+            ),
+            "422": _error(
+                "an answer does not fit its question (path names the field), or "
+                "the question changed since it was shown"
+            ),
+            "504": _error(
+                "on Temporal: no worker took the answer in time (it may still be applied later)"
+            ),
         },
     }
