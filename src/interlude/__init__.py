@@ -6,8 +6,7 @@ database driver or validation library; those load when first used.
 """
 
 from . import errors, hooks, models
-from ._agent._agent import Agent, Prompt
-from ._agent._direct import DirectTool, ToolCaller
+from ._agent import Agent, DirectTool, Prompt, ToolCaller
 from ._app import AgentSession, App
 from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource

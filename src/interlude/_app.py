@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from ._agent._agent import Agent
+from ._agent import Agent
 from ._sync import run_sync
 from .errors import ConfigurationError, SessionError, UnknownAgentError
 
@@ -173,8 +173,7 @@ class App:
         where = f"the factory {_describe(factory)} of agent {name!r}"
         if not isinstance(agent, Agent):
             raise ConfigurationError(f"{where} returned {agent!r}, not an Agent")
-        link = agent._session  # same package: the store the agent saves to
-        if link is None or link.session_id != session_id or link.store is not store:
+        if agent.session_id != session_id or agent.session_store is not store:
             raise ConfigurationError(
                 f"{where} returned an agent on session {agent.session_id!r}, not on the session "
                 f"it was given ({session_id!r}): build it with session=session.store, "

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
-    from ._agent._agent import Agent
+    from ._agent import Agent
     from ._app import App
     from .sessions._protocol import RecordedAnswer, SessionStore
 

@@ -250,6 +250,11 @@ class Agent:
     def session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
 
+    @property
+    def session_store(self) -> SessionStore | None:
+        """The store the agent's session is saved in (None: no session)."""
+        return None if self._session is None else self._session.store
+
     def _tool_specs(self) -> list[ToolSpec]:
         if self._specs is None:
             self._specs = [t.spec for t in self._tools.values()]

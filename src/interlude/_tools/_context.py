@@ -11,7 +11,7 @@ from .._messages import JsonValue, ToolUse
 from ..errors import InterruptError, InterruptSignal
 
 if TYPE_CHECKING:
-    from .._agent._agent import Agent
+    from .._view import AgentView
 
 __all__ = ["RelaySignal", "ToolContext"]
 
@@ -45,7 +45,7 @@ class ToolContext(Interrupter):
     _source: InterruptSource = "tool_call"
 
     def __init__(
-        self, tool_use: ToolUse, agent: Agent, answers: Answers, checkpoint: str | None = None
+        self, tool_use: ToolUse, agent: AgentView, answers: Answers, checkpoint: str | None = None
     ) -> None:
         self.tool_use = tool_use
         self.agent = agent

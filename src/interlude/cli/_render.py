@@ -12,7 +12,7 @@ from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolU
 
 if TYPE_CHECKING:
     from .. import AgentResult, Interrupt
-    from .._agent._state import Pause
+    from .._agent import Pause
     from ..sessions import PendingInterrupt
 
 __all__ = ["Output", "audit_line", "claim_words", "program", "short_id", "show_command"]

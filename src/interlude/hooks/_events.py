@@ -12,8 +12,8 @@ from .._stream import ModelResponse
 from ..errors import ConfigurationError, HookEventWriteError
 
 if TYPE_CHECKING:
-    from .._agent._agent import Agent
     from .._tools._spec import AgentTool
+    from .._view import AgentView
 
 __all__ = [
     "AfterInvocationEvent",
@@ -37,7 +37,7 @@ class HookEvent(Interrupter):
     """
 
     __slots__ = ("_answers", "_callback_index", "_names", "_scope", "_sealed", "agent", "is_replay")
-    agent: Agent
+    agent: AgentView
     is_replay: bool
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {}
     reverse_order: ClassVar[bool] = False
@@ -45,7 +45,7 @@ class HookEvent(Interrupter):
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentView,
         *,
         scope: str,
         is_replay: bool = False,
@@ -96,7 +96,7 @@ class BeforeInvocationEvent(HookEvent):
     prompt: Message
     _source: InterruptSource = "before_invocation"
 
-    def __init__(self, agent: Agent, prompt: Message, **kw: Any) -> None:
+    def __init__(self, agent: AgentView, prompt: Message, **kw: Any) -> None:
         super().__init__(agent, **kw)
         object.__setattr__(self, "prompt", prompt)
 
@@ -110,7 +110,7 @@ class AfterInvocationEvent(HookEvent):
     _writable: ClassVar[Mapping[str, type | tuple[type, ...]]] = {"result": AgentResult}
     reverse_order = True
 
-    def __init__(self, agent: Agent, result: AgentResult, **kw: Any) -> None:
+    def __init__(self, agent: AgentView, result: AgentResult, **kw: Any) -> None:
         super().__init__(agent, **kw)
         object.__setattr__(self, "result", result)
 
@@ -122,7 +122,7 @@ class MessageAddedEvent(HookEvent):
     message: Message
     _source: InterruptSource = "message_added"
 
-    def __init__(self, agent: Agent, message: Message, **kw: Any) -> None:
+    def __init__(self, agent: AgentView, message: Message, **kw: Any) -> None:
         super().__init__(agent, **kw)
         object.__setattr__(self, "message", message)
 
@@ -147,7 +147,7 @@ class AfterModelCallEvent(HookEvent):
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentView,
         response: ModelResponse | None,
         exception: BaseException | None,
         **kw: Any,
@@ -186,7 +186,7 @@ class BeforeToolsEvent(HookEvent):
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentView,
         tool_uses: Sequence[ToolUse],
         tools: Sequence[AgentTool | None],
         **kw: Any,
@@ -245,7 +245,9 @@ class BeforeToolCallEvent(HookEvent):
         "tool": object,  # checked in __setattr__: a tool or None
     }
 
-    def __init__(self, agent: Agent, tool_use: ToolUse, tool: AgentTool | None, **kw: Any) -> None:
+    def __init__(
+        self, agent: AgentView, tool_use: ToolUse, tool: AgentTool | None, **kw: Any
+    ) -> None:
         super().__init__(agent, **kw)
         object.__setattr__(self, "tool_use", tool_use)
         object.__setattr__(self, "tool", tool)
@@ -297,7 +299,7 @@ class AfterToolCallEvent(HookEvent):
 
     def __init__(
         self,
-        agent: Agent,
+        agent: AgentView,
         tool_use: ToolUse,
         tool: AgentTool | None,
         result: ToolResult,

@@ -94,7 +94,7 @@ class HookActivity:
             "state": dict(agent.state),
             "now": agent.clock(),
         }
-        limits = getattr(agent.executor, "limits", None) or Limits()
+        limits = getattr(getattr(agent, "executor", None), "limits", None) or Limits()
         size, limit = json_size(request), limits.max_request_bytes
         if size > limit:  # the run fails, as a callback raising would fail it
             raise too_large(
