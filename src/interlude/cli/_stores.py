@@ -46,7 +46,7 @@ def _store(url: str, *, create: bool = False) -> SessionStore:
 def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
     """A stored session's conversation and pause (None while a run's journal is stored)."""
     from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import split_marker
+    from ..sessions._claims import split_marker
 
     pause, _ = split_marker(stored.pause)
     state = decode_state(
@@ -64,7 +64,7 @@ def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
 
 def _live_claim(stored: StoredSession) -> dict[str, Any] | None:
     """The claim of the run that holds the session now, if one does."""
-    from .._agent._persist import claim_is_live, split_marker
+    from ..sessions._claims import claim_is_live, split_marker
 
     _, marker = split_marker(stored.pause)
     claim = stored.claim if marker is None else marker

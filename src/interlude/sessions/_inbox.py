@@ -235,8 +235,8 @@ class Inbox:
 def _view(session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]) -> SessionView:
     """The stored session decoded (SessionCorruptError if it cannot be)."""
     from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import claim_is_live, split_marker
     from ..errors import SessionCorruptError, StateFormatError
+    from ._claims import claim_is_live, split_marker
 
     pause, marker = split_marker(stored.pause)
     data = {
