@@ -83,7 +83,7 @@ class SessionLink:
     def load(self, key: bytes | None = None, name: str | None = None) -> AgentState | None:
         """The stored session, decoded (nothing is kept on error), or None if there is none.
         With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
-        from ._codec import FORMAT, decode_pause, decode_state
+        from ._codec import decode_pause, decode_stored
 
         try:
             stored = run_sync(self.store.load(self.session_id))
@@ -101,18 +101,8 @@ class SessionLink:
             since = since if isinstance(since, int | float) else 0.0
             claim = {"owner": marker.get("owner"), "since": since, "expires_at": since + 600.0}
             legacy = marker.get("resumed")
-        data = {
-            "format": FORMAT,
-            "version": stored.format_version,
-            "messages": stored.messages,
-            "state": stored.state,
-            "pause": pause,
-            "tools": stored.tools,
-            "agent": getattr(stored, "agent", None),
-            "audit": getattr(stored, "audit", None) or [],
-        }
+        loaded = decode_stored(stored, key, name)
         try:
-            loaded = decode_state(data, key, name)
             _check_conversation(loaded.state)
             if isinstance(legacy, dict):
                 self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")

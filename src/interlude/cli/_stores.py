@@ -13,7 +13,7 @@ from ._errors import CliError
 from ._render import claim_words
 
 if TYPE_CHECKING:
-    from .._agent._state import Pause
+    from .._agent import Pause
     from .._messages import Message
     from ..sessions import SessionStore, StoredSession
 
@@ -45,20 +45,9 @@ def _store(url: str, *, create: bool = False) -> SessionStore:
 
 def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
     """A stored session's conversation and pause (None while a run's journal is stored)."""
-    from .._agent._codec import FORMAT, decode_state
-    from ..sessions._claims import split_marker
+    from .._agent import decode_stored
 
-    pause, _ = split_marker(stored.pause)
-    state = decode_state(
-        {
-            "format": FORMAT,
-            "version": stored.format_version,
-            "messages": stored.messages,
-            "state": stored.state,
-            "pause": pause,
-            "tools": stored.tools,
-        }
-    )
+    state = decode_stored(stored)
     return state.messages, state.pause
 
 

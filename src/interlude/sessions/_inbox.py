@@ -164,12 +164,12 @@ class Inbox:
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
         if a question already has a recorded answer (the first one wins)."""
-        from .._agent._answering import _check_by, check_answers
+        from .._agent import check_answers, check_by
         from ..errors import NotPausedError, ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
-        _check_by(by)
+        check_by(by)
         view = _view(session_id, await self._load(session_id), [])
         if not view.interrupts:
             raise NotPausedError(
@@ -234,27 +234,11 @@ class Inbox:
 
 def _view(session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]) -> SessionView:
     """The stored session decoded (SessionCorruptError if it cannot be)."""
-    from .._agent._codec import FORMAT, decode_state
-    from ..errors import SessionCorruptError, StateFormatError
+    from .._agent import decode_stored
     from ._claims import claim_is_live, split_marker
 
-    pause, marker = split_marker(stored.pause)
-    data = {
-        "format": FORMAT,
-        "version": stored.format_version,
-        "messages": stored.messages,
-        "state": stored.state,
-        "pause": pause,
-        "tools": stored.tools,
-        "agent": stored.agent,
-        "audit": stored.audit,
-    }
-    try:
-        loaded = decode_state(data)
-    except RecursionError:
-        raise SessionCorruptError(f"session {session_id!r}: nested too deeply to read") from None
-    except StateFormatError as exc:
-        raise SessionCorruptError(f"session {session_id!r}: {exc}") from None
+    loaded = decode_stored(stored)
+    _, marker = split_marker(stored.pause)
     claim = stored.claim
     live = isinstance(claim, dict) and claim_is_live(claim)
     journal = loaded.pause is not None and not loaded.pause.interrupts
