@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowExecutionDescription, WorkflowHandle
 
     from .._audit import AuditEntry
+    from .._inbox import SessionView
     from .._messages import JsonValue, Message
-    from ..sessions._inbox import SessionView
 
 __all__ = ["QueryTimeoutError", "TemporalInbox"]
 
@@ -256,11 +256,11 @@ class TemporalInbox:
         workflow has accepted them (it then carries the run on). Refused: the ResumeError its
         validator raised (nothing changed); NotPausedError for a closed workflow; SessionError
         for none; AnswerTimeoutError when no worker took it within ``answer_timeout``."""
-        from .._agent._answering import _check_by
+        from .._agent import check_by
 
         if not isinstance(answers, Mapping) or not answers:
             raise errors.ResumeInputError("answer() takes a non-empty map of question id to answer")
-        _check_by(by)
+        check_by(by)
         args = [dict(answers), by, None if shown is None else dict(shown)]
         size = json_size(args)
         if size > MAX_UPDATE_BYTES:
@@ -329,7 +329,7 @@ def _seconds(when: datetime | float | None) -> float | None:
 def _conversation(state: Any) -> tuple[list[Message], list[AuditEntry]]:
     """The conversation and audit trail of a finished run's ``export_state()`` (empty when
     the result omits it)."""
-    from .._agent._codec import decode_state
+    from .._agent import decode_state
 
     if not isinstance(state, dict):
         return [], []
