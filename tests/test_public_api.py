@@ -15,6 +15,7 @@ PUBLIC_MODULES = [
     "interlude.hooks",
     "interlude.models",
     "interlude.otel",
+    "interlude.sessions",
     "interlude.testing",
 ]
 
@@ -89,3 +90,15 @@ def test_import_is_light() -> None:
     code = f"import interlude, sys; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_sessions_reexports_the_inbox_without_importing_upward() -> None:
+    """``interlude.sessions.Inbox`` and ``SessionView`` live in ``interlude._inbox`` (beside the
+    worker); the stores' package loads them only when they are asked for."""
+    code = (
+        "import sys, interlude.sessions as s; before = 'interlude._inbox' in sys.modules; "
+        "import interlude._inbox as i; "
+        "print(before, s.Inbox is i.Inbox, s.SessionView is i.SessionView)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]

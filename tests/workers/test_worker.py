@@ -34,6 +34,11 @@ def _clean() -> None:
     payroll_app.CLOCK.clear()
 
 
+def _path() -> str:
+    """The children's PYTHONPATH: tests/ (for the payroll app), then the caller's own."""
+    return os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def _paused(store: SQLiteStore, session_id: str, to: str = "ana") -> str:
     (question,) = app.start("payroll", session_id, store)(f"pay {to}").interrupts
     return question.id
@@ -123,7 +128,7 @@ def test_four_worker_processes_finish_500_answered_sessions_each_once(tmp_path: 
             inbox.record(f"s{k}", {qid: True}, by="ana")
         assert len(inbox.pending()) == n
         ledger = tmp_path / "ledger.jsonl"
-        env = {**os.environ, "PAYROLL_LEDGER": str(ledger), "PYTHONPATH": str(HERE.parent)}
+        env = {**os.environ, "PAYROLL_LEDGER": str(ledger), "PYTHONPATH": _path()}
         code = (
             "import asyncio, sys\n"
             "from interlude import Worker\n"
@@ -173,7 +178,7 @@ def test_a_worker_killed_mid_payment_is_recovered_by_another_which_asks_first(
     started = tmp_path / "started.txt"
     env = {
         **os.environ,
-        "PYTHONPATH": str(HERE.parent),
+        "PYTHONPATH": _path(),
         "PAYROLL_LEDGER": str(tmp_path / "ledger.jsonl"),
         "PAYROLL_STARTED": str(started),
         "PAYROLL_SLOW": "60",

@@ -30,7 +30,7 @@ from ._observe import Observer, RunInfo, install
 
 if TYPE_CHECKING:
     from ._answering import check_answers, check_by, resume_plan
-    from ._codec import FORMAT, AgentState, decode_state
+    from ._codec import FORMAT, AgentState, decode_state, decode_stored
     from ._state import Pause
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "check_answers",
     "check_by",
     "decode_state",
+    "decode_stored",
     "install",
     "load_all",
     "resume_plan",
@@ -66,6 +67,7 @@ _LAZY = {
     "FORMAT": "._codec",
     "AgentState": "._codec",
     "decode_state": "._codec",
+    "decode_stored": "._codec",
     "check_answers": "._answering",
     "check_by": "._answering",
     "resume_plan": "._answering",

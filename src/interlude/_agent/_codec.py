@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEntry
 from .._exceptions import exception_from_dict, exception_to_dict
@@ -31,7 +31,7 @@ from .._messages import (
 )
 from .._result import AgentResult
 from .._stream import ModelResponse
-from ..errors import StateFormatError
+from ..errors import SessionCorruptError, StateFormatError
 from ._output import OutputState
 from ._state import (
     AfterInvocation,
@@ -47,7 +47,18 @@ from ._state import (
     outstanding_batch,
 )
 
-__all__ = ["FORMAT", "VERSION", "AgentState", "check_answered", "decode_state", "encode_state"]
+if TYPE_CHECKING:
+    from ..sessions import StoredSession
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "AgentState",
+    "check_answered",
+    "decode_state",
+    "decode_stored",
+    "encode_state",
+]
 
 FORMAT = "interlude.agent-state"
 VERSION = 3
@@ -123,6 +134,32 @@ def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) 
         return _decode_state(data, key, agent)
     except RecursionError:
         raise StateFormatError("the state is nested too deeply to be a saved state") from None
+
+
+def decode_stored(
+    stored: StoredSession, key: bytes | None = None, name: str | None = None
+) -> AgentState:
+    """A session as a store returned it, decoded; SessionCorruptError naming the session if it
+    is not a state this version reads. A pre-journal run marker in the pause slot reads as no
+    pause (``split_marker`` gives it). With a signing ``key``, StateIntegrityError for a pause
+    not signed with it for the agent named ``name``, as :func:`decode_state`."""
+    from ..sessions._claims import split_marker
+
+    pause, _ = split_marker(stored.pause)
+    data = {
+        "format": FORMAT,
+        "version": stored.format_version,
+        "messages": stored.messages,
+        "state": stored.state,
+        "pause": pause,
+        "tools": stored.tools,
+        "agent": getattr(stored, "agent", None),
+        "audit": getattr(stored, "audit", None) or [],
+    }
+    try:
+        return decode_state(data, key, name)
+    except StateFormatError as exc:
+        raise SessionCorruptError(f"session {stored.session_id!r}: {exc}") from None
 
 
 def _decode_state(data: Any, key: bytes | None, agent: str | None) -> AgentState:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._sync import run_sync
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
+from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
 from ..sessions._protocol import SessionUpdate
 from ._codec import VERSION, encode_pause
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ._loop import Run
     from ._state import Pause
 
-__all__ = ["SessionLink", "claim_is_live", "describe_claim", "split_marker"]
+__all__ = ["SessionLink"]
 
 
 class SessionLink:
@@ -82,7 +83,7 @@ class SessionLink:
     def load(self, key: bytes | None = None, name: str | None = None) -> AgentState | None:
         """The stored session, decoded (nothing is kept on error), or None if there is none.
         With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
-        from ._codec import FORMAT, decode_pause, decode_state
+        from ._codec import decode_pause, decode_stored
 
         try:
             stored = run_sync(self.store.load(self.session_id))
@@ -100,18 +101,8 @@ class SessionLink:
             since = since if isinstance(since, int | float) else 0.0
             claim = {"owner": marker.get("owner"), "since": since, "expires_at": since + 600.0}
             legacy = marker.get("resumed")
-        data = {
-            "format": FORMAT,
-            "version": stored.format_version,
-            "messages": stored.messages,
-            "state": stored.state,
-            "pause": pause,
-            "tools": stored.tools,
-            "agent": getattr(stored, "agent", None),
-            "audit": getattr(stored, "audit", None) or [],
-        }
+        loaded = decode_stored(stored, key, name)
         try:
-            loaded = decode_state(data, key, name)
             _check_conversation(loaded.state)
             if isinstance(legacy, dict):
                 self.legacy_resumed = decode_pause(legacy, "pause.running.resumed")
@@ -314,7 +305,7 @@ def _claim(held: dict[str, Any] | None, lease: float) -> dict[str, JsonValue]:
     """This process's claim, valid for ``lease`` seconds from now (``since`` is kept while
     this process holds it)."""
     now = time.time()
-    machine, owner = _identity()
+    machine, owner = machine_identity()
     since = now
     if held is not None and held.get("pid") == os.getpid() and held.get("machine") == machine:
         held_since = held.get("since")
@@ -326,78 +317,6 @@ def _claim(held: dict[str, Any] | None, lease: float) -> dict[str, JsonValue]:
         "since": since,
         "expires_at": now + lease,
     }
-
-
-_IDENTITY: tuple[str, str] | None = None
-
-
-def _identity() -> tuple[str, str]:
-    """(this machine's identity, "host:pid"). The machine is the host name, the kernel's boot
-    id and the process-id namespace: where two claims share it, a process id means the same
-    process, so a dead owner is known at once."""
-    global _IDENTITY
-    if _IDENTITY is None or not _IDENTITY[1].endswith(f":{os.getpid()}"):
-        import socket
-
-        parts = [socket.gethostname()]
-        try:
-            with open("/proc/sys/kernel/random/boot_id") as f:
-                parts.append(f.read().strip())
-            parts.append(os.readlink("/proc/self/ns/pid"))
-        except OSError:
-            pass
-        _IDENTITY = ("/".join(parts), f"{parts[0]}:{os.getpid()}")
-    return _IDENTITY
-
-
-def claim_is_live(claim: dict[str, Any], now: float | None = None) -> bool:
-    """Whether a stored claim still holds: its lease has not run out and, when it was made on
-    this machine, its process still exists."""
-    expires = claim.get("expires_at")
-    if not isinstance(expires, int | float) or expires <= (time.time() if now is None else now):
-        return False
-    pid = claim.get("pid")
-    if claim.get("machine") == _identity()[0] and isinstance(pid, int):
-        return _process_exists(pid)
-    return True
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed process its parent has not reaped yet is a zombie: gone all the same
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def describe_claim(claim: dict[str, Any]) -> str:
-    """Who holds a claim, and since when, for messages."""
-    since = claim.get("since")
-    age = f" for {time.time() - since:.0f} s" if isinstance(since, int | float) else ""
-    return f"{claim.get('owner')!r}{age}"
-
-
-# --- the pre-journal run marker -----------------------------------------------------------------
-
-_RUNNING = "running"
-
-
-def split_marker(
-    stored_pause: dict[str, object] | None,
-) -> tuple[dict[str, object] | None, dict[str, object] | None]:
-    """(the pause, the run marker) of a stored pause slot: one of them, or neither. Sessions
-    written before the journal kept a run's marker in the pause slot."""
-    if isinstance(stored_pause, dict):
-        marker = stored_pause.get(_RUNNING)
-        if isinstance(marker, dict):
-            return None, marker
-    return stored_pause, None
 
 
 def _check_conversation(state: dict[str, JsonValue]) -> None:

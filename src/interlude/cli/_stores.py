@@ -13,7 +13,7 @@ from ._errors import CliError
 from ._render import claim_words
 
 if TYPE_CHECKING:
-    from .._agent._state import Pause
+    from .._agent import Pause
     from .._messages import Message
     from ..sessions import SessionStore, StoredSession
 
@@ -45,26 +45,15 @@ def _store(url: str, *, create: bool = False) -> SessionStore:
 
 def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
     """A stored session's conversation and pause (None while a run's journal is stored)."""
-    from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import split_marker
+    from .._agent import decode_stored
 
-    pause, _ = split_marker(stored.pause)
-    state = decode_state(
-        {
-            "format": FORMAT,
-            "version": stored.format_version,
-            "messages": stored.messages,
-            "state": stored.state,
-            "pause": pause,
-            "tools": stored.tools,
-        }
-    )
+    state = decode_stored(stored)
     return state.messages, state.pause
 
 
 def _live_claim(stored: StoredSession) -> dict[str, Any] | None:
     """The claim of the run that holds the session now, if one does."""
-    from .._agent._persist import claim_is_live, split_marker
+    from ..sessions._claims import claim_is_live, split_marker
 
     _, marker = split_marker(stored.pause)
     claim = stored.claim if marker is None else marker

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..sessions._inbox import SessionView
+from .._inbox import SessionView
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
@@ -93,7 +93,7 @@ class StoreBackend:
     taken = "Your answer is recorded; a worker carries the run on."
 
     def __init__(self, store: SessionStore | str) -> None:
-        from ..sessions import Inbox
+        from .._inbox import Inbox
 
         self.inbox = Inbox(store)
         self.clock: Callable[[], float] = self.inbox.clock

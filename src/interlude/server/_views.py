@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .._inbox import SessionView
     from .._interrupt import Interrupt
     from ..sessions import PendingInterrupt, RecordedAnswer
-    from ..sessions._inbox import SessionView
 
 __all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json", "shown_digest"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._inbox import Inbox, SessionView
 from ._memory import MemoryStore
 from ._protocol import (
     PendingInterrupt,
@@ -22,6 +21,7 @@ from ._protocol import (
 from ._url import open_store, store_url
 
 if TYPE_CHECKING:
+    from .._inbox import Inbox, SessionView
     from ._file import FileStore
     from ._postgres import PostgresStore
     from ._sqlite import SQLiteStore
@@ -47,6 +47,10 @@ _LAZY = {
     "FileStore": "._file",
     "SQLiteStore": "._sqlite",
     "PostgresStore": "._postgres",
+    # The inbox works above the stores (beside the worker and App): loaded on first use, so
+    # importing the stores never imports upward.
+    "Inbox": ".._inbox",
+    "SessionView": ".._inbox",
 }
 
 

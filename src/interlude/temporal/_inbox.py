@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowExecutionDescription, WorkflowHandle
 
     from .._audit import AuditEntry
+    from .._inbox import SessionView
     from .._messages import JsonValue, Message
-    from ..sessions._inbox import SessionView
 
 __all__ = ["QueryTimeoutError", "TemporalInbox"]
 

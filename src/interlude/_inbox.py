@@ -15,14 +15,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .._messages import JsonValue, Message
-from .._sync import run_sync
-from ._protocol import PendingInterrupt, RecordedAnswer, SessionStore, StoredSession
-from ._url import open_store
+from ._messages import JsonValue, Message
+from ._sync import run_sync
+from .sessions import PendingInterrupt, RecordedAnswer, SessionStore, StoredSession, open_store
 
 if TYPE_CHECKING:
-    from .._audit import AuditEntry
-    from .._interrupt import Interrupt
+    from ._audit import AuditEntry
+    from ._interrupt import Interrupt
 
 __all__ = ["Inbox", "SessionView"]
 
@@ -164,8 +163,8 @@ class Inbox:
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
         if a question already has a recorded answer (the first one wins)."""
-        from .._agent import check_answers, check_by
-        from ..errors import NotPausedError, ResumeInputError
+        from ._agent import check_answers, check_by
+        from .errors import NotPausedError, ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
@@ -206,7 +205,7 @@ class Inbox:
         return run_sync(self.record_async(session_id, answers, by=by, shown=shown))
 
     async def _load(self, session_id: str) -> StoredSession:
-        from ..errors import SessionError
+        from .errors import SessionError
 
         stored = await self.store.load(session_id)
         if stored is None:
@@ -234,27 +233,11 @@ class Inbox:
 
 def _view(session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]) -> SessionView:
     """The stored session decoded (SessionCorruptError if it cannot be)."""
-    from .._agent._codec import FORMAT, decode_state
-    from .._agent._persist import claim_is_live, split_marker
-    from ..errors import SessionCorruptError, StateFormatError
+    from ._agent import decode_stored
+    from .sessions._claims import claim_is_live, split_marker
 
-    pause, marker = split_marker(stored.pause)
-    data = {
-        "format": FORMAT,
-        "version": stored.format_version,
-        "messages": stored.messages,
-        "state": stored.state,
-        "pause": pause,
-        "tools": stored.tools,
-        "agent": stored.agent,
-        "audit": stored.audit,
-    }
-    try:
-        loaded = decode_state(data)
-    except RecursionError:
-        raise SessionCorruptError(f"session {session_id!r}: nested too deeply to read") from None
-    except StateFormatError as exc:
-        raise SessionCorruptError(f"session {session_id!r}: {exc}") from None
+    loaded = decode_stored(stored)
+    _, marker = split_marker(stored.pause)
     claim = stored.claim
     live = isinstance(claim, dict) and claim_is_live(claim)
     journal = loaded.pause is not None and not loaded.pause.interrupts
