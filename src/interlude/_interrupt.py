@@ -400,40 +400,70 @@ class Interrupter:
                 f"question {name!r} ({iid}) expired without an answer", answers.asked.get(iid)
             )
         if found:
-            if response_type is None:
-                return thaw(answer)  # the caller's own copy: the kept answer stays as given
-            from ._typed import AnswerTypeError, convert
-
-            try:
-                return convert(response_type, answer)
-            except AnswerTypeError as exc:  # the stored schema let through what the type refuses
-                from .errors import AnswerValidationError
-
-                kind = getattr(response_type, "__name__", None) or repr(response_type)
-                raise AnswerValidationError(
-                    f"the answer to {name!r} ({iid}) does not fit its response type {kind}: {exc}",
-                    interrupt_id=iid,
-                    path=exc.path,
-                ) from None
-        _check_json(name, "reason", reason)
-        extra = _typed_and_timed(name, response_type, expires_in, default)
-        raised_at = answers.clock()
-        before = answers.asked.get(iid)
-        if before is not None:  # asked again after a partial resume: same time, same deadline
-            raised_at = before.raised_at
-        expires_at = None
-        if expires_in is not None:
-            seconds = (
-                expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
+            return _as_answer(name, iid, answer, response_type)
+        raise InterruptSignal(
+            _question(
+                iid,
+                name,
+                reason,
+                self._source,
+                tool_use,
+                answers,
+                response_type,
+                expires_in,
+                default,
             )
-            expires_at = raised_at + float(seconds)
-        interrupt = Interrupt(
-            id=iid,
-            name=name,
-            reason=reason,
-            source=self._source,
-            tool_use=tool_use,
-            raised_at=raised_at,
-            expires_at=expires_at,
         )
-        raise InterruptSignal(replace(interrupt, **extra) if extra else interrupt)
+
+
+def _as_answer(name: str, iid: str, answer: JsonValue, response_type: Any) -> Any:
+    """The answer as ``interrupt()`` returns it: the caller's own copy, or the typed value."""
+    if response_type is None:
+        return thaw(answer)  # the caller's own copy: the kept answer stays as given
+    from ._typed import AnswerTypeError, convert
+
+    try:
+        return convert(response_type, answer)
+    except AnswerTypeError as exc:  # the stored schema let through what the type refuses
+        from .errors import AnswerValidationError
+
+        kind = getattr(response_type, "__name__", None) or repr(response_type)
+        raise AnswerValidationError(
+            f"the answer to {name!r} ({iid}) does not fit its response type {kind}: {exc}",
+            interrupt_id=iid,
+            path=exc.path,
+        ) from None
+
+
+def _question(
+    iid: str,
+    name: str,
+    reason: JsonValue,
+    source: InterruptSource,
+    tool_use: ToolUse | None,
+    answers: Answers,
+    response_type: Any,
+    expires_in: float | timedelta | None,
+    default: Any,
+) -> Interrupt:
+    """The new question (checked: JSON reason, typed answer, deadline and default)."""
+    _check_json(name, "reason", reason)
+    extra = _typed_and_timed(name, response_type, expires_in, default)
+    raised_at = answers.clock()
+    before = answers.asked.get(iid)
+    if before is not None:  # asked again after a partial resume: same time, same deadline
+        raised_at = before.raised_at
+    expires_at = None
+    if expires_in is not None:
+        seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
+        expires_at = raised_at + float(seconds)
+    interrupt = Interrupt(
+        id=iid,
+        name=name,
+        reason=reason,
+        source=source,
+        tool_use=tool_use,
+        raised_at=raised_at,
+        expires_at=expires_at,
+    )
+    return replace(interrupt, **extra) if extra else interrupt
