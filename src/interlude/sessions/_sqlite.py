@@ -298,31 +298,7 @@ class SQLiteStore:
                 )
             if not ok:
                 raise self._conflict(conn, session_id, update)
-            if messages:
-                try:
-                    conn.executemany(
-                        "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
-                        [(session_id, first + i, m) for i, m in enumerate(messages)],
-                    )
-                except sqlite3.IntegrityError:
-                    raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
-            if pending is not None:
-                conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
-            if pending:
-                conn.executemany(
-                    "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
-                    "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    pending,
-                )
-            if audit:
-                (start,) = conn.execute(
-                    "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
-                    (session_id,),
-                ).fetchone()
-                conn.executemany(
-                    "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
-                    [(session_id, start + i, entry) for i, entry in enumerate(audit)],
-                )
+            _write_rows(conn, session_id, first, messages, pending, audit)
         self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
         self.bytes_written += sum(len(p[-1]) for p in pending or ())
         self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))
@@ -532,3 +508,39 @@ class SQLiteStore:
         with self._transaction("BEGIN") as conn:
             found = [r[0] for r in conn.execute(TO_RESUME, params)]
         return found if limit is None else found[:limit]
+
+
+def _write_rows(
+    conn: sqlite3.Connection,
+    session_id: str,
+    first: int,
+    messages: list[str],
+    pending: list[tuple[Any, ...]] | None,
+    audit: list[str],
+) -> None:
+    """A save's rows beside the session's: new messages, the pending index, audit entries."""
+    if messages:
+        try:
+            conn.executemany(
+                "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
+                [(session_id, first + i, m) for i, m in enumerate(messages)],
+            )
+        except sqlite3.IntegrityError:
+            raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
+    if pending is not None:
+        conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+    if pending:
+        conn.executemany(
+            "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
+            "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            pending,
+        )
+    if audit:
+        (start,) = conn.execute(
+            "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        conn.executemany(
+            "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
+            [(session_id, start + i, entry) for i, entry in enumerate(audit)],
+        )
