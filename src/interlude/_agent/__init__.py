@@ -30,7 +30,8 @@ from ._observe import Observer, RunInfo, install
 
 if TYPE_CHECKING:
     from ._answering import check_answers, check_by, resume_plan
-    from ._codec import FORMAT, AgentState, decode_state, decode_stored
+    from ._codec import FORMAT, Decoded, decode_state, decode_stored
+    from ._standing import AgentState
     from ._state import Pause
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "LOCAL",
     "Agent",
     "AgentState",
+    "Decoded",
     "Asked",
     "DirectTool",
     "Executor",
@@ -65,7 +67,8 @@ __all__ = [
 
 _LAZY = {
     "FORMAT": "._codec",
-    "AgentState": "._codec",
+    "AgentState": "._standing",
+    "Decoded": "._codec",
     "decode_state": "._codec",
     "decode_stored": "._codec",
     "check_answers": "._answering",

@@ -27,12 +27,12 @@ from ..models import Model
 from ._answering import Plan, prompt_plan, resume_plan
 from ._config import check_more, check_settings, tools_by_name
 from ._direct import ToolCaller
-from ._state import Pause
+from ._standing import AgentState, Identity, check_reserved, replace
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ..conversation import ConversationManager, ConversationState
+    from ..conversation import ConversationManager
     from ..sessions._protocol import SessionStore
     from ._executor import Executor
     from ._loop import Emit
@@ -95,7 +95,6 @@ class Agent:
         self._key = as_key(signing_key)
         self.clock: Callable[[], float] = clock or time.time
         """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
-        self._audit: list[AuditEntry] = []
         from ._executor import LOCAL
 
         self._executor: Executor = LOCAL
@@ -106,8 +105,6 @@ class Agent:
         self.conversation = conversation
         """What part of the conversation the model is sent (None: all of it); see
         :mod:`interlude.conversation`."""
-        self._conversation_state: ConversationState | None = None
-        """What the manager decided (None: nothing yet); saved with ``state``."""
         self.model = model
         self.system_prompt = system_prompt
         self.tool_executor = tool_executor
@@ -122,11 +119,13 @@ class Agent:
         self.hooks = HookRegistry()
         for provider in hooks:
             self.hooks.add_hook(provider)
-        self._messages: list[Message] = list(messages)
         self.state: dict[str, JsonValue] = dict(state or {})
+        """The agent's own data: hooks and tools may change it; it is committed with the
+        agent's standing at each run's end (and saved with its session)."""
         if self.state:
-            _check_reserved(self.state, ConfigurationError)
-        self._pause: Pause | None = None
+            check_reserved(self.state, ConfigurationError)
+        self._state = AgentState(messages=tuple(messages))
+        """Where the agent stands (see ``_standing``); replaced only by :meth:`_commit`."""
         self._lock = threading.Lock()
         self._running = False
         self._task: asyncio.Task[AgentResult] | None = None
@@ -137,7 +136,7 @@ class Agent:
         if (session is None) != (session_id is None):
             raise ConfigurationError("give both session= and session_id=, or neither")
         if session is not None and session_id is not None:
-            self._open_session(session, session_id, session_lease, bool(self._messages))
+            self._open_session(session, session_id, session_lease, bool(self._state.messages))
 
     def _open_session(
         self, session: SessionStore | str, session_id: str, lease: float, given: bool
@@ -163,7 +162,7 @@ class Agent:
             from ._transitions import adopt, close_pre_journal_crash
 
             adopt(self, loaded)
-            if self._pause is None:
+            if self._state.position is None:
                 close_pre_journal_crash(self, link.legacy_resumed)
         self._session = link
 
@@ -175,7 +174,7 @@ class Agent:
         Assign a new list to replace the conversation between runs."""
         from .._frozen import FrozenList
 
-        return FrozenList(self._messages)
+        return FrozenList(self._state.messages)
 
     @messages.setter
     def messages(self, messages: Iterable[Message]) -> None:
@@ -184,12 +183,12 @@ class Agent:
             raise ConfigurationError("messages must be Message objects")
         if self._running:
             raise AgentBusyError("the conversation cannot be replaced while a run is going")
-        if self._pause is not None:
+        if self._state.position is not None:
             raise AgentPausedError(
                 "the conversation cannot be replaced while the agent is paused or holds a "
                 "stopped run: resume, recover or discard it first"
             )
-        self._messages[:] = new
+        self._commit(replace(self._state, messages=tuple(new)))
 
     @property
     def tools(self) -> dict[str, AgentTool]:
@@ -227,24 +226,25 @@ class Agent:
     @property
     def is_paused(self) -> bool:
         """Whether the agent waits on answers (``resume``)."""
-        return self._pause is not None and bool(self._pause.interrupts)
+        return self._state.paused
 
     @property
     def needs_recovery(self) -> bool:
         """Whether the agent holds a run that stopped before it finished (its process died):
         :meth:`recover` carries it on from its journal."""
-        return self._pause is not None and not self._pause.interrupts
+        return self._state.stopped
 
     @property
     def interrupts(self) -> list[Interrupt]:
         """The questions a paused agent waits on (empty when not paused)."""
-        return [] if self._pause is None else list(self._pause.interrupts)
+        position = self._state.position
+        return [] if position is None else list(position.interrupts)
 
     @property
     def audit(self) -> list[AuditEntry]:
         """Every answer applied to this agent's questions, oldest first: who, when, what, and
         a digest of what was shown (kept with the session and in ``export_state()``)."""
-        return list(self._audit)
+        return list(self._state.audit)
 
     @property
     def session_id(self) -> str | None:
@@ -337,7 +337,7 @@ class Agent:
         with an ``in_doubt`` question for it, answered ``"rerun"``, ``"fail"`` or
         ``{"result": ...}``. SessionConflictError if the run's claim is still live.
         """
-        position = self._pause
+        position = self._state.position
         if position is None or position.interrupts:
             raise NotPausedError(
                 "the agent holds no stopped run to recover"
@@ -384,7 +384,7 @@ class Agent:
         become "cancelled" (a call that had started is said to have maybe had effects)."""
         if self._running:
             raise AgentBusyError("cannot discard the pause while a run is going")
-        if self._pause is None:
+        if self._state.position is None:
             raise NotPausedError("the agent is not paused; there is nothing to discard")
         from ._transitions import discard
 
@@ -409,12 +409,12 @@ class Agent:
         from ._codec import encode_state
 
         return encode_state(
-            self._messages,
+            list(self._state.messages),
             self._saved_state(),
-            self._pause,
+            self._state.position,
             list(self._tools),
             agent=self.name,
-            audit=self._audit,
+            audit=list(self._state.audit),
             key=self._key,
         )
 
@@ -483,11 +483,26 @@ class Agent:
         ``agent.state`` uses that key itself (it would not load, or load as the manager's)."""
         from ..conversation import STATE_KEY
 
-        _check_reserved(self.state, StateFormatError)
-        if self._conversation_state is None:
+        check_reserved(self.state, StateFormatError)
+        conversation = self._state.conversation
+        if conversation is None:
             return self.state
+        return {**self.state, STATE_KEY: conversation.to_dict()}
 
-        return {**self.state, STATE_KEY: self._conversation_state.to_dict()}
+    def _identity(self) -> Identity:
+        """Who this agent is to its session: name, signing key, tools."""
+        return Identity(self.name, self._key, tuple(self._tools))
+
+    def _with_data(self, state: AgentState) -> AgentState:
+        """``state`` with ``agent.state`` as it is now committed into it (read-only copy)."""
+        from .._frozen import freeze
+
+        return replace(state, data=freeze(self.state))
+
+    def _commit(self, state: AgentState) -> None:
+        """Make ``state`` where the agent stands: the one place its standing changes (called
+        by the loop during a run, by the transitions between runs)."""
+        self._state = state
 
     async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
         import asyncio
@@ -496,11 +511,12 @@ class Agent:
 
         step, progress, replay, audit = plan
         progress.answers.clock = self.clock
-        _check_reserved(self.state, StateFormatError)  # refused before anything is saved
+        check_reserved(self.state, StateFormatError)  # refused before anything is saved
         with self._lock:
             if self._running:
                 raise AgentBusyError("the agent is already running; one run at a time")
-            if replay and (self._pause is None or self._pause.step is not step):
+            position = self._state.position
+            if replay and (position is None or position.step is not step):
                 raise NotPausedError("the pause changed before the resume started")
             self._running = True
             self._cancel_requested = False
@@ -554,14 +570,3 @@ def _bind_output(plan: Plan, output_type: Any) -> Plan:
         output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
         progress.output = output
     return plan
-
-
-def _check_reserved(state: Mapping[str, JsonValue], error: type[Exception]) -> None:
-    """``error`` if ``state`` uses the key reserved for the conversation manager's state."""
-    from ..conversation import STATE_KEY
-
-    if STATE_KEY in state:
-        raise error(
-            f"agent.state[{STATE_KEY!r}] is reserved for the conversation manager's state; "
-            f"use another key"
-        )

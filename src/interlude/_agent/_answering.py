@@ -38,17 +38,19 @@ def prompt_plan(agent: Agent, prompt: Prompt) -> Plan:
     """Where a run of ``prompt`` starts (the list form of answers resumes the pause)."""
     if _is_answer_list(prompt):
         return resume_plan(agent, _answers_from_list(prompt), None)  # type: ignore[arg-type]
-    if agent._pause is not None and not agent._pause.interrupts:
+    position = agent._state.position
+    if position is not None and not position.interrupts:
         if agent._session is not None:
             agent._session.check_not_running()
         raise AgentPausedError(
             "the agent holds a run that stopped before it finished (its process ended); "
             "carry it on with recover(), or call discard_pause() first"
         )
-    if agent._pause is not None:
+    if position is not None:
+        asked = position.interrupts
         raise AgentPausedError(
-            f"the agent is paused with {len(agent._pause.interrupts)} pending interrupt(s) "
-            f"({', '.join(repr(i.name) for i in agent._pause.interrupts)}); answer them with "
+            f"the agent is paused with {len(asked)} pending interrupt(s) "
+            f"({', '.join(repr(i.name) for i in asked)}); answer them with "
             "resume({interrupt_id: answer}) or call discard_pause() first"
         )
     return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
@@ -64,7 +66,7 @@ def resume_plan(
 ) -> Plan:
     """Where a resume of the paused ``agent`` starts, every answer checked first (see
     :meth:`Agent.resume_async`); ``expiry_only`` settles only the expired questions."""
-    pause = agent._pause
+    pause = agent._state.position
     if pause is not None and not pause.interrupts and agent._session is not None:
         agent._session.check_not_running()  # loaded mid-run: say who runs it
     if pause is None or not pause.interrupts:

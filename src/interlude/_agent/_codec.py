@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT",
     "VERSION",
-    "AgentState",
+    "Decoded",
     "check_answered",
     "decode_state",
     "decode_stored",
@@ -81,7 +81,9 @@ _RESULT_STOPS = ("end_turn", "max_tokens", "content_filtered", "interrupt", "can
 
 
 @dataclass(frozen=True, slots=True)
-class AgentState:
+class Decoded:
+    """A state as read from its JSON form, with what it says of the agent that saved it."""
+
     messages: list[Message]
     state: dict[str, JsonValue]
     pause: Pause | None
@@ -118,7 +120,7 @@ def encode_state(
     }
 
 
-def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) -> AgentState:
+def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) -> Decoded:
     """The state in ``data``; StateFormatError (and nothing else, quickly) for anything that
     is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
     objects, NaN), nesting too deep to read, a pause that does not fit its conversation.
@@ -138,7 +140,7 @@ def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) 
 
 def decode_stored(
     stored: StoredSession, key: bytes | None = None, name: str | None = None
-) -> AgentState:
+) -> Decoded:
     """A session as a store returned it, decoded; SessionCorruptError naming the session if it
     is not a state this version reads. A pre-journal run marker in the pause slot reads as no
     pause (``split_marker`` gives it). With a signing ``key``, StateIntegrityError for a pause
@@ -162,7 +164,7 @@ def decode_stored(
         raise SessionCorruptError(f"session {stored.session_id!r}: {exc}") from None
 
 
-def _decode_state(data: Any, key: bytes | None, agent: str | None) -> AgentState:
+def _decode_state(data: Any, key: bytes | None, agent: str | None) -> Decoded:
     d = _obj(data, "state")
     if d.get("format") != FORMAT:
         raise StateFormatError(f"not an Interlude agent state (format {_show(d.get('format'))})")
@@ -194,7 +196,7 @@ def _decode_state(data: Any, key: bytes | None, agent: str | None) -> AgentState
     if pause is not None:
         _check_step(pause.step, messages, "pause.step")
     audit = [AuditEntry.from_dict(e, f"audit[{i}]") for i, e in enumerate(raw_audit)]
-    return AgentState(messages, dict(agent_state), pause, list(tools), name, audit)
+    return Decoded(messages, dict(agent_state), pause, list(tools), name, audit)
 
 
 def _check_step(step: Step, messages: list[Message], where: str) -> None:
@@ -220,7 +222,7 @@ def _check_step(step: Step, messages: list[Message], where: str) -> None:
             )
 
 
-def check_answered(loaded: AgentState) -> None:
+def check_answered(loaded: Decoded) -> None:
     """StateFormatError if the conversation ends in tool uses nobody is answering: with no
     pause (or journal) whose tool batch is about them, no model would accept it."""
     messages = loaded.messages

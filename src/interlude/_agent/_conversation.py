@@ -60,12 +60,12 @@ class _Reduction:
 async def _reduce(run: Run, manager: ConversationManager, overflow: bool) -> bool:
     """Let the manager reduce; a new state is saved before anything else. Whether it did."""
     agent = run.agent
-    state = agent._conversation_state or ConversationState()
+    state = agent._state.conversation or ConversationState()
     new = await manager.reduce(run._base_view(), state, _Reduction(run, overflow))
     if new is None or new == state:
         return False
     _check_state(manager, new)
-    agent._conversation_state = new
+    run.commit(conversation=new)
     run.save_state = True
     await run.checkpoint()
     return True

@@ -34,6 +34,7 @@ from ._batch import run_batch
 from ._observe import observer_for
 from ._output import after_reply, finish, model_request
 from ._results import answered, close_batch, closing_message
+from ._standing import replace
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -80,6 +81,7 @@ class Run:
         "audit",
         "clean",
         "emit",
+        "identity",
         "in_flight",
         "journal",
         "messages",
@@ -99,7 +101,10 @@ class Run:
         self.progress = progress
         self.emit = emit
         self.journal = journal
-        self.messages = agent._messages
+        self.messages = list(agent._state.messages)
+        """The run's own copy of the conversation; each append is committed at once."""
+        self.identity = agent._identity()
+        """Who saves the run's state (name, signing key, tools)."""
         self.observer = observer_for(agent)
         """Who watches the run (tracing), or None: see ``_observe``."""
         self.step: Step | None = None
@@ -118,6 +123,10 @@ class Run:
         """Whether the next checkpoint saves the agent state too (the conversation manager's
         state changed: a summary is saved before the model call that uses it)."""
 
+    def commit(self, **changes: Any) -> None:
+        """Commit a change of where the agent stands (see ``_standing``)."""
+        self.agent._commit(replace(self.agent._state, **changes))
+
     def position(self) -> Pause | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
         return None if self.step is None else Pause(self.step, [], self.progress)
@@ -125,9 +134,16 @@ class Run:
     async def checkpoint(self) -> None:
         """Save where the run stands, if anything changed since the last save."""
         if self.journal is not None:
-            state, self.save_state = self.save_state, False
+            data, self.save_state = self.save_state, False
+            if data:
+                self.agent._commit(self.agent._with_data(self.agent._state))
             await self.journal.save(
-                self.agent, self.position(), state=state, hold=True, if_changed=True
+                self.identity,
+                self.agent._state,
+                self.position(),
+                data=data,
+                hold=True,
+                if_changed=True,
             )
 
     async def invoke(self, hooks: HookRegistry, event: HookEvent) -> list[Interrupt]:
@@ -181,11 +197,13 @@ class Run:
             AfterInvocation: self._after_invocation,
         }
         self.started = True
-        audit_mark = len(self.agent._audit)
-        self.agent._audit.extend(self.audit)  # stored with the first checkpoint
+        standing = self.agent._state
+        audit_mark = len(standing.audit)
+        resumed = standing.position
+        # The run has started: the pause it resumes is used up; the answers it applies are
+        # in the audit trail (stored with the first checkpoint).
+        self.commit(position=None, audit=standing.audit + tuple(self.audit))
         outcome: _Outcome = step
-        resumed = self.agent._pause
-        self.agent._pause = None  # the run has started: the pause it resumes is used up
         try:
             while True:
                 self.step = step
@@ -196,7 +214,7 @@ class Run:
                     return outcome
                 if isinstance(outcome, _Paused):
                     result = self._pause(outcome)
-                    await self._save(self.agent._pause)
+                    await self._save(self.agent._state.position)
                     return result
                 step, replay = outcome, False
         except asyncio.CancelledError:
@@ -349,7 +367,7 @@ class Run:
             return base
         from ..conversation import ConversationState
 
-        return manager.view(base, self.agent._conversation_state or ConversationState())
+        return manager.view(base, self.agent._state.conversation or ConversationState())
 
     def _base_view(self) -> list[Message]:
         """The conversation itself, unless a tool use in it has no result (a conversation
@@ -401,6 +419,7 @@ class Run:
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
         self.messages.append(message)
+        self.commit(messages=(*self.agent._state.messages, message))
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
         self.progressed = True
@@ -411,8 +430,9 @@ class Run:
 
     async def _save(self, pause: Pause | None) -> None:
         """The run's last save: the pause (or none) and agent.state; the claim is let go."""
+        self.agent._commit(self.agent._with_data(self.agent._state))
         if self.journal is not None:
-            await self.journal.save(self.agent, pause, state=True, hold=False)
+            await self.journal.save(self.identity, self.agent._state, pause, data=True)
 
     async def _give_back(self, resumed: Pause | None, audit_mark: int) -> bool:
         """A run that ends early before doing anything irreversible leaves the pause it was
@@ -423,12 +443,12 @@ class Run:
         from ._transitions import put_back
 
         stored = audit_mark if self.journal is None else self.journal.audit_saved
-        del self.agent._audit[max(audit_mark, stored) :]
+        self.commit(audit=self.agent._state.audit[: max(audit_mark, stored)])
         await put_back(self.agent, resumed)
         return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
-        self.agent._pause = Pause(paused.step, paused.interrupts, self.progress)
+        self.commit(position=Pause(paused.step, paused.interrupts, self.progress))
         if self.emit is not None:
             for interrupt in paused.interrupts:
                 self.emit(InterruptRaised(interrupt))
@@ -442,10 +462,11 @@ class Run:
         The repair is saved if the agent has a session; a failure to save it does not hide
         the error that ended the run.
         """
-        self.agent._pause = None
+        self.commit(position=None)
         message = closing_message(self.messages, self.step, reason)
         if message is not None:
             self.messages.append(message)
+            self.commit(messages=(*self.agent._state.messages, message))
             if self.emit is not None:
                 self.emit(MessageAppended(message))
         if self.journal is not None:

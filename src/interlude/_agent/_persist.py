@@ -24,13 +24,14 @@ from ..errors import SessionConflictError, SessionCorruptError, SessionError, St
 from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
 from ..sessions._protocol import SessionUpdate
 from ._codec import VERSION, encode_pause
+from ._standing import check_reserved
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
     from ..sessions._protocol import SessionStore
-    from ._agent import Agent
-    from ._codec import AgentState
+    from ._codec import Decoded
     from ._loop import Run
+    from ._standing import AgentState, Identity
     from ._state import Pause
 
 __all__ = ["SessionLink"]
@@ -80,7 +81,7 @@ class SessionLink:
         self._lock: asyncio.Lock | None = None
         self._renewer: asyncio.Task[None] | None = None
 
-    def load(self, key: bytes | None = None, name: str | None = None) -> AgentState | None:
+    def load(self, key: bytes | None = None, name: str | None = None) -> Decoded | None:
         """The stored session, decoded (nothing is kept on error), or None if there is none.
         With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
         from ._codec import decode_pause, decode_stored
@@ -149,7 +150,7 @@ class SessionLink:
             await asyncio.sleep(self.lease / 3)
             self._held = None  # a fresh claim: its lease counts from now
             try:
-                await self.save(run.agent, run.position(), hold=True)
+                await self.save(run.identity, run.agent._state, run.position(), hold=True)
             except SessionConflictError as exc:  # someone took the session over: stop the run
                 self.lost = exc
                 if owner is not None:
@@ -167,16 +168,18 @@ class SessionLink:
 
     async def save(
         self,
-        agent: Agent,
-        pause: Pause | None,
+        who: Identity,
+        state: AgentState,
+        position: Pause | None,
         *,
-        state: bool = False,
+        data: bool = False,
         hold: bool = False,
         if_changed: bool = False,
     ) -> None:
-        """Store the messages appended since the last save, ``pause`` (a pause, a run's journal
-        or none), the state if asked, and the claim: kept and renewed when ``hold``, let go
-        otherwise. With ``if_changed``, a save that would store nothing new is skipped.
+        """Store ``state``'s messages appended since the last save, ``position`` (a pause, a
+        run's journal or none), its data if asked, and the claim: kept and renewed when
+        ``hold``, let go otherwise. With ``if_changed``, a save that would store nothing new
+        is skipped. ``who`` names (and signs for) the agent saving.
 
         The store's save is shielded: if the run is cancelled meanwhile, the save still
         completes and is recorded here before the cancellation goes on, so the agent never
@@ -185,33 +188,39 @@ class SessionLink:
             await self.stop_renewing()
         lock = self._lock
         async with lock if lock is not None else contextlib.nullcontext():
-            await self._save(agent, pause, state, hold, if_changed)
+            await self._save(who, state, position, data, hold, if_changed)
 
     async def _save(
-        self, agent: Agent, pause: Pause | None, state: bool, hold: bool, if_changed: bool
+        self,
+        who: Identity,
+        state: AgentState,
+        pause: Pause | None,
+        data: bool,
+        hold: bool,
+        if_changed: bool,
     ) -> None:
         unsaveable: StateFormatError | None = None
         saved_state = None
-        if state:
+        if data:
             try:
-                saved_state = _json_state(agent)
+                saved_state = _json_state(state)
             except StateFormatError as exc:
                 # The rest is saved and the claim let go (so the session is not left held by
                 # a run that ends here), then the run fails saying why the state was not kept.
                 unsaveable, hold = exc, False
                 await self.stop_renewing()
-        messages = agent._messages
+        messages = state.messages
         count = len(messages)
         if count < self.saved:
             raise SessionError(
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        encoded = None if pause is None else encode_pause(pause, agent._key, agent.name)
-        audit = agent._audit
+        encoded = None if pause is None else encode_pause(pause, who.key, who.name)
+        audit = state.audit
         if (
             if_changed
-            and not state
+            and not data
             and self._holding
             and count == self.saved
             and encoded == self._last
@@ -234,11 +243,11 @@ class SessionLink:
             new_messages=[m.to_dict() for m in messages[self.saved : count]],
             pause=encoded,
             pending=pending,
-            tools=list(agent._tools),
+            tools=list(who.tools),
             format_version=VERSION,
             state=saved_state,
             claim=claim,
-            agent=agent.name if agent.name != self.agent_name else None,
+            agent=who.name if who.name != self.agent_name else None,
             audit=[e.to_dict() for e in audit[self.audit_saved :]],
         )
         audited = len(audit)
@@ -327,10 +336,11 @@ def _check_conversation(state: dict[str, JsonValue]) -> None:
         ConversationState.from_dict(state[STATE_KEY])
 
 
-def _json_state(agent: Agent) -> dict[str, object]:
+def _json_state(state: AgentState) -> dict[str, object]:
     import json
 
+    check_reserved(state.data, StateFormatError)
     try:
-        return dict(json.loads(json.dumps(agent._saved_state())))
+        return dict(json.loads(json.dumps(state.saved_data())))
     except (TypeError, ValueError) as exc:
         raise StateFormatError(f"agent.state is not JSON-compatible: {exc}") from None

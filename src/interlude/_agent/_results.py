@@ -4,6 +4,8 @@ without (providers refuse a tool use with no result, so the model is never sent 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._messages import ContentBlock, Message, Text, ToolResult
 from ._state import Step, ToolBatch, ToolCall, outstanding_batch
 
@@ -54,7 +56,7 @@ def answered(messages: list[Message]) -> list[Message]:
     return out if changed else messages
 
 
-def closing_message(messages: list[Message], step: Step | None, reason: str) -> Message | None:
+def closing_message(messages: Sequence[Message], step: Step | None, reason: str) -> Message | None:
     """The tool-result message that answers a conversation ending in tool uses, or None.
 
     If ``step`` holds the batch of those tool uses, calls it finished give their results;

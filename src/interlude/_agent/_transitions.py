@@ -1,11 +1,13 @@
 """How an agent's standing changes between runs: the loop's transitions outside a run.
 
-An agent stands somewhere: its conversation, ``agent.state`` and ``_pause`` (a pause with
-questions, a stopped run's journal, or nothing). During a run only the loop (``_loop.Run``)
-changes them; between runs only these functions do: adopting a decoded state (import or a
-session's load), discarding a pause, putting back a pause a run did not get past, and closing
-what a process killed before the journal existed left open. The session link only loads and
-saves; it never writes the agent.
+An agent stands somewhere (an ``AgentState``: its conversation, committed data, the
+conversation manager's state, a pause with questions or a stopped run's journal, the audit
+trail). During a run only the loop (``_loop.Run``) commits a new one; between runs only these
+functions do: adopting a decoded state (import or a session's load), discarding a pause,
+putting back a pause a run did not get past, and closing what a process killed before the
+journal existed left open. Each new standing is a pure function of the old one (``adopted``,
+``discarded``, ...); ``Agent._commit`` makes it the agent's. The session link only loads and
+saves a given state; it never writes the agent.
 """
 
 from __future__ import annotations
@@ -13,34 +15,55 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
+from .._frozen import freeze
 from .._sync import run_sync
 from ..errors import StateMismatchError
 from ._results import closing_message
+from ._standing import AgentState, replace
 from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
+    from .._messages import JsonValue
     from ._agent import Agent
-    from ._codec import AgentState
+    from ._codec import Decoded
     from ._state import Pause, Step
 
-__all__ = ["adopt", "check_fits", "close_pre_journal_crash", "discard", "put_back"]
+__all__ = [
+    "adopt",
+    "adopted",
+    "check_fits",
+    "close_pre_journal_crash",
+    "discard",
+    "discarded",
+    "put_back",
+]
 
 
-def adopt(agent: Agent, loaded: AgentState) -> None:
+def adopt(agent: Agent, loaded: Decoded) -> None:
     """Take a decoded state as the agent's own, once its pause is known to fit the agent;
     nothing changes if it does not (StateMismatchError)."""
     if loaded.pause is not None:
         check_fits(agent, loaded.pause.step, loaded.tools)
+    state, data = adopted(loaded)
+    agent._commit(state)
+    agent.state = data
+
+
+def adopted(loaded: Decoded) -> tuple[AgentState, dict[str, JsonValue]]:
+    """The standing a decoded state gives, and ``agent.state`` (the conversation manager's
+    state split off from it)."""
     from ..conversation import STATE_KEY, ConversationState
 
-    state = dict(loaded.state)
-    saved = state.pop(STATE_KEY, None)
-    conversation = None if saved is None else ConversationState.from_dict(saved)
-    agent._messages[:] = loaded.messages
-    agent.state = state
-    agent._conversation_state = conversation
-    agent._pause = loaded.pause
-    agent._audit[:] = loaded.audit
+    data = dict(loaded.state)
+    saved = data.pop(STATE_KEY, None)
+    state = AgentState(
+        messages=tuple(loaded.messages),
+        data=freeze(data),
+        conversation=None if saved is None else ConversationState.from_dict(saved),
+        position=loaded.pause,
+        audit=tuple(loaded.audit),
+    )
+    return state, data
 
 
 def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:
@@ -71,32 +94,33 @@ def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:
 def discard(agent: Agent) -> None:
     """Drop the pause or stopped run: its open tool calls are closed as cancelled (a started
     call "may have had effects"), in memory and in the session; nothing changes on error."""
-    pause = agent._pause
-    assert pause is not None
     link = agent._session
     if link is not None:
         link.check_not_running()
-    before = len(agent._messages)
-    what = "pause" if pause.interrupts else "stopped run"
-    message = closing_message(agent._messages, pause.step, f"cancelled: the {what} was discarded")
-    if message is not None:
-        agent._messages.append(message)
+    new = agent._with_data(discarded(agent._state))
     if link is not None:
-        try:
-            run_sync(link.save(agent, None, state=True))
-        except BaseException:
-            del agent._messages[before:]
-            raise
-    agent._pause = None
+        run_sync(link.save(agent._identity(), new, None, data=True))
+    agent._commit(new)
+
+
+def discarded(state: AgentState) -> AgentState:
+    """The standing once its pause or stopped run is dropped."""
+    pause = state.position
+    assert pause is not None
+    what = "pause" if pause.interrupts else "stopped run"
+    message = closing_message(state.messages, pause.step, f"cancelled: the {what} was discarded")
+    closed = state if message is None else state.appended(message)
+    return replace(closed, position=None)
 
 
 async def put_back(agent: Agent, pause: Pause | None) -> None:
     """A run that did not get past the pause it resumed leaves it as it was, also in the
     store (a failure to save that is not the run's error)."""
-    agent._pause = pause
+    new = agent._with_data(replace(agent._state, position=pause))
+    agent._commit(new)
     if agent._session is not None:
         with contextlib.suppress(Exception):
-            await agent._session.save(agent, pause, state=True)
+            await agent._session.save(agent._identity(), new, pause, data=True)
 
 
 def close_pre_journal_crash(agent: Agent, kept: Pause | None) -> None:
@@ -108,6 +132,7 @@ def close_pre_journal_crash(agent: Agent, kept: Pause | None) -> None:
         "not finished: the run stopped (its process ended) before this tool call completed; "
         "it may or may not have run"
     )
-    message = closing_message(agent._messages, None if kept is None else kept.step, reason)
+    state = agent._state
+    message = closing_message(state.messages, None if kept is None else kept.step, reason)
     if message is not None:
-        agent._messages.append(message)
+        agent._commit(state.appended(message))

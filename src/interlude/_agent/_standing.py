@@ -1,0 +1,82 @@
+"""Where an agent stands: one frozen value, committed in one place.
+
+An agent's conversation, its saved data (``agent.state`` as last committed), the conversation
+manager's state, its position (a pause with questions, the journal of a run that stopped, or
+nothing) and its audit trail are one ``AgentState``. It is never changed, only replaced:
+``Agent._commit`` is the one place that replaces it, called by the loop during a run and by the
+transitions (``_transitions``) between runs. The session link saves such a value; it never reads
+or writes the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from .._frozen import FrozenDict
+
+if TYPE_CHECKING:
+    from .._audit import AuditEntry
+    from .._messages import JsonValue, Message
+    from ..conversation import ConversationState
+    from ._state import Pause
+
+__all__ = ["AgentState", "Identity", "check_reserved", "replace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who saves a state: the agent's name, its signing key and its tools' names."""
+
+    name: str | None
+    key: bytes | None
+    tools: tuple[str, ...]
+
+
+def check_reserved(data: Mapping[str, JsonValue], error: type[Exception]) -> None:
+    """``error`` if ``data`` uses the key reserved for the conversation manager's state."""
+    from ..conversation import STATE_KEY
+
+    if STATE_KEY in data:
+        raise error(
+            f"agent.state[{STATE_KEY!r}] is reserved for the conversation manager's state; "
+            f"use another key"
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentState:
+    """An agent's standing. ``messages`` are the conversation; ``data`` is ``agent.state`` as
+    committed (read-only); ``conversation`` what the conversation manager decided (None:
+    nothing yet); ``position`` the pause or the stopped run's journal (None: neither);
+    ``audit`` every answer applied, oldest first."""
+
+    messages: tuple[Message, ...] = ()
+    data: Mapping[str, JsonValue] = field(default_factory=FrozenDict)
+    conversation: ConversationState | None = None
+    position: Pause | None = None
+    audit: tuple[AuditEntry, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        """Whether it waits on answers."""
+        return self.position is not None and bool(self.position.interrupts)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether it holds a run that stopped before it finished (its journal)."""
+        return self.position is not None and not self.position.interrupts
+
+    def appended(self, *messages: Message) -> AgentState:
+        """The state with ``messages`` added to the conversation."""
+        return replace(self, messages=self.messages + messages)
+
+    def saved_data(self) -> dict[str, JsonValue]:
+        """``data`` as it is saved: with the conversation manager's state, if any, under its
+        reserved key (split off again when the state is loaded)."""
+        if self.conversation is None:
+            return dict(self.data)
+        from ..conversation import STATE_KEY
+
+        return {**self.data, STATE_KEY: self.conversation.to_dict()}
