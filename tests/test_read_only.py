@@ -259,3 +259,41 @@ def test_no_value_handed_out_can_change_what_runs_or_what_is_stored(seed: int):
         "paid": 10,
         "memo": {"to": ["ana"], "tags": []},
     }
+
+
+# --- the constructor does no I/O; the session loads at first use ----------------------------------
+
+
+class CountingStore(MemoryStore):
+    """A memory store that counts its loads (a stand-in for a store across a network)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    async def load(self, session_id: str):  # type: ignore[no-untyped-def]
+        self.loads += 1
+        return await super().load(session_id)
+
+
+def test_building_an_agent_does_no_io(tmp_path: Any) -> None:
+    store = CountingStore()
+    url = f"sqlite:///{tmp_path}/nested/never.db"
+    Agent(ScriptedModel(["hi"]), session=store, session_id="s")
+    agent = Agent(ScriptedModel(["hi"]), session=url, session_id="s")
+    assert store.loads == 0
+    assert not (tmp_path / "nested").exists()  # the URL's store is not even opened
+    assert agent.session_id == "s"
+    assert str(agent("hello")) == "hi"  # the first run opens the store and loads the session
+    assert (tmp_path / "nested" / "never.db").exists()
+
+
+async def test_agent_open_loads_the_session_before_it_returns() -> None:
+    store = CountingStore()
+    first = Agent(ScriptedModel(["hi"]), session=store, session_id="s")
+    await first.invoke_async("hello")
+    loads = store.loads
+    again = await Agent.open(ScriptedModel([]), session=store, session_id="s")
+    assert store.loads == loads + 1
+    assert [m.text for m in again.messages] == ["hello", "hi"]
+    assert store.loads == loads + 1  # read once

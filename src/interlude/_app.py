@@ -96,19 +96,20 @@ class App:
         registered here.
         """
         store = _as_store(store)
-        return self._open(session_id, store, run_sync(store.load(session_id)), unnamed)
+        stored = run_sync(store.load(session_id))
+        agent = self._open(session_id, store, stored, unnamed)
+        run_sync(agent.load(stored))  # the session as read: not read again
+        return agent
 
     async def open_async(
         self, session_id: str, store: SessionStore | str, *, unnamed: str | None = None
     ) -> Agent:
         """:meth:`open` from async code."""
-        import asyncio
-
         store = _as_store(store)
         stored = await store.load(session_id)
-        # Building an agent loads its session with a blocking call: off the event loop, so
-        # that other sessions (a worker's) go on meanwhile.
-        return await asyncio.to_thread(self._open, session_id, store, stored, unnamed)
+        agent = self._open(session_id, store, stored, unnamed)  # builds it: no I/O
+        await agent.load(stored)  # the session as read: not read again
+        return agent
 
     def start(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
         """A new session ``session_id`` run by agent ``name``. SessionError if the session
@@ -118,11 +119,9 @@ class App:
 
     async def start_async(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
         """:meth:`start` from async code."""
-        import asyncio
-
         store = _as_store(store)
         stored = await store.load(session_id)
-        return await asyncio.to_thread(self._start, name, session_id, store, stored)
+        return self._start(name, session_id, store, stored)  # builds it: no I/O
 
     def _open(
         self,

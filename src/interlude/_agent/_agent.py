@@ -25,15 +25,15 @@ from ..errors import (
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, prompt_plan, resume_plan
-from ._config import check_more, check_settings, tools_by_name
 from ._direct import ToolCaller
+from ._spec import AgentSpec, SpecField, tools_by_name
 from ._standing import AgentState, Identity, check_reserved, replace
 
 if TYPE_CHECKING:
     import asyncio
 
     from ..conversation import ConversationManager
-    from ..sessions._protocol import SessionStore
+    from ..sessions._protocol import SessionStore, StoredSession
     from ._executor import Executor
     from ._loop import Emit
     from ._observe import Observer
@@ -54,9 +54,29 @@ class Agent:
     ``stop_reason == "interrupt"`` and :meth:`resume` carries on from exactly there.
     """
 
-    observer: Observer | None = None
+    model: SpecField[Model] = SpecField()
+    system_prompt: SpecField[str | None] = SpecField()
+    tool_executor: SpecField[Literal["concurrent", "sequential"]] = SpecField()
+    max_cycles: SpecField[int] = SpecField()
+    max_retries: SpecField[int] = SpecField()
+    output_retries: SpecField[int] = SpecField()
+    """How often a final answer that does not fit a run's ``output_type`` is sent back to
+    the model with what is wrong, before the run fails with OutputValidationError."""
+    in_doubt: SpecField[Literal["ask", "rerun"]] = SpecField()
+    """What recovery does with a call whose process stopped while it ran, for tools not
+    marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
+    name: SpecField[str | None] = SpecField()
+    """The agent's name, recorded with its session: an :class:`~interlude.App` maps it to
+    the code that builds the agent (stored data never names code)."""
+    clock: SpecField[Callable[[], float]] = SpecField()
+    """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
+    conversation: SpecField[ConversationManager | None] = SpecField()
+    """What part of the conversation the model is sent (None: all of it); see
+    :mod:`interlude.conversation`."""
+    observer: SpecField[Observer | None] = SpecField()
     """Who watches this agent's runs (``Agent(observer=...)``, or
     ``interlude.otel.instrument(agent)``); None: the process-wide observer, if any."""
+    hooks: SpecField[HookRegistry] = SpecField()
 
     def __init__(
         self,
@@ -81,49 +101,65 @@ class Agent:
         conversation: ConversationManager | None = None,
         observer: Observer | None = None,
     ) -> None:
-        if isinstance(model, str):
-            from ..models import model_from_string
-
-            model = model_from_string(model)
-        check_settings(model, tool_executor, max_cycles, max_retries, output_retries)
-        check_more(in_doubt, session_lease, name, clock, conversation)
-        self.name = name
-        """The agent's name, recorded with its session: an :class:`~interlude.App` maps it to
-        the code that builds the agent (stored data never names code)."""
-        from ._signing import as_key
-
-        self._key = as_key(signing_key)
-        self.clock: Callable[[], float] = clock or time.time
-        """Epoch seconds now: when questions are raised, and whether their deadlines passed."""
-        from ._executor import LOCAL
-
-        self._executor: Executor = LOCAL
-        """Where model calls and tool bodies run (see ``_executor``): this process."""
-        self.in_doubt = in_doubt
-        """What recovery does with a call whose process stopped while it ran, for tools not
-        marked ``idempotent``: ask a person (``"ask"``) or run it again (``"rerun"``)."""
-        self.conversation = conversation
-        """What part of the conversation the model is sent (None: all of it); see
-        :mod:`interlude.conversation`."""
-        self.model = model
-        self.system_prompt = system_prompt
-        self.tool_executor = tool_executor
-        self.max_cycles = max_cycles
-        self.max_retries = max_retries
-        self.output_retries = output_retries
-        """How often a final answer that does not fit a run's ``output_type`` is sent back to
-        the model with what is wrong, before the run fails with OutputValidationError."""
-        self.observer = observer
-        self._tools = tools_by_name(tools)
-        self._specs: list[ToolSpec] | None = None
-        self.hooks = HookRegistry()
+        registry = HookRegistry()
         for provider in hooks:
-            self.hooks.add_hook(provider)
-        self.state: dict[str, JsonValue] = dict(state or {})
-        """The agent's own data: hooks and tools may change it; it is committed with the
-        agent's standing at each run's end (and saved with its session)."""
-        if self.state:
-            check_reserved(self.state, ConfigurationError)
+            registry.add_hook(provider)
+        spec = AgentSpec(
+            model=model,
+            tools=tools_by_name(tools),
+            hooks=registry,
+            system_prompt=system_prompt,
+            tool_executor=tool_executor,
+            max_cycles=max_cycles,
+            max_retries=max_retries,
+            output_retries=output_retries,
+            in_doubt=in_doubt,
+            name=name,
+            signing_key=signing_key,  # type: ignore[arg-type]  # text: encoded by the spec
+            clock=clock or time.time,
+            conversation=conversation,
+            observer=observer,
+            session_lease=session_lease,
+        )
+        self._setup(spec, messages, state, session, session_id)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: AgentSpec,
+        *,
+        messages: Iterable[Message] = (),
+        state: Mapping[str, JsonValue] | None = None,
+        session: SessionStore | str | None = None,
+        session_id: str | None = None,
+    ) -> Agent:
+        """An agent of ``spec`` (see :class:`AgentSpec`), with its own conversation, state and
+        session."""
+        agent = cls.__new__(cls)
+        agent._setup(spec, messages, state, session, session_id)
+        return agent
+
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> Agent:
+        """``Agent(*args, **kwargs)`` with its session loaded (asynchronously) before it is
+        returned: errors in the stored session are raised here."""
+        agent = cls(*args, **kwargs)
+        await agent.load()
+        return agent
+
+    def _setup(
+        self,
+        spec: AgentSpec,
+        messages: Iterable[Message],
+        state: Mapping[str, JsonValue] | None,
+        session: SessionStore | str | None,
+        session_id: str | None,
+    ) -> None:
+        self._spec = spec
+        self._specs: list[ToolSpec] | None = None
+        self._data: dict[str, JsonValue] = dict(state or {})
+        if self._data:
+            check_reserved(self._data, ConfigurationError)
         self._state = AgentState(messages=tuple(messages))
         """Where the agent stands (see ``_standing``); replaced only by :meth:`_commit`."""
         self._lock = threading.Lock()
@@ -133,38 +169,89 @@ class Agent:
         self._cancel_requested = False
         self.tool = ToolCaller(self)
         self._session: SessionLink | None = None
+        self._unloaded = False
+        """Whether the session is still to be loaded (at first use: see :meth:`load`)."""
         if (session is None) != (session_id is None):
             raise ConfigurationError("give both session= and session_id=, or neither")
         if session is not None and session_id is not None:
-            self._open_session(session, session_id, session_lease, bool(self._state.messages))
+            from ._persist import SessionLink
 
-    def _open_session(
-        self, session: SessionStore | str, session_id: str, lease: float, given: bool
-    ) -> None:
-        """Load the agent's session (its conversation, state and pause, if stored)."""
-        from ._persist import SessionLink
+            self._session = SessionLink(session, session_id, spec.session_lease)
+            self._unloaded = True
 
-        if isinstance(session, str):  # a store's URL: sqlite:///..., file:///..., ...
-            from ..sessions import open_store
+    @property
+    def spec(self) -> AgentSpec:
+        """What the agent is (frozen): ``Agent.from_spec(replace(agent.spec, ...))`` makes a
+        copy with some settings changed."""
+        return self._spec
 
-            session = open_store(session)
-        link = SessionLink(session, session_id, lease)
-        loaded = link.load(self._key, self.name)
+    def _set_spec(self, spec: AgentSpec) -> None:
+        if self._running and spec.executor is not self._spec.executor:
+            raise AgentBusyError("the executor cannot change while a run is going")
+        self._spec = spec
+        self._specs = None
+
+    @property
+    def state(self) -> dict[str, JsonValue]:
+        """The agent's own data: hooks and tools may change it; it is committed with the
+        agent's standing at each run's end (and saved with its session)."""
+        if self._unloaded:
+            self._load_now()
+        return self._data
+
+    @state.setter
+    def state(self, value: Mapping[str, JsonValue]) -> None:
+        if self._unloaded:
+            self._load_now()
+        self._data = dict(value)
+
+    # --- the session ------------------------------------------------------------------------
+
+    async def load(self, stored: StoredSession | None = None) -> None:
+        """Load the agent's session now (its conversation, state and pause, if stored); the
+        first run, or the first look at what the agent holds, does it otherwise. ``stored`` is
+        the session as already read from the store (it is not read again). Errors in the
+        stored session (SessionCorruptError, StateIntegrityError, ...) are raised here, and
+        nothing is loaded then. Does nothing once loaded."""
+        link = self._session
+        if not self._unloaded or link is None:
+            return
+        if stored is None:
+            stored = await link.read()
+        self._adopt_stored(link, stored)
+
+    def _load_now(self) -> None:
+        """:meth:`load` from sync code (a property read before any run)."""
+        link = self._session
+        assert link is not None
+        self._adopt_stored(link, run_sync(link.read()))
+
+    def _adopt_stored(self, link: SessionLink, stored: StoredSession | None) -> None:
+        if not self._unloaded:  # loaded meanwhile
+            return
+        loaded = link.decode(stored, self._spec.signing_key, self.name)
         if self.name is not None and link.agent_name not in (None, self.name):
             raise ConfigurationError(
-                f"session {session_id!r} belongs to agent {link.agent_name!r}, not {self.name!r}"
+                f"session {link.session_id!r} belongs to agent {link.agent_name!r}, not "
+                f"{self.name!r}"
             )
         if loaded is not None:
-            if given:
+            if self._state.messages:
                 raise ConfigurationError(
-                    f"session {session_id!r} already holds a conversation; do not pass messages="
+                    f"session {link.session_id!r} already holds a conversation; do not pass "
+                    "messages="
                 )
             from ._transitions import adopt, close_pre_journal_crash
 
-            adopt(self, loaded)
+            self._unloaded = False
+            try:
+                adopt(self, loaded)
+            except BaseException:
+                self._unloaded = True
+                raise
             if self._state.position is None:
                 close_pre_journal_crash(self, link.legacy_resumed)
-        self._session = link
+        self._unloaded = False
 
     # --- what the agent holds -------------------------------------------------------------
 
@@ -174,7 +261,7 @@ class Agent:
         Assign a new list to replace the conversation between runs."""
         from .._frozen import FrozenList
 
-        return FrozenList(self._state.messages)
+        return FrozenList(self._loaded().messages)
 
     @messages.setter
     def messages(self, messages: Iterable[Message]) -> None:
@@ -183,12 +270,12 @@ class Agent:
             raise ConfigurationError("messages must be Message objects")
         if self._running:
             raise AgentBusyError("the conversation cannot be replaced while a run is going")
-        if self._state.position is not None:
+        if self._loaded().position is not None:
             raise AgentPausedError(
                 "the conversation cannot be replaced while the agent is paused or holds a "
                 "stopped run: resume, recover or discard it first"
             )
-        self._commit(replace(self._state, messages=tuple(new)))
+        self._commit(replace(self._loaded(), messages=tuple(new)))
 
     @property
     def tools(self) -> dict[str, AgentTool]:
@@ -203,18 +290,29 @@ class Agent:
     def executor(self) -> Executor:
         """Where model calls and tool bodies run: this process (``LOCAL``) unless an
         integration (a durable engine's workflow) set its own; not while a run is going."""
-        return self._executor
+        return self._spec.executor
 
     @executor.setter
     def executor(self, executor: Executor) -> None:
-        if not (
-            callable(getattr(executor, "call_model", None))
-            and callable(getattr(executor, "run_tool", None))
-        ):
-            raise ConfigurationError(f"not an executor (call_model, run_tool): {executor!r}")
-        if self._running:
-            raise AgentBusyError("the executor cannot change while a run is going")
-        self._executor = executor
+        self._set_spec(replace(self._spec, executor=executor))
+
+    @property
+    def _tools(self) -> Mapping[str, AgentTool]:
+        return self._spec.tools
+
+    @property
+    def _key(self) -> bytes | None:
+        return self._spec.signing_key
+
+    @property
+    def _executor(self) -> Executor:
+        return self._spec.executor
+
+    def _loaded(self) -> AgentState:
+        """Where the agent stands, its session loaded first if it was not yet."""
+        if self._unloaded:
+            self._load_now()
+        return self._state
 
     def detach_session(self) -> None:
         """Stop saving to the session: no journal, no claims (a durable engine keeps the
@@ -226,25 +324,25 @@ class Agent:
     @property
     def is_paused(self) -> bool:
         """Whether the agent waits on answers (``resume``)."""
-        return self._state.paused
+        return self._loaded().paused
 
     @property
     def needs_recovery(self) -> bool:
         """Whether the agent holds a run that stopped before it finished (its process died):
         :meth:`recover` carries it on from its journal."""
-        return self._state.stopped
+        return self._loaded().stopped
 
     @property
     def interrupts(self) -> list[Interrupt]:
         """The questions a paused agent waits on (empty when not paused)."""
-        position = self._state.position
+        position = self._loaded().position
         return [] if position is None else list(position.interrupts)
 
     @property
     def audit(self) -> list[AuditEntry]:
         """Every answer applied to this agent's questions, oldest first: who, when, what, and
         a digest of what was shown (kept with the session and in ``export_state()``)."""
-        return list(self._state.audit)
+        return list(self._loaded().audit)
 
     @property
     def session_id(self) -> str | None:
@@ -272,6 +370,7 @@ class Agent:
         With ``output_type`` (a pydantic model, dataclass, TypedDict or a plain type such as
         ``int``, ``list[str]`` or a ``Literal``), the final answer must be a value of it:
         ``result.output`` holds it, validated (see docs/structured-output.md)."""
+        await self.load()
         plan = _bind_output(prompt_plan(self, prompt), output_type)
         return await self._start(plan, None)
 
@@ -310,6 +409,7 @@ class Agent:
         again as ``output_type`` to get ``result.output`` as that type (a type with another
         schema raises OutputTypeMismatchError, nothing changed); without it the answer is
         still checked against the stored schema and ``result.output`` is its JSON data."""
+        await self.load()
         plan = _bind_output(resume_plan(self, answers, by, shown), output_type)
         return await self._start(plan, None)
 
@@ -321,6 +421,7 @@ class Agent:
         """Settle every pending question whose deadline has passed (with its default, or as
         declined when it has none: see InterruptExpiredError) and carry on. The others stay
         pending. ResumeInputError if none has expired; nothing changes then."""
+        await self.load()
         plan = resume_plan(self, {}, EXPIRY, expiry_only=True)
         return await self._start(_bind_output(plan, output_type), None)
 
@@ -337,6 +438,7 @@ class Agent:
         with an ``in_doubt`` question for it, answered ``"rerun"``, ``"fail"`` or
         ``{"result": ...}``. SessionConflictError if the run's claim is still live.
         """
+        await self.load()
         position = self._state.position
         if position is None or position.interrupts:
             raise NotPausedError(
@@ -352,6 +454,7 @@ class Agent:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
         import asyncio
 
+        await self.load()
         plan = _bind_output(prompt_plan(self, prompt), output_type)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
@@ -384,7 +487,7 @@ class Agent:
         become "cancelled" (a call that had started is said to have maybe had effects)."""
         if self._running:
             raise AgentBusyError("cannot discard the pause while a run is going")
-        if self._state.position is None:
+        if self._loaded().position is None:
             raise NotPausedError("the agent is not paused; there is nothing to discard")
         from ._transitions import discard
 
@@ -408,13 +511,14 @@ class Agent:
             raise AgentBusyError("cannot export state while a run is going")
         from ._codec import encode_state
 
+        standing = self._loaded()
         return encode_state(
-            list(self._state.messages),
+            list(standing.messages),
             self._saved_state(),
-            self._state.position,
+            standing.position,
             list(self._tools),
             agent=self.name,
-            audit=list(self._state.audit),
+            audit=list(standing.audit),
             key=self._key,
         )
 

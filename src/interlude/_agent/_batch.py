@@ -7,6 +7,7 @@ at any call and carry on later exactly there.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
@@ -22,12 +23,12 @@ from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
-    from ._loop import Run
+    from ._context import StepContext
 
 __all__ = ["IN_DOUBT_CHOICES", "INVALID_JSON_KEY", "in_doubt_problem", "run_batch", "run_call"]
 
 
-async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
+async def run_batch(run: StepContext, batch: ToolBatch, replay: bool) -> list[Interrupt]:
     """Open the batch (its ``BeforeToolsEvent``), then run its unfinished calls; return the
     interrupts that stop it (empty when done)."""
     if (
@@ -72,29 +73,22 @@ async def run_batch(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]
     return gathered
 
 
-async def _open(run: Run, batch: ToolBatch, replay: bool) -> list[Interrupt]:
+async def _open(run: StepContext, batch: ToolBatch, replay: bool) -> list[Interrupt]:
     """Show the whole batch to its ``BeforeToolsEvent`` callbacks; once they pass, record that
     (and the calls they cancelled) so a later pause inside the batch does not ask again, and
     whether they used an answer (then the calls are approved as shown: see ``_changed``)."""
     agent = run.agent
     uses = [c.tool_use for c in batch.calls]
-    event = BeforeToolsEvent(
-        agent,
-        uses,
-        [agent._tools.get(u.name) for u in uses],
-        scope=f"b{batch.message_index}",
-        is_replay=replay,
-        answers=run.progress.answers,
-    )
-    interrupts = await run.invoke(agent.hooks, event)
-    if not interrupts:
+    build = partial(BeforeToolsEvent, agent, uses, [agent._tools.get(u.name) for u in uses])
+    event, interrupts = await run.ask(BeforeToolsEvent, build, f"b{batch.message_index}", replay)
+    if event is not None and not interrupts:
         batch.opened, batch.cancelled = True, event.cancelled
         batch.approved = bool(event._answered)
     return interrupts
 
 
 async def run_call(
-    run: Run,
+    run: StepContext,
     call: ToolCall,
     replay: bool,
     cancelled: str | None = None,
@@ -124,7 +118,7 @@ async def run_call(
 
 
 async def _before_and_body(
-    run: Run, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
+    run: StepContext, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
 ) -> list[Interrupt]:
     """The before-hooks (unless resumed past them) and the body; the questions that stop the
     call (empty once its body finished: phase ``after``)."""
@@ -152,22 +146,20 @@ async def _before_and_body(
 
 
 async def _before(
-    run: Run, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
+    run: StepContext, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
 ) -> tuple[list[Interrupt], str | None]:
     """Run the before-tool hooks and select what runs (``call.active_use``, ``call.tool``):
     (questions, none) or (no questions, the cancel message if the call is not to run)."""
     agent, answers = run.agent, run.progress.answers
-    hooks = agent.hooks
     tool_use = call.tool_use
     tool: AgentTool | None = agent._tools.get(tool_use.name)
     cancel_message: str | None = None
     if cancelled is not None:
         cancel_message = cancelled
-    elif hooks.has_callbacks(BeforeToolCallEvent):
-        before = BeforeToolCallEvent(
-            agent, tool_use, tool, scope=tool_use.id, is_replay=replay, answers=answers
-        )
-        interrupts = await run.invoke(hooks, before)
+    elif agent.hooks.has_callbacks(BeforeToolCallEvent):
+        build = partial(BeforeToolCallEvent, agent, tool_use, tool)
+        before, interrupts = await run.ask(BeforeToolCallEvent, build, tool_use.id, replay)
+        assert before is not None
         if not interrupts and before.cancel_message is None and before.tool:
             interrupts = _unbound(before, answers)
         if interrupts:
@@ -183,26 +175,24 @@ async def _before(
     return [], cancel_message
 
 
-async def _after(run: Run, call: ToolCall, replay: bool) -> list[Interrupt] | None:
+async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interrupt] | None:
     """The after-tool hooks: the questions that stop the call, [] once it is done, or None
     when a callback asked for a retry (the call is pending again)."""
     agent = run.agent
-    hooks = agent.hooks
     assert call.result is not None and call.active_use is not None
     final = call.result
-    if hooks.has_callbacks(AfterToolCallEvent):
-        after = AfterToolCallEvent(
+    if agent.hooks.has_callbacks(AfterToolCallEvent):
+        build = partial(
+            AfterToolCallEvent,
             agent,
             call.active_use,
             _selected(run, call),
             call.result,
             call.exception,
             call.cancel_message,
-            scope=call.tool_use.id,
-            is_replay=replay,
-            answers=run.progress.answers,
         )
-        interrupts = await run.invoke(hooks, after)
+        after, interrupts = await run.ask(AfterToolCallEvent, build, call.tool_use.id, replay)
+        assert after is not None
         if interrupts:  # an interrupt wins over a retry asked in the same pass
             return interrupts
         if after.retry:
@@ -242,7 +232,7 @@ def _json_checked(result: ToolResult) -> ToolResult:
     return result
 
 
-def _selected(run: Run, call: ToolCall) -> AgentTool | None:
+def _selected(run: StepContext, call: ToolCall) -> AgentTool | None:
     if call.tool is None and call.tool_name is not None:
         call.tool = run.agent._tools.get(call.tool_name)
     return call.tool
@@ -252,7 +242,7 @@ _Ran: TypeAlias = "tuple[ToolResult, BaseException | None] | list[Interrupt] | N
 """What running a body came to: (result, exception), questions, or None (run it again)."""
 
 
-async def _body(run: Run, call: ToolCall, cancel_message: str | None) -> _Ran:
+async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) -> _Ran:
     """Run the tool through the agent's executor, or make the error result of a call that
     cannot run."""
     tool_use = call.active_use
@@ -302,7 +292,7 @@ async def _body(run: Run, call: ToolCall, cancel_message: str | None) -> _Ran:
     return _take(run, call, outcome)
 
 
-def _take(run: Run, call: ToolCall, outcome: ToolOutcome) -> _Ran:
+def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> _Ran:
     """Apply what the body did (answers it used, agent.state it changed elsewhere)."""
     if isinstance(outcome, Lost):  # it may or may not have run: as after a crash
         question = _settle_in_doubt(run, call)
@@ -403,7 +393,7 @@ def in_doubt_problem(answer: object) -> str | None:
     return f"an in-doubt call is settled with {IN_DOUBT_CHOICES}, got {answer!r:.80}"
 
 
-def _settle_in_doubt(run: Run, call: ToolCall) -> Interrupt | None:
+def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
     """Decide a call whose body started but whose result was never kept (its process stopped).
 
     Idempotent tools (and every tool under ``Agent(in_doubt="rerun")``) run again; otherwise a

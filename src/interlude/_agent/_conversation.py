@@ -18,7 +18,7 @@ from ..errors import ConfigurationError, ContextWindowOverflowError, StateFormat
 if TYPE_CHECKING:
     from ..conversation import ConversationManager
     from ..models import Model
-    from ._loop import Run
+    from ._context import StepContext
 
 __all__ = ["MAX_REDUCTIONS", "call_managed"]
 
@@ -31,7 +31,7 @@ class _Reduction:
 
     __slots__ = ("overflow", "run")
 
-    def __init__(self, run: Run, overflow: bool) -> None:
+    def __init__(self, run: StepContext, overflow: bool) -> None:
         self.run = run
         self.overflow = overflow
 
@@ -57,11 +57,11 @@ class _Reduction:
         return "".join(parts)
 
 
-async def _reduce(run: Run, manager: ConversationManager, overflow: bool) -> bool:
+async def _reduce(run: StepContext, manager: ConversationManager, overflow: bool) -> bool:
     """Let the manager reduce; a new state is saved before anything else. Whether it did."""
     agent = run.agent
     state = agent._state.conversation or ConversationState()
-    new = await manager.reduce(run._base_view(), state, _Reduction(run, overflow))
+    new = await manager.reduce(run.base_view(), state, _Reduction(run, overflow))
     if new is None or new == state:
         return False
     _check_state(manager, new)
@@ -84,7 +84,7 @@ def _check_state(manager: ConversationManager, new: object) -> None:
         raise ConfigurationError(f"{manager!r}.reduce() returned an invalid state: {exc}") from None
 
 
-async def call_managed(run: Run, manager: ConversationManager) -> ModelResponse:
+async def call_managed(run: StepContext, manager: ConversationManager) -> ModelResponse:
     """The model's reply, the conversation reduced by ``manager`` as needed."""
     await _reduce(run, manager, overflow=False)
     attempt = 0
@@ -100,7 +100,7 @@ async def call_managed(run: Run, manager: ConversationManager) -> ModelResponse:
                 if attempt > MAX_REDUCTIONS
                 else f"{manager!r} has nothing more to leave out"
             )
-            sent = len(run._model_view())
+            sent = len(run.model_view())
             raise ContextWindowOverflowError(
                 f"the conversation does not fit the model's context window and {why} "
                 f"({sent} message(s) sent): {exc}",

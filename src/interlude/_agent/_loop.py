@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
 
 from .._interrupt import Interrupt
 from .._messages import Message, ToolUse
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["Emit", "Run", "close_batch", "closing_message"]
 
 Emit = Callable[[StreamEvent], None]
+E = TypeVar("E", bound="HookEvent")
 
 
 class _Paused:
@@ -188,14 +190,6 @@ class Run:
 
     async def drive(self, step: Step, replay: bool) -> AgentResult:
         """Work from ``step`` until the invocation ends or pauses."""
-        handlers = {
-            BeforeInvocation: self._before_invocation,
-            MessageAdded: self._message_added,
-            BeforeModelCall: self._before_model_call,
-            AfterModelCall: self._after_model_call,
-            ToolBatch: self._tool_batch,
-            AfterInvocation: self._after_invocation,
-        }
         self.started = True
         standing = self.agent._state
         audit_mark = len(standing.audit)
@@ -207,7 +201,7 @@ class Run:
         try:
             while True:
                 self.step = step
-                outcome = await handlers[type(step)](step, replay)  # type: ignore[operator]
+                outcome = await self._handle(step, replay)
                 if isinstance(outcome, AgentResult):
                     outcome = finish(self, outcome)  # the output as output_type, if any
                     await self._save(None)
@@ -238,34 +232,48 @@ class Run:
 
     # --- steps ------------------------------------------------------------------------------
 
-    async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
+    async def _handle(self, step: Step, replay: bool) -> _Outcome:
+        """The one handler of each kind of step."""
+        match step:
+            case BeforeInvocation():
+                return await self._before_invocation(step, replay)
+            case MessageAdded():
+                return await self._message_added(step, replay)
+            case BeforeModelCall():
+                return await self._before_model_call(step, replay)
+            case AfterModelCall():
+                return await self._after_model_call(step, replay)
+            case ToolBatch():
+                return await self._tool_batch(step, replay)
+            case AfterInvocation():
+                return await self._after_invocation(step, replay)
+            case _:
+                assert_never(step)
+
+    async def ask(
+        self, kind: type[E], build: Callable[..., E], scope: str, replay: bool
+    ) -> tuple[E | None, list[Interrupt]]:
+        """Run the callbacks of event ``kind``, built by ``build`` with the event's common
+        fields only when the agent has callbacks for it: (the event, its questions, empty
+        when they passed), or (None, []) when nothing listens."""
         hooks = self.agent.hooks
-        if hooks.has_callbacks(BeforeInvocationEvent):
-            event = BeforeInvocationEvent(
-                self.agent,
-                step.prompt,
-                scope=f"m{len(self.messages)}",
-                is_replay=replay,
-                answers=self.progress.answers,
-            )
-            interrupts = await self.invoke(hooks, event)
-            if interrupts:
-                return _Paused(step, interrupts)
-        return await self._append(step.prompt, BeforeModelCall())
+        if not hooks.has_callbacks(kind):
+            return None, []
+        event = build(scope=scope, is_replay=replay, answers=self.progress.answers)
+        return event, await self.invoke(hooks, event)
+
+    async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
+        build = partial(BeforeInvocationEvent, self.agent, step.prompt)
+        _, asked = await self.ask(BeforeInvocationEvent, build, f"m{len(self.messages)}", replay)
+        if asked:
+            return _Paused(step, asked)
+        return await self.append(step.prompt, BeforeModelCall())
 
     async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
-        hooks = self.agent.hooks
-        if hooks.has_callbacks(MessageAddedEvent):
-            event = MessageAddedEvent(
-                self.agent,
-                self.messages[step.index],
-                scope=f"m{step.index}",
-                is_replay=replay,
-                answers=self.progress.answers,
-            )
-            interrupts = await self.invoke(hooks, event)
-            if interrupts:
-                return _Paused(step, interrupts)
+        build = partial(MessageAddedEvent, self.agent, self.messages[step.index])
+        _, asked = await self.ask(MessageAddedEvent, build, f"m{step.index}", replay)
+        if asked:
+            return _Paused(step, asked)
         return step.then
 
     async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
@@ -275,17 +283,10 @@ class Run:
                 f"the invocation reached max_cycles={agent.max_cycles} model calls without "
                 "a final reply"
             )
-        hooks = agent.hooks
-        if hooks.has_callbacks(BeforeModelCallEvent):
-            event = BeforeModelCallEvent(
-                agent,
-                scope=f"m{len(self.messages)}",
-                is_replay=replay,
-                answers=self.progress.answers,
-            )
-            interrupts = await self.invoke(hooks, event)
-            if interrupts:
-                return _Paused(step, interrupts)
+        build = partial(BeforeModelCallEvent, agent)
+        _, asked = await self.ask(BeforeModelCallEvent, build, f"m{len(self.messages)}", replay)
+        if asked:
+            return _Paused(step, asked)
         if self.journal is not None:
             await self.checkpoint()
         self.progressed = True
@@ -305,28 +306,19 @@ class Run:
 
     async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
         agent, progress = self.agent, self.progress
-        hooks = agent.hooks
-        if hooks.has_callbacks(AfterModelCallEvent):
-            event = AfterModelCallEvent(
-                agent,
-                step.response,
-                step.exception,
-                scope=f"m{len(self.messages)}",
-                is_replay=replay,
-                answers=progress.answers,
-            )
-            interrupts = await self.invoke(hooks, event)
-            if interrupts:
-                return _Paused(step, interrupts)
-            if event.retry:
-                progress.answers.forget(event._used_ids())
-                progress.model_retries += 1
-                if progress.model_retries > agent.max_retries:
-                    raise RetryLimitError(
-                        f"the model call was retried {progress.model_retries - 1} times; "
-                        f"the limit is max_retries={agent.max_retries}"
-                    ) from step.exception
-                return BeforeModelCall()
+        build = partial(AfterModelCallEvent, agent, step.response, step.exception)
+        event, asked = await self.ask(AfterModelCallEvent, build, f"m{len(self.messages)}", replay)
+        if asked:
+            return _Paused(step, asked)
+        if event is not None and event.retry:
+            progress.answers.forget(event._used_ids())
+            progress.model_retries += 1
+            if progress.model_retries > agent.max_retries:
+                raise RetryLimitError(
+                    f"the model call was retried {progress.model_retries - 1} times; "
+                    f"the limit is max_retries={agent.max_retries}"
+                ) from step.exception
+            return BeforeModelCall()
         if step.exception is not None:
             raise step.exception
         response = step.response
@@ -348,7 +340,7 @@ class Run:
                 return answered_step
         then: Step
         if tool_uses:
-            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self._tool_use_ids()))
+            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self.tool_use_ids()))
         else:
             stop: StopReason = (
                 "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
@@ -356,20 +348,20 @@ class Run:
             then = AfterInvocation(
                 AgentResult(stop_reason=stop, message=message, usage=progress.usage)
             )
-        return await self._append(message, then)
+        return await self.append(message, then)
 
-    def _model_view(self) -> list[Message]:
+    def model_view(self) -> list[Message]:
         """The conversation as the model is sent it: the part the agent's conversation manager
-        chooses (all of it without one) of :meth:`_base_view`."""
+        chooses (all of it without one) of :meth:`base_view`."""
         manager = self.agent.conversation
-        base = self._base_view()
+        base = self.base_view()
         if manager is None:
             return base
         from ..conversation import ConversationState
 
         return manager.view(base, self.agent._state.conversation or ConversationState())
 
-    def _base_view(self) -> list[Message]:
+    def base_view(self) -> list[Message]:
         """The conversation itself, unless a tool use in it has no result (a conversation
         given to the agent that way, a session from an older version): then a copy in which
         every tool use is answered (see :func:`answered`), made anew for each call. Whether it
@@ -378,7 +370,7 @@ class Run:
             self.clean = answered(self.messages) is self.messages
         return self.messages if self.clean else answered(self.messages)
 
-    def _tool_use_ids(self) -> dict[str, int]:
+    def tool_use_ids(self) -> dict[str, int]:
         """How often each tool-use id occurs in the conversation (counted once per run)."""
         if self.seen_ids is None:
             seen: dict[str, int] = {}
@@ -394,27 +386,19 @@ class Run:
         interrupts = await run_batch(self, step, replay)
         if interrupts:
             return _Paused(step, interrupts)
-        return await self._append(close_batch(step, ""), BeforeModelCall())
+        return await self.append(close_batch(step, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
-        hooks = self.agent.hooks
-        if not hooks.has_callbacks(AfterInvocationEvent):
-            return step.result
-        event = AfterInvocationEvent(
-            self.agent,
-            step.result,
-            scope=f"m{len(self.messages) - 1}",
-            is_replay=replay,
-            answers=self.progress.answers,
-        )
-        interrupts = await self.invoke(hooks, event)
-        if interrupts:
-            return _Paused(step, interrupts)
-        return event.result
+        build = partial(AfterInvocationEvent, self.agent, step.result)
+        scope = f"m{len(self.messages) - 1}"
+        event, asked = await self.ask(AfterInvocationEvent, build, scope, replay)
+        if asked:
+            return _Paused(step, asked)
+        return step.result if event is None else event.result
 
     # --- helpers ------------------------------------------------------------------------------
 
-    async def _append(self, message: Message, then: Step) -> MessageAdded:
+    async def append(self, message: Message, then: Step) -> MessageAdded:
         """Append ``message``; the run then stands at its message-added step (one change, so
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
@@ -482,7 +466,7 @@ class Run:
         specs, options = model_request(self)
         return ModelCall(
             model=agent.model,
-            messages=self._model_view(),
+            messages=self.model_view(),
             tools=specs,
             system_prompt=agent.system_prompt,
             options=options,

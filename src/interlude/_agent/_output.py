@@ -28,7 +28,7 @@ from ._state import AfterInvocation, BeforeModelCall, MessageAdded
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse
-    from ._loop import Run
+    from ._context import StepContext
 
 __all__ = [
     "FINAL_TOOL",
@@ -135,7 +135,7 @@ def is_native(model: object) -> bool:
     return getattr(model, "native_output", False) is True
 
 
-def model_request(run: Run) -> tuple[list[ToolSpec], dict[str, Any]]:
+def model_request(run: StepContext) -> tuple[list[ToolSpec], dict[str, Any]]:
     """The tool specs and extra keyword arguments of the model call."""
     agent, output = run.agent, run.progress.output
     specs = agent._tool_specs()
@@ -157,7 +157,9 @@ def model_request(run: Run) -> tuple[list[ToolSpec], dict[str, Any]]:
 # --- the reply ----------------------------------------------------------------------------
 
 
-async def after_reply(run: Run, response: ModelResponse, message: Message) -> MessageAdded | None:
+async def after_reply(
+    run: StepContext, response: ModelResponse, message: Message
+) -> MessageAdded | None:
     """What a model reply means for the output: None when it asks for tools to run (the loop
     goes on as usual); else the step after appending it, the final answer (the run ends with
     it) or, when the answer does not fit, the reply and what is wrong with it (the model is
@@ -279,14 +281,16 @@ def _again(problem: Problem) -> str:
     )
 
 
-async def _done(run: Run, message: Message, stop: StopReason, value: JsonValue) -> MessageAdded:
+async def _done(
+    run: StepContext, message: Message, stop: StopReason, value: JsonValue
+) -> MessageAdded:
     _count_ids(run, message)
     result = AgentResult(stop_reason=stop, message=message, usage=run.progress.usage, output=value)
-    return await run._append(message, AfterInvocation(result))
+    return await run.append(message, AfterInvocation(result))
 
 
 async def _retry(
-    run: Run, message: Message, raw: JsonValue, problem: Problem, feedback: Message
+    run: StepContext, message: Message, raw: JsonValue, problem: Problem, feedback: Message
 ) -> MessageAdded:
     """Append the reply and what is wrong with it, then ask the model again; past the limit,
     OutputValidationError (the reply is not kept)."""
@@ -303,16 +307,16 @@ async def _retry(
             output=raw,
         )
     _count_ids(run, message)
-    first = await run._append(message, BeforeModelCall())
-    second = await run._append(feedback, BeforeModelCall())
+    first = await run.append(message, BeforeModelCall())
+    second = await run.append(feedback, BeforeModelCall())
     first.then = second  # both hooks run, in order; saved together at the next checkpoint
     run.step = first
     return first
 
 
-def _count_ids(run: Run, message: Message) -> None:
+def _count_ids(run: StepContext, message: Message) -> None:
     """Tool uses appended outside a tool batch still count for the ids' uniqueness."""
-    seen = run._tool_use_ids()
+    seen = run.tool_use_ids()
     for use in message.tool_uses:
         seen[use.id] = seen.get(use.id, 0) + 1
 
@@ -322,7 +326,7 @@ def _show(value: JsonValue) -> str:
     return repr(text if len(text) <= 200 else text[:197] + "...")
 
 
-def finish(run: Run, result: AgentResult) -> AgentResult:
+def finish(run: StepContext, result: AgentResult) -> AgentResult:
     """The run's result with its output as T (when this process knows T)."""
     output = run.progress.output
     if output is None or output.type is None or result.stop_reason in ("interrupt", "cancelled"):

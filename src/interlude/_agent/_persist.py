@@ -19,7 +19,6 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._sync import run_sync
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
 from ..sessions._protocol import SessionUpdate
@@ -28,7 +27,7 @@ from ._standing import check_reserved
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
-    from ..sessions._protocol import SessionStore
+    from ..sessions._protocol import SessionStore, StoredSession
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
@@ -48,6 +47,7 @@ class SessionLink:
         "_lock",
         "_no_pending",
         "_renewer",
+        "_store",
         "agent_name",
         "audit_saved",
         "claim",
@@ -56,14 +56,13 @@ class SessionLink:
         "lost",
         "saved",
         "session_id",
-        "store",
         "version",
     )
 
-    def __init__(self, store: SessionStore, session_id: str, lease: float) -> None:
+    def __init__(self, store: SessionStore | str, session_id: str, lease: float) -> None:
         from ..sessions._protocol import check_session_id
 
-        self.store = store
+        self._store = store  # a store's URL is opened at first use (opening one is I/O)
         self.session_id = check_session_id(session_id)
         self.lease = lease
         self.version = 0
@@ -76,22 +75,37 @@ class SessionLink:
         self._last: object = None  # the pause slot as last saved
         self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
         self._holding = False  # whether the stored claim is this run's
-        self._inline = _saves_inline(store)
+        self._inline: bool | None = None  # known once the store is open
         self._no_pending = False  # whether this link's last save left the pending index empty
         self._lock: asyncio.Lock | None = None
         self._renewer: asyncio.Task[None] | None = None
 
-    def load(self, key: bytes | None = None, name: str | None = None) -> Decoded | None:
-        """The stored session, decoded (nothing is kept on error), or None if there is none.
-        With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
-        from ._codec import decode_pause, decode_stored
+    @property
+    def store(self) -> SessionStore:
+        """The store (opened from its URL at first use)."""
+        store = self._store
+        if isinstance(store, str):  # sqlite:///..., file:///..., postgresql://...
+            from ..sessions import open_store
 
+            store = self._store = open_store(store)
+        return store
+
+    async def read(self) -> StoredSession | None:
+        """The stored session as the store holds it (None: there is none)."""
         try:
-            stored = run_sync(self.store.load(self.session_id))
+            return await self.store.load(self.session_id)
         except RecursionError:  # JSON nested deeper than any saved state is
             raise SessionCorruptError(
                 f"session {self.session_id!r}: stored data is nested too deeply to read"
             ) from None
+
+    def decode(
+        self, stored: StoredSession | None, key: bytes | None = None, name: str | None = None
+    ) -> Decoded | None:
+        """The stored session, decoded (nothing is kept on error), or None if there is none.
+        With a signing ``key``, its pause must be signed with it (StateIntegrityError)."""
+        from ._codec import decode_pause, decode_stored
+
         if stored is None:
             return None
         pause, marker = split_marker(stored.pause)
@@ -251,6 +265,8 @@ class SessionLink:
             audit=[e.to_dict() for e in audit[self.audit_saved :]],
         )
         audited = len(audit)
+        if self._inline is None:
+            self._inline = _saves_inline(self.store)
         if self._inline:  # runs to its end without suspending: nothing can cut it
             version = await self.store.save(self.session_id, update)
             self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)

@@ -132,28 +132,14 @@ class SubAgentTool:
         return ToolResult(tool_use.id, "success", [Text(str(result))])
 
     def _copy(self, clock: Callable[[], float]) -> Agent:
+        """A fresh copy of the agent (everything it is, with the calling run's clock), with
+        its own copy of ``agent.state`` and no conversation or session."""
         from ._agent import Agent
+        from ._spec import replace
 
         template = self.agent
-        sub = Agent(
-            template.model,
-            tools=list(template._tools.values()),
-            system_prompt=template.system_prompt,
-            tool_executor=template.tool_executor,
-            state=json.loads(json.dumps(template.state)),
-            max_cycles=template.max_cycles,
-            max_retries=template.max_retries,
-            output_retries=template.output_retries,
-            in_doubt=template.in_doubt,
-            name=template.name,
-            signing_key=template._key,
-            clock=clock,
-            conversation=template.conversation,
-        )
-        sub.hooks = template.hooks
-        sub._executor = template._executor
-        sub.observer = template.observer
-        return sub
+        spec = replace(template.spec, clock=clock)
+        return Agent.from_spec(spec, state=json.loads(json.dumps(template.state)))
 
 
 async def _carry_on(sub: Agent, context: ToolContext) -> AgentResult:
