@@ -9,12 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._agent import Agent
     from ._answering import _check_by as check_by
     from ._answering import check_answers
     from ._codec import AgentState, decode_state, decode_stored
     from ._state import Pause
 
 __all__ = [
+    "Agent",
     "AgentState",
     "Pause",
     "check_answers",
@@ -24,6 +26,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Agent": ("._agent", "Agent"),
     "AgentState": ("._codec", "AgentState"),
     "Pause": ("._state", "Pause"),
     "check_answers": ("._answering", "check_answers"),

@@ -14,14 +14,14 @@ from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     from .._app import App
-    from ..sessions import SessionStore
+    from ..sessions import InboxStore
     from ._backend import InboxBackend
 
 __all__ = ["create_app", "stop_streams"]
 
 
 def create_app(
-    store: SessionStore | str | InboxBackend,
+    store: InboxStore | str | InboxBackend,
     app: App | None = None,
     *,
     tokens: Mapping[str, str],

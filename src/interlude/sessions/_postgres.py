@@ -38,6 +38,7 @@ from ._answers import (
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -364,40 +365,32 @@ class PostgresStore:
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
     when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A corrupt row of the pending index does not hide the others: it is left out, and
         ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
         out by this call, in session id order (empty when every row was read).
         """
+        q = query or PendingQuery()
         filters = {
-            "name": name,
-            "tool_name": tool_name,
-            "older": epoch(older_than),
-            "newer": epoch(newer_than),
-            "agent": agent,
-            "expiring": epoch(expiring_before),
+            "name": q.name,
+            "tool_name": q.tool_name,
+            "older": epoch(q.older_than),
+            "newer": epoch(q.newer_than),
+            "agent": q.agent,
+            "expiring": epoch(q.expiring_before),
         }
+        limit = q.limit
         rows = None if limit is None or limit < 0 else limit
-        query, params = self._pending_query(**filters, limit=rows)
+        query_sql, params = self._pending_query(**filters, limit=rows)
         found, skipped, count = await self._run(
-            "list pending interrupts", self._pending, query, params
+            "list pending interrupts", self._pending, query_sql, params
         )
         if skipped and rows is not None and count >= rows:  # skipped rows took places
-            query, params = self._pending_query(**filters, limit=None)
+            query_sql, params = self._pending_query(**filters, limit=None)
             found, skipped, count = await self._run(
-                "list pending interrupts", self._pending, query, params
+                "list pending interrupts", self._pending, query_sql, params
             )
         self.skipped = tuple(sorted(skipped.items()))
         return found if limit is None else found[:limit]

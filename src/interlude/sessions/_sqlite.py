@@ -32,6 +32,7 @@ from ._answers import (
 )
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -359,32 +360,23 @@ class SQLiteStore:
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
     when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A corrupt row of the pending index does not hide the others: it is left out, and
         ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
         out by this call, in session id order (empty when every row was read).
         """
+        q = query or PendingQuery()
         where: list[str] = []
         params: list[str | float] = []
         for key, value in (
-            ("name", name),
-            ("tool_name", tool_name),
-            ("older", epoch(older_than)),
-            ("newer", epoch(newer_than)),
-            ("agent", agent),
-            ("expiring", epoch(expiring_before)),
+            ("name", q.name),
+            ("tool_name", q.tool_name),
+            ("older", epoch(q.older_than)),
+            ("newer", epoch(q.newer_than)),
+            ("agent", q.agent),
+            ("expiring", epoch(q.expiring_before)),
         ):
             if value is not None:
                 where.append(FILTERS[key])
@@ -393,7 +385,7 @@ class SQLiteStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY p.raised_at, p.session_id, p.interrupt_id"
-        return self._read_pending(sql, params, limit)
+        return self._read_pending(sql, params, q.limit)
 
     async def expired_interrupts(
         self, now: datetime | float, *, limit: int | None = None
