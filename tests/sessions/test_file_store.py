@@ -428,8 +428,9 @@ RACER = textwrap.dedent(
         open(sys.argv[2] + "." + sys.argv[3], "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.002)
-        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
-                               None, [], [], 1)
+        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
+                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
+                               tools=[], format_version=1)
         try:
             await store.save("race", update)
             print("won")

@@ -227,7 +227,10 @@ _CHILD = textwrap.dedent(
         print("ready", flush=True)
         sys.stdin.readline()
         msg = {"role": "user", "round": r, "by": mode}
-        update = SessionUpdate(r, r, [msg], None, [], ["record"], 1)
+        update = SessionUpdate(
+            expected_version=r, first_index=r, new_messages=[msg], pause=None, pending=[],
+            tools=["record"], format_version=1,
+        )
         try:
             asyncio.run(store.save("race", update))
             print("won", flush=True)

@@ -356,8 +356,9 @@ RACER = textwrap.dedent(
         open(sys.argv[2] + "." + sys.argv[3], "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.002)
-        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
-                               None, [], [], 1)
+        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
+                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
+                               tools=[], format_version=1)
         try:
             await store.save("race", update)
             print("won")
@@ -401,7 +402,15 @@ def test_a_locked_database_is_a_session_error_not_a_driver_error(tmp_path: Path)
     store = SQLiteStore(tmp_path / "s.db", timeout=0.05)
     blocker = sqlite3.connect(tmp_path / "s.db")
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-    update = SessionUpdate(0, 0, [], None, [], [], 1)
+    update = SessionUpdate(
+        expected_version=0,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=[],
+        tools=[],
+        format_version=1,
+    )
     try:
         with pytest.raises(SessionError, match="locked"):
             asyncio.run(store.save("s", update))
@@ -434,7 +443,15 @@ def test_synchronous_is_chosen_by_argument_or_url(tmp_path: Path) -> None:
 def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "deep.db")
     question = Interrupt(id="v1:before_tool_call:t1:x", name="approve", source="before_tool_call")
-    update = SessionUpdate(0, 0, [], None, [question.to_dict()], [], 2)
+    update = SessionUpdate(
+        expected_version=0,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=[question.to_dict()],
+        tools=[],
+        format_version=2,
+    )
     asyncio.run(store.save("deep", update))
     asyncio.run(store.save("fine", update))
     assert store._conn is not None

@@ -215,16 +215,16 @@ class FileStore:
             session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
         )
         return StoredSession(
-            session_id,
-            head.version,
-            head.format_version,
-            messages,
-            head.state,
-            head.pause,
-            head.tools,
-            head.claim,
-            head.agent,
-            audit_entries(session_id, folder / _AUDIT, audit, head),
+            session_id=session_id,
+            version=head.version,
+            format_version=head.format_version,
+            messages=messages,
+            state=head.state,
+            pause=head.pause,
+            tools=head.tools,
+            claim=head.claim,
+            agent=head.agent,
+            audit=audit_entries(session_id, folder / _AUDIT, audit, head),
         )
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:

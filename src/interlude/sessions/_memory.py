@@ -103,16 +103,16 @@ class MemoryStore:
             if r is None:
                 return None
             return StoredSession(
-                session_id,
-                r.version,
-                r.format_version,
-                [json.loads(m) for m in r.messages],
-                json.loads(r.state),
-                json.loads(r.pause),
-                list(r.tools),
-                json.loads(r.claim),
-                r.agent,
-                [json.loads(a) for a in r.audit],
+                session_id=session_id,
+                version=r.version,
+                format_version=r.format_version,
+                messages=[json.loads(m) for m in r.messages],
+                state=json.loads(r.state),
+                pause=json.loads(r.pause),
+                tools=list(r.tools),
+                claim=json.loads(r.claim),
+                agent=r.agent,
+                audit=[json.loads(a) for a in r.audit],
             )
 
     _saves_inline = True

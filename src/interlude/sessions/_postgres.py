@@ -268,7 +268,16 @@ class PostgresStore:
             raise _corrupt(session_id, f"tools is not a list of names: {tools!r:.200}")
         audit = _audit_entries(session_id, list(zip(seqs or [], audit_texts or [], strict=True)))
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
+            session_id=session_id,
+            version=version,
+            format_version=format_version,
+            messages=messages,
+            state=state,
+            pause=pause,
+            tools=tools,
+            claim=claim,
+            agent=agent,
+            audit=audit,
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:

@@ -77,7 +77,7 @@ def audit_json(session_id: str, entries: list[dict[str, JsonValue]]) -> list[str
     return [json.dumps(entry) for entry in entries]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StoredSession:
     """A session as loaded from a store: the parts of ``export_state()``, the version and the
     run claim (None when there is none)."""
@@ -96,7 +96,7 @@ class StoredSession:
     """Every audit entry, oldest first."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionUpdate:
     """One save: append ``new_messages`` and set the rest, if the stored version is ``expected``.
 

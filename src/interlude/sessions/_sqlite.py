@@ -210,7 +210,16 @@ class SQLiteStore:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is {tools!r}, not a list of names")
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
+            session_id=session_id,
+            version=version,
+            format_version=format_version,
+            messages=messages,
+            state=state,
+            pause=pause,
+            tools=tools,
+            claim=claim,
+            agent=agent,
+            audit=audit,
         )
 
     @staticmethod
