@@ -98,6 +98,25 @@ def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
     return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
 
 
+def _options(dsn: object, schema: str, min_size: int, max_size: int) -> tuple[str, str]:
+    """The DSN (without a ``schema`` parameter) and the schema a store is opened with;
+    ConfigurationError for a DSN that is not text, a bad schema name or bad pool sizes."""
+    if not isinstance(dsn, str):
+        raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
+    dsn, schema = _split_schema(dsn, schema)
+    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+        raise ConfigurationError(
+            f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
+            "starting with a digit"
+        )
+    if not 0 <= min_size <= max_size or max_size < 1:
+        raise ConfigurationError(
+            f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
+            "0 <= min_size <= max_size and max_size >= 1"
+        )
+    return dsn, schema
+
+
 def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
     """The audit entries of ``(seq, entry)`` rows in seq order; SessionCorruptError if one is
     unreadable or missing."""
@@ -129,19 +148,7 @@ class PostgresStore:
     def __init__(
         self, dsn: str, *, schema: str = "interlude", min_size: int = 1, max_size: int = 4
     ) -> None:
-        if not isinstance(dsn, str):
-            raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
-        dsn, schema = _split_schema(dsn, schema)
-        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
-            raise ConfigurationError(
-                f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
-                "starting with a digit"
-            )
-        if not 0 <= min_size <= max_size or max_size < 1:
-            raise ConfigurationError(
-                f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
-                "0 <= min_size <= max_size and max_size >= 1"
-            )
+        dsn, schema = _options(dsn, schema, min_size, max_size)
         try:
             import psycopg
             from psycopg import conninfo, sql

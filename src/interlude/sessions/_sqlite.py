@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -71,6 +71,19 @@ def _json(session_id: str, what: str, raw: object) -> Any:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Row(NamedTuple):
+    """A save's new values for the session's row (``added``: how many messages it appends)."""
+
+    format_version: int
+    state: str | None
+    pause: str
+    claim: str | None
+    tools: str
+    added: int
+    agent: str | None
+    lease: float | None
 
 
 class SQLiteStore:
@@ -253,90 +266,115 @@ class SQLiteStore:
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
         claim = None if update.claim is None else json.dumps(update.claim)
-        lease = claim_deadline(update.claim)  # indexed, for sessions_to_resume
         state = None if update.state is None else json.dumps(update.state)
-        tools = self._tools_json(update.tools)
+        row = _Row(
+            format_version=update.format_version,
+            state=state,
+            pause=pause,
+            claim=claim,
+            tools=self._tools_json(update.tools),
+            added=len(messages),
+            agent=update.agent,
+            lease=claim_deadline(update.claim),  # indexed, for sessions_to_resume
+        )
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
         audit = audit_json(session_id, update.audit)
-        first, expected = update.first_index, update.expected_version
         with self._transaction("BEGIN IMMEDIATE") as conn:
-            if expected == 0 and first == 0:
-                inserted = conn.execute(
-                    "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
-                    "tools, message_count, updated_at, agent, claim_expires_at) "
-                    "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (
-                        session_id,
-                        update.format_version,
-                        "{}" if state is None else state,
-                        pause,
-                        claim,
-                        tools,
-                        len(messages),
-                        time.time(),
-                        update.agent,
-                        lease,
-                    ),
-                ).rowcount
-                ok = inserted == 1
-            elif expected == 0:
-                ok = False  # a new session starts with no messages
-            else:
-                ok = (
-                    conn.execute(
-                        "UPDATE sessions SET version = version + 1, format_version = ?, "
-                        "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
-                        "message_count = message_count + ?, updated_at = ?, "
-                        "agent = coalesce(?, agent), claim_expires_at = ? "
-                        "WHERE id = ? AND version = ? AND message_count = ?",
-                        (
-                            update.format_version,
-                            state,
-                            pause,
-                            claim,
-                            tools,
-                            len(messages),
-                            time.time(),
-                            update.agent,
-                            lease,
-                            session_id,
-                            expected,
-                            first,
-                        ),
-                    ).rowcount
-                    == 1
-                )
-            if not ok:
+            if not self._swap(conn, session_id, update, row):
                 raise self._conflict(conn, session_id, update)
-            if messages:
-                try:
-                    conn.executemany(
-                        "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
-                        [(session_id, first + i, m) for i, m in enumerate(messages)],
-                    )
-                except sqlite3.IntegrityError:
-                    raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
-            if pending is not None:
-                conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
-            if pending:
-                conn.executemany(
-                    "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
-                    "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    pending,
-                )
-            if audit:
-                (start,) = conn.execute(
-                    "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
-                    (session_id,),
-                ).fetchone()
-                conn.executemany(
-                    "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
-                    [(session_id, start + i, entry) for i, entry in enumerate(audit)],
-                )
+            self._append(conn, session_id, update.first_index, messages, pending, audit)
         self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
         self.bytes_written += sum(len(p[-1]) for p in pending or ())
         self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))
-        return expected + 1
+        return update.expected_version + 1
+
+    @staticmethod
+    def _swap(conn: sqlite3.Connection, session_id: str, update: SessionUpdate, row: _Row) -> bool:
+        """The compare-and-swap on the session's row: a new session's row inserted (it must
+        start at message 0), or the stored one updated if it is at the expected version and
+        message count. False when it is not."""
+        expected, first = update.expected_version, update.first_index
+        if expected == 0 and first == 0:
+            state = "{}" if row.state is None else row.state
+            inserted = conn.execute(
+                "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
+                "tools, message_count, updated_at, agent, claim_expires_at) "
+                "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (
+                    session_id,
+                    row.format_version,
+                    state,
+                    row.pause,
+                    row.claim,
+                    row.tools,
+                    row.added,
+                    time.time(),
+                    row.agent,
+                    row.lease,
+                ),
+            ).rowcount
+            return bool(inserted == 1)
+        if expected == 0:
+            return False  # a new session starts with no messages
+        updated = conn.execute(
+            "UPDATE sessions SET version = version + 1, format_version = ?, "
+            "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
+            "message_count = message_count + ?, updated_at = ?, "
+            "agent = coalesce(?, agent), claim_expires_at = ? "
+            "WHERE id = ? AND version = ? AND message_count = ?",
+            (
+                row.format_version,
+                row.state,
+                row.pause,
+                row.claim,
+                row.tools,
+                row.added,
+                time.time(),
+                row.agent,
+                row.lease,
+                session_id,
+                expected,
+                first,
+            ),
+        ).rowcount
+        return bool(updated == 1)
+
+    @staticmethod
+    def _append(
+        conn: sqlite3.Connection,
+        session_id: str,
+        first: int,
+        messages: list[str],
+        pending: list[tuple[str, str, str, str | None, float, float | None, str]] | None,
+        audit: list[str],
+    ) -> None:
+        """A save's rows beside the session's: its new messages (from index ``first``), the
+        pending index (replaced, unless ``pending`` is None) and its audit entries."""
+        if messages:
+            try:
+                conn.executemany(
+                    "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
+                    [(session_id, first + i, m) for i, m in enumerate(messages)],
+                )
+            except sqlite3.IntegrityError:
+                raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
+        if pending is not None:
+            conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+        if pending:
+            conn.executemany(
+                "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
+                "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                pending,
+            )
+        if audit:
+            (start,) = conn.execute(
+                "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            conn.executemany(
+                "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
+                [(session_id, start + i, entry) for i, entry in enumerate(audit)],
+            )
 
     def _tools_json(self, tools: list[str]) -> str:
         """The tools' JSON (the same list at almost every save: encoded once)."""
