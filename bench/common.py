@@ -12,7 +12,7 @@ from typing import Any
 
 from interlude import Agent, AgentSession, AgentTool, ToolResult, ToolUse
 from interlude.hooks import BeforeToolCallEvent
-from interlude.sessions import PendingInterrupt, SessionUpdate, StoredSession
+from interlude.sessions import PendingInterrupt, PendingQuery, SessionUpdate, StoredSession
 from interlude.testing import FunctionModel, ModelRequest
 
 
@@ -133,8 +133,8 @@ class Metered:
             if self.record_pause:
                 self.last_pause_bytes = len(json.dumps(update.pause))
 
-    async def pending_interrupts(self, **filters: Any) -> list[PendingInterrupt]:
-        found: list[PendingInterrupt] = await self.store.pending_interrupts(**filters)
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        found: list[PendingInterrupt] = await self.store.pending_interrupts(query)
         return found
 
     async def list_sessions(self) -> list[str]:

@@ -573,8 +573,8 @@ def test_a_malformed_conversation_state_in_a_session_is_a_corrupt_session(tmp_pa
     with sqlite3.connect(tmp_path / "s.db") as db:
         bad = json.dumps({"interlude.conversation": {"start": "zero"}})
         db.execute("UPDATE sessions SET state = ? WHERE id = 's'", (bad,))
-    with pytest.raises(SessionCorruptError, match="start"):
-        Agent(ScriptedModel([]), session=store, session_id="s")
+    with pytest.raises(SessionCorruptError, match="start"):  # loading it: at first use
+        Agent(ScriptedModel([]), session=store, session_id="s").messages  # noqa: B018
 
 
 # --- agents as tools ----------------------------------------------------------------------------

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 
 from ._messages import JsonValue, Message
 from ._sync import run_sync
-from .sessions import PendingInterrupt, RecordedAnswer, SessionStore, StoredSession, open_store
+from .sessions import (
+    InboxStore,
+    PendingInterrupt,
+    PendingQuery,
+    RecordedAnswer,
+    StoredSession,
+    open_store,
+)
 
 if TYPE_CHECKING:
     from ._audit import AuditEntry
@@ -59,10 +66,10 @@ class Inbox:
     """
 
     def __init__(
-        self, store: SessionStore | str, *, clock: Callable[[], float] | None = None
+        self, store: InboxStore | str, *, clock: Callable[[], float] | None = None
     ) -> None:
         self._owned = isinstance(store, str)
-        self.store: SessionStore = open_store(store) if isinstance(store, str) else store
+        self.store: InboxStore = open_store(store) if isinstance(store, str) else store
         self.clock: Callable[[], float] = clock or time.time
 
     @property
@@ -80,15 +87,18 @@ class Inbox:
         agent: str | None = None,
         expiring_before: datetime | float | None = None,
     ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first (the store's filters)."""
+        """Pending interrupts across sessions, oldest first (the filters of a
+        :class:`~interlude.sessions.PendingQuery`)."""
         return await self.store.pending_interrupts(
-            name=name,
-            tool_name=tool_name,
-            older_than=older_than,
-            newer_than=newer_than,
-            limit=limit,
-            agent=agent,
-            expiring_before=expiring_before,
+            PendingQuery(
+                name=name,
+                tool_name=tool_name,
+                older_than=older_than,
+                newer_than=newer_than,
+                limit=limit,
+                agent=agent,
+                expiring_before=expiring_before,
+            )
         )
 
     def pending(

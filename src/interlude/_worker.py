@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from ._agent import Agent
     from ._app import App
-    from .sessions._protocol import RecordedAnswer, SessionStore
+    from .sessions import InboxStore, RecordedAnswer
 
 __all__ = ["Worker"]
 
@@ -44,17 +44,24 @@ class Worker:
     def __init__(
         self,
         app: App,
-        store: SessionStore | str,
+        store: InboxStore | str,
         *,
         poll: float = 0.5,
         batch: int = 100,
         concurrency: int = 4,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        from ._app import _as_store
+        from .sessions import AnswerQueue, open_store
 
+        if not isinstance(store, str) and not isinstance(store, AnswerQueue):
+            from .errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"a Worker takes answers from the store's queue, and {type(store).__name__} has "
+                "none (record_answers, recorded_answers, clear_answers, sessions_to_resume)"
+            )
         self.app = app
-        self.store: SessionStore = _as_store(store)
+        self.store: InboxStore = open_store(store) if isinstance(store, str) else store
         self.poll = poll
         self.batch = batch
         self.concurrency = max(1, concurrency)

@@ -59,7 +59,13 @@ from interlude.hooks import (
     HookRegistry,
     MessageAddedEvent,
 )
-from interlude.sessions import SessionStore, SessionUpdate, StoredSession, open_store
+from interlude.sessions import (
+    PendingQuery,
+    SessionStore,
+    SessionUpdate,
+    StoredSession,
+    open_store,
+)
 from interlude.testing import FunctionModel, ModelRequest
 from interlude.testing._models import Turn
 
@@ -162,8 +168,8 @@ class CrashStore:
         self.points.reach("save.after")
         return version
 
-    async def pending_interrupts(self, **filters: Any) -> Any:
-        return await self.inner.pending_interrupts(**filters)
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> Any:
+        return await self.inner.pending_interrupts(query)
 
     async def list_sessions(self) -> list[str]:
         return await self.inner.list_sessions()

@@ -176,7 +176,15 @@ def test_a_session_written_before_the_journal_still_loads():
     asyncio.run(
         store.save(
             "old",
-            SessionUpdate(stored.version, len(stored.messages), [], marker, [], stored.tools, 1),
+            SessionUpdate(
+                expected_version=stored.version,
+                first_index=len(stored.messages),
+                new_messages=[],
+                pause=marker,
+                pending=[],
+                tools=stored.tools,
+                format_version=1,
+            ),
         )
     )
     fresh = Agent(ScriptedModel(["ok"]), tools=[act], session=store, session_id="old")
@@ -208,15 +216,15 @@ def test_a_run_whose_session_is_taken_over_stops_with_a_conflict():
         await store.save(
             "taken",
             SessionUpdate(
-                stored.version,
-                len(stored.messages),
-                [],
-                stored.pause,
-                None,
-                stored.tools,
-                stored.format_version,
-                None,
-                foreign,
+                expected_version=stored.version,
+                first_index=len(stored.messages),
+                new_messages=[],
+                pause=stored.pause,
+                pending=None,
+                tools=stored.tools,
+                format_version=stored.format_version,
+                state=None,
+                claim=foreign,
             ),
         )
         await asyncio.sleep(1.0)

@@ -474,8 +474,8 @@ def test_a_stored_pause_changed_in_the_store_is_refused(tmp_path: Path) -> None:
         data = json.loads(pause)
         _forge_answer({"pause": data})
         conn.execute("UPDATE sessions SET pause = ? WHERE id = 's'", (json.dumps(data),))
-    with pytest.raises(StateIntegrityError):
-        _fresh(signing_key=KEY, session=SQLiteStore(db), session_id="s")
+    with pytest.raises(StateIntegrityError):  # when the session is loaded: at first use
+        _fresh(signing_key=KEY, session=SQLiteStore(db), session_id="s").is_paused  # noqa: B018
     # Without the key the same data loads (the signature is only checked when a key is set).
     assert _fresh(session=SQLiteStore(db), session_id="s").is_paused
 

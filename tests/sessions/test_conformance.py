@@ -5,11 +5,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from interlude.sessions import FileStore, MemoryStore, SessionStore, SQLiteStore, store_url
-from interlude.testing.conformance import SessionStoreConformance
+from interlude.sessions import (
+    AnswerQueue,
+    FileStore,
+    InboxStore,
+    MemoryStore,
+    PendingIndex,
+    SessionStore,
+    SessionUpdate,
+    SQLiteStore,
+    StoredSession,
+    store_url,
+)
+from interlude.testing.conformance import OPTIONAL, SessionStoreConformance
 
 from . import pg
 
@@ -25,6 +37,65 @@ class TestMemoryStore(SessionStoreConformance):
     def corrupt_answers(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
         assert isinstance(store, MemoryStore)
         store._sessions[session_id].answers[0] = (1, '{"interrupt_id": "q"')
+
+
+class SessionsOnly:
+    """A store of the required part alone (no answer queue, no pending index): a MemoryStore's
+    sessions behind the five ``SessionStore`` methods."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    @property
+    def bytes_written(self) -> int:
+        return self.inner.bytes_written
+
+    async def load(self, session_id: str) -> StoredSession | None:
+        return await self.inner.load(session_id)
+
+    async def save(self, session_id: str, update: SessionUpdate) -> int:
+        return await self.inner.save(session_id, update)
+
+    async def audit_trail(self, session_id: str) -> list[dict[str, Any]]:
+        return await self.inner.audit_trail(session_id)
+
+    async def list_sessions(self) -> list[str]:
+        return await self.inner.list_sessions()
+
+    async def delete(self, session_id: str) -> None:
+        await self.inner.delete(session_id)
+
+
+class TestSessionsOnlyStore(SessionStoreConformance):
+    """The session checks run; the answer-queue and pending-index checks are skipped."""
+
+    def make_store(self, tmp_path: Path) -> SessionStore:
+        return SessionsOnly()
+
+    def corrupt(self, store: SessionStore, tmp_path: Path, session_id: str) -> None:
+        assert isinstance(store, SessionsOnly)
+        store.inner._sessions[session_id].messages[0] = json.dumps({"role": "robot"})
+
+
+def test_the_suite_runs_the_parts_a_store_provides(tmp_path: Path) -> None:
+    only = TestSessionsOnlyStore()
+    assert isinstance(only.store_for(SessionStore, tmp_path), SessionsOnly)
+    for part in OPTIONAL:
+        with pytest.raises(pytest.skip.Exception, match=part.__name__):
+            only.store_for(part, tmp_path)
+
+    class Claims(TestSessionsOnlyStore):  # says it has a pending index, which it lacks
+        provides = (PendingIndex,)
+
+    with pytest.raises(AssertionError, match="says it provides PendingIndex"):
+        Claims().store_for(PendingIndex, tmp_path)
+
+    class Declines(TestMemoryStore):  # has both optional parts, declares neither
+        provides = ()
+
+    with pytest.raises(pytest.skip.Exception, match="AnswerQueue"):
+        Declines().store_for(AnswerQueue, tmp_path)
+    assert isinstance(TestMemoryStore().store_for(AnswerQueue, tmp_path), InboxStore)
 
 
 class TestSQLiteStore(SessionStoreConformance):

@@ -25,7 +25,7 @@ from interlude.errors import (
     SessionCorruptError,
     StateFormatError,
 )
-from interlude.sessions import FileStore, PendingInterrupt, SessionUpdate
+from interlude.sessions import FileStore, PendingInterrupt, PendingQuery, SessionUpdate
 
 
 def update(
@@ -174,12 +174,14 @@ async def test_pending_filters_and_replacement(store: FileStore) -> None:
     everything = await store.pending_interrupts()
     assert ids(everything) == [("a", "a1"), ("c", "c1"), ("b", "b1"), ("a", "a2")]
     assert everything[0] == PendingInterrupt("a", a1, 100.0)
-    assert ids(await store.pending_interrupts(tool_name="delete")) == [("b", "b1")]
-    assert ids(await store.pending_interrupts(name="approve", older_than=150)) == [
+    assert ids(await store.pending_interrupts(PendingQuery(tool_name="delete"))) == [("b", "b1")]
+    assert ids(await store.pending_interrupts(PendingQuery(name="approve", older_than=150))) == [
         ("a", "a1"),
         ("c", "c1"),
     ]
-    newer = await store.pending_interrupts(newer_than=datetime.fromtimestamp(150.0), limit=1)
+    newer = await store.pending_interrupts(
+        PendingQuery(newer_than=datetime.fromtimestamp(150.0), limit=1)
+    )
     assert ids(newer) == [("b", "b1")]
     await store.save("a", update(1, 0, [], pending=[]))
     assert ids(await store.pending_interrupts()) == [("c", "c1"), ("b", "b1")]
@@ -305,7 +307,7 @@ async def test_corrupt_pending_entry(store: FileStore, root: Path) -> None:
     assert [(p.session_id, p.interrupt.id) for p in found] == [("fine", "f"), ("hurt", "j")]
     assert len(store.skipped) == 1 and store.skipped[0][0] == "hurt"
     assert re.search(r"'hurt'.*head\.json.*pending\[0\]", store.skipped[0][1])
-    assert [p.session_id for p in await store.pending_interrupts(name="other")] == []
+    assert [p.session_id for p in await store.pending_interrupts(PendingQuery(name="other"))] == []
     assert [sid for sid, _ in store.skipped] == ["hurt"]  # unreadable: cannot be filtered out
     path.write_text(json.dumps({**head, "pending": []}))
     await store.pending_interrupts()
@@ -426,8 +428,9 @@ RACER = textwrap.dedent(
         open(sys.argv[2] + "." + sys.argv[3], "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.002)
-        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
-                               None, [], [], 1)
+        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
+                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
+                               tools=[], format_version=1)
         try:
             await store.save("race", update)
             print("won")

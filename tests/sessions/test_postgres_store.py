@@ -23,7 +23,7 @@ from interlude.errors import (
     SessionCorruptError,
     SessionError,
 )
-from interlude.sessions import MemoryStore, PostgresStore, SessionUpdate
+from interlude.sessions import MemoryStore, PendingQuery, PostgresStore, SessionUpdate
 from interlude.sessions._postgres import _MIGRATIONS
 
 from .pg import DSN, drop_schema, make_store, require_postgres, schema_url, unique_schema
@@ -227,7 +227,10 @@ _CHILD = textwrap.dedent(
         print("ready", flush=True)
         sys.stdin.readline()
         msg = {"role": "user", "round": r, "by": mode}
-        update = SessionUpdate(r, r, [msg], None, [], ["record"], 1)
+        update = SessionUpdate(
+            expected_version=r, first_index=r, new_messages=[msg], pause=None, pending=[],
+            tools=["record"], format_version=1,
+        )
         try:
             asyncio.run(store.save("race", update))
             print("won", flush=True)
@@ -394,7 +397,9 @@ async def test_pending_queries_match_memory_store(store: PostgresStore) -> None:
         {"name": "nobody"},
     ]
     for q in queries:
-        assert await store.pending_interrupts(**q) == await memory.pending_interrupts(**q), q
+        assert await store.pending_interrupts(PendingQuery(**q)) == await memory.pending_interrupts(
+            PendingQuery(**q)
+        ), q
 
 
 def test_pending_filters_use_the_indexes(store: PostgresStore) -> None:
@@ -467,9 +472,14 @@ def test_a_corrupt_pending_row_hides_no_other(store: PostgresStore, data: str, d
     assert [sid for sid, _ in store.skipped] == ["bad"]
     assert "'bad'" in store.skipped[0][1] and detail in store.skipped[0][1]
     # the corrupt row comes first: a limit still finds the readable one behind it
-    assert [p.session_id for p in asyncio.run(store.pending_interrupts(limit=1))] == ["good"]
+    assert [p.session_id for p in asyncio.run(store.pending_interrupts(PendingQuery(limit=1)))] == [
+        "good"
+    ]
     assert [sid for sid, _ in store.skipped] == ["bad"]
-    assert asyncio.run(store.pending_interrupts(name="other")) == [] and store.skipped == ()
+    assert (
+        asyncio.run(store.pending_interrupts(PendingQuery(name="other"))) == []
+        and store.skipped == ()
+    )
 
 
 def test_a_missing_server_is_a_clear_error_without_the_password() -> None:

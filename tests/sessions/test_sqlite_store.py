@@ -25,7 +25,7 @@ from interlude.errors import (
     SessionError,
     StateFormatError,
 )
-from interlude.sessions import PendingInterrupt, SessionUpdate, SQLiteStore
+from interlude.sessions import PendingInterrupt, PendingQuery, SessionUpdate, SQLiteStore
 
 
 def update(
@@ -139,17 +139,20 @@ async def test_pending_index_filters_order_and_replacement(store: SQLiteStore) -
     assert ids(everything) == [("a", "a1"), ("c", "c1"), ("b", "b1"), ("a", "a2")]
     assert everything[0] == PendingInterrupt("a", a1, 100.0)
     assert everything[0].tool_name == "record" and everything[-1].tool_name is None
-    approve = await store.pending_interrupts(name="approve")
+    approve = await store.pending_interrupts(PendingQuery(name="approve"))
     assert ids(approve) == [("a", "a1"), ("c", "c1"), ("b", "b1")]
-    assert ids(await store.pending_interrupts(tool_name="delete")) == [("b", "b1")]
-    assert ids(await store.pending_interrupts(older_than=200.0)) == [("a", "a1"), ("c", "c1")]
-    assert ids(await store.pending_interrupts(newer_than=datetime.fromtimestamp(200.0))) == [
-        ("a", "a2")
+    assert ids(await store.pending_interrupts(PendingQuery(tool_name="delete"))) == [("b", "b1")]
+    assert ids(await store.pending_interrupts(PendingQuery(older_than=200.0))) == [
+        ("a", "a1"),
+        ("c", "c1"),
     ]
-    assert ids(await store.pending_interrupts(name="approve", older_than=150, limit=1)) == [
-        ("a", "a1")
-    ]
-    assert await store.pending_interrupts(limit=0) == []
+    assert ids(
+        await store.pending_interrupts(PendingQuery(newer_than=datetime.fromtimestamp(200.0)))
+    ) == [("a", "a2")]
+    assert ids(
+        await store.pending_interrupts(PendingQuery(name="approve", older_than=150, limit=1))
+    ) == [("a", "a1")]
+    assert await store.pending_interrupts(PendingQuery(limit=0)) == []
     # a save replaces the session's entries; the index never reads the sessions' other rows
     await store.save("a", update(1, 1, [msg("y")], pending=[]))
     with sqlite3.connect(store.path) as conn:
@@ -236,10 +239,10 @@ async def test_a_corrupt_pending_row_hides_no_other(
     assert [sid for sid, _ in store.skipped] == ["hurt"]
     assert "'hurt'" in store.skipped[0][1] and detail in store.skipped[0][1]
     # the corrupt row comes first: a limit still finds the readable one behind it
-    assert [p.session_id for p in await store.pending_interrupts(limit=1)] == ["fine"]
-    assert [p.session_id for p in await store.pending_interrupts(limit=-1)] == []
+    assert [p.session_id for p in await store.pending_interrupts(PendingQuery(limit=1))] == ["fine"]
+    assert [p.session_id for p in await store.pending_interrupts(PendingQuery(limit=-1))] == []
     assert [sid for sid, _ in store.skipped] == ["hurt"]
-    assert await store.pending_interrupts(name="other") == [] and store.skipped == ()
+    assert await store.pending_interrupts(PendingQuery(name="other")) == [] and store.skipped == ()
 
 
 async def test_memory_store_a_corrupt_pending_entry_hides_no_other() -> None:
@@ -249,7 +252,7 @@ async def test_memory_store_a_corrupt_pending_entry_hides_no_other() -> None:
     await memory.save("hurt", update(0, 0, [], pending=[interrupt("i", "n", 1)]))
     await memory.save("fine", update(0, 0, [], pending=[interrupt("f", "n", 2)]))
     memory._sessions["hurt"].pending[0] = '{"id": "i"}'
-    found = await memory.pending_interrupts(limit=1)
+    found = await memory.pending_interrupts(PendingQuery(limit=1))
     assert [(p.session_id, p.interrupt.id) for p in found] == [("fine", "f")]
     assert [sid for sid, _ in memory.skipped] == ["hurt"] and "'hurt'" in memory.skipped[0][1]
     memory._sessions["hurt"].pending[0] = "{oops"
@@ -353,8 +356,9 @@ RACER = textwrap.dedent(
         open(sys.argv[2] + "." + sys.argv[3], "w").close()
         while not os.path.exists(sys.argv[2]):
             time.sleep(0.002)
-        update = SessionUpdate(seen.version, len(seen.messages), [{"by": sys.argv[3]}],
-                               None, [], [], 1)
+        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
+                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
+                               tools=[], format_version=1)
         try:
             await store.save("race", update)
             print("won")
@@ -398,7 +402,15 @@ def test_a_locked_database_is_a_session_error_not_a_driver_error(tmp_path: Path)
     store = SQLiteStore(tmp_path / "s.db", timeout=0.05)
     blocker = sqlite3.connect(tmp_path / "s.db")
     blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-    update = SessionUpdate(0, 0, [], None, [], [], 1)
+    update = SessionUpdate(
+        expected_version=0,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=[],
+        tools=[],
+        format_version=1,
+    )
     try:
         with pytest.raises(SessionError, match="locked"):
             asyncio.run(store.save("s", update))
@@ -431,7 +443,15 @@ def test_synchronous_is_chosen_by_argument_or_url(tmp_path: Path) -> None:
 def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "deep.db")
     question = Interrupt(id="v1:before_tool_call:t1:x", name="approve", source="before_tool_call")
-    update = SessionUpdate(0, 0, [], None, [question.to_dict()], [], 2)
+    update = SessionUpdate(
+        expected_version=0,
+        first_index=0,
+        new_messages=[],
+        pause=None,
+        pending=[question.to_dict()],
+        tools=[],
+        format_version=2,
+    )
     asyncio.run(store.save("deep", update))
     asyncio.run(store.save("fine", update))
     assert store._conn is not None

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,6 +98,36 @@ def test_a_worker_settles_expired_questions(tmp_path: Path) -> None:
     assert [(e["by"], e["expired"]) for e in inbox.audit("late")] == [("expiry", True)]
     with pytest.raises(NotPausedError):
         inbox.record("late", {qid: True}, by="ana")
+
+
+def test_a_worker_needs_a_store_with_an_answer_queue() -> None:
+    """A store of the session part only is refused when the worker is made, saying why."""
+    from interlude.errors import ConfigurationError
+    from interlude.sessions import AnswerQueue, MemoryStore, SessionStore, SessionUpdate
+
+    class SessionsOnly:
+        def __init__(self) -> None:
+            self.inner = MemoryStore()
+
+        async def load(self, session_id: str) -> Any:
+            return await self.inner.load(session_id)
+
+        async def save(self, session_id: str, update: SessionUpdate) -> int:
+            return await self.inner.save(session_id, update)
+
+        async def audit_trail(self, session_id: str) -> Any:
+            return await self.inner.audit_trail(session_id)
+
+        async def list_sessions(self) -> list[str]:
+            return await self.inner.list_sessions()
+
+        async def delete(self, session_id: str) -> None:
+            await self.inner.delete(session_id)
+
+    store = SessionsOnly()
+    assert isinstance(store, SessionStore) and not isinstance(store, AnswerQueue)
+    with pytest.raises(ConfigurationError, match="SessionsOnly has none"):
+        Worker(app, store)  # type: ignore[arg-type]
 
 
 def test_an_answer_to_a_changed_question_is_dropped_not_applied(tmp_path: Path) -> None:

@@ -60,17 +60,17 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
 
 
 def _pending(args: argparse.Namespace, out: Output) -> int:
+    from ..sessions import PendingQuery
 
     store = _store(args.store)
     now = time.time()
-    entries = run_sync(
-        store.pending_interrupts(
-            name=args.name,
-            tool_name=args.tool,
-            older_than=None if args.older_than is None else now - args.older_than,
-            newer_than=None if args.newer_than is None else now - args.newer_than,
-        )
+    query = PendingQuery(
+        name=args.name,
+        tool_name=args.tool,
+        older_than=None if args.older_than is None else now - args.older_than,
+        newer_than=None if args.newer_than is None else now - args.newer_than,
     )
+    entries = run_sync(store.pending_interrupts(query))
     out.pending(entries, now, args.store)
     return 0
 

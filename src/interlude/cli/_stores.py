@@ -15,7 +15,7 @@ from ._render import claim_words
 if TYPE_CHECKING:
     from .._agent import Pause
     from .._messages import Message
-    from ..sessions import SessionStore, StoredSession
+    from ..sessions import InboxStore, StoredSession
 
 __all__ = ["DEFAULT_STORE", "_await", "_decode", "_live_claim", "_refuse_if_running", "_store"]
 
@@ -24,7 +24,7 @@ T = TypeVar("T")
 DEFAULT_STORE = "sqlite:///.interlude/demo.db"
 
 
-def _store(url: str, *, create: bool = False) -> SessionStore:
+def _store(url: str, *, create: bool = False) -> InboxStore:
     """The store at ``url``; unless ``create``, a SQLite or file store must already exist."""
     from ..sessions import open_store
     from ..sessions._url import local_store_path

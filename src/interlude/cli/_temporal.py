@@ -215,8 +215,8 @@ def temporal_pending(args: argparse.Namespace, out: Output) -> int:
 async def _pending(args: argparse.Namespace, out: Output) -> int:
     from temporalio.service import RPCError
 
-    from ..sessions import PendingInterrupt
-    from ..sessions._memory import matches
+    from ..sessions import PendingInterrupt, PendingQuery
+    from ..sessions._memory import select_pending
 
     client = await _connect(args)
     try:
@@ -242,12 +242,9 @@ async def _pending(args: argparse.Namespace, out: Output) -> int:
             if not _not_found(got):  # not found: it finished meanwhile
                 print(f"interlude: warning: {_rpc_error(args, workflow_id, got)}", file=sys.stderr)
             continue
-        for interrupt in got:
-            entry = PendingInterrupt(workflow_id, interrupt, interrupt.raised_at)
-            if matches(entry, args.name, args.tool, older, newer):
-                entries.append(entry)
-    entries.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
-    out.pending(entries, now, "", flags=_flags(args))
+        entries.extend(PendingInterrupt(workflow_id, i, i.raised_at) for i in got)
+    wanted = PendingQuery(name=args.name, tool_name=args.tool, older_than=older, newer_than=newer)
+    out.pending(select_pending(entries, wanted), now, "", flags=_flags(args))
     return 0
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from .._app import App
-    from ..sessions import SessionStore
+    from ..sessions import InboxStore
     from ._backend import InboxBackend
     from ._state import ServerState
 
@@ -24,7 +24,7 @@ __all__ = ["create_app", "stop_streams"]
 
 
 def create_app(
-    store: SessionStore | str | InboxBackend,
+    store: InboxStore | str | InboxBackend,
     app: App | None = None,
     *,
     tokens: Mapping[str, str],
@@ -74,7 +74,7 @@ def create_app(
     return starlette
 
 
-def _backend(store: SessionStore | str | InboxBackend) -> InboxBackend:
+def _backend(store: InboxStore | str | InboxBackend) -> InboxBackend:
     """``store`` as a backend: a store or a store URL goes in a :class:`StoreBackend`."""
     from ._backend import InboxBackend, StoreBackend
 

@@ -18,7 +18,7 @@ from .._inbox import SessionView
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
-    from ..sessions import PendingInterrupt, RecordedAnswer, SessionStore
+    from ..sessions import InboxStore, PendingInterrupt, RecordedAnswer
 
 __all__ = ["InboxBackend", "StoreBackend", "WorkflowView"]
 
@@ -92,14 +92,14 @@ class StoreBackend:
     applies = "a worker"
     taken = "Your answer is recorded; a worker carries the run on."
 
-    def __init__(self, store: SessionStore | str) -> None:
+    def __init__(self, store: InboxStore | str) -> None:
         from .._inbox import Inbox
 
         self.inbox = Inbox(store)
         self.clock: Callable[[], float] = self.inbox.clock
 
     @property
-    def store(self) -> SessionStore:
+    def store(self) -> InboxStore:
         return self.inbox.store
 
     async def pending(self, **filters: Any) -> list[PendingInterrupt]:

@@ -3,6 +3,10 @@
 ``SQLiteStore`` is the embedded default; ``PostgresStore`` serves many workers; ``FileStore``
 keeps plain JSON files; ``MemoryStore`` is for tests. Stores other than the memory one load
 their modules (and drivers) only when used.
+
+A store meets :class:`SessionStore` (all an agent needs) and, optionally, :class:`AnswerQueue`
+and :class:`PendingIndex` (what an :class:`Inbox` and a worker use besides); every shipped store
+meets all three, :class:`InboxStore`.
 """
 
 from __future__ import annotations
@@ -11,7 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._memory import MemoryStore
 from ._protocol import (
+    AnswerQueue,
+    InboxStore,
+    PendingIndex,
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionStore,
     SessionUpdate,
@@ -27,10 +35,14 @@ if TYPE_CHECKING:
     from ._sqlite import SQLiteStore
 
 __all__ = [
+    "AnswerQueue",
     "FileStore",
     "Inbox",
+    "InboxStore",
     "MemoryStore",
+    "PendingIndex",
     "PendingInterrupt",
+    "PendingQuery",
     "PostgresStore",
     "RecordedAnswer",
     "SQLiteStore",

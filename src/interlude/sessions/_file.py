@@ -41,9 +41,10 @@ from ._file_format import (
     read_in,
     write_all,
 )
-from ._memory import expired_first, matches, resume_times
+from ._memory import expired_first, resume_times, select_pending
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -214,16 +215,16 @@ class FileStore:
             session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
         )
         return StoredSession(
-            session_id,
-            head.version,
-            head.format_version,
-            messages,
-            head.state,
-            head.pause,
-            head.tools,
-            head.claim,
-            head.agent,
-            audit_entries(session_id, folder / _AUDIT, audit, head),
+            session_id=session_id,
+            version=head.version,
+            format_version=head.format_version,
+            messages=messages,
+            state=head.state,
+            pause=head.pause,
+            tools=head.tools,
+            claim=head.claim,
+            agent=head.agent,
+            audit=audit_entries(session_id, folder / _AUDIT, audit, head),
         )
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
@@ -367,18 +368,8 @@ class FileStore:
     :meth:`expired_interrupts`, or :meth:`sessions_to_resume`) call left out entries of,
     because they could not be read (empty when everything was read)."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A session that cannot be read (a corrupt ``head.json``, a folder that is or holds a
         symbolic link) does not hide the others: it is left out, and so is a pending entry
@@ -386,12 +377,7 @@ class FileStore:
         ``(session_id, why)`` of each session left out (or partly left out) by this call, in
         session id order; it is empty when everything was read.
         """
-        older, newer, expiring = epoch(older_than), epoch(newer_than), epoch(expiring_before)
-        found = [
-            e for e in self._pending() if matches(e, name, tool_name, older, newer, agent, expiring)
-        ]
-        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
-        return found if limit is None else found[:limit]
+        return select_pending(self._pending(), query or PendingQuery())
 
     async def expired_interrupts(
         self, now: datetime | float, *, limit: int | None = None

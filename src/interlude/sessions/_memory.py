@@ -20,6 +20,7 @@ from ._answers import (
 )
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -28,7 +29,7 @@ from ._protocol import (
     epoch,
 )
 
-__all__ = ["MemoryStore", "expired_first", "matches", "resume_times"]
+__all__ = ["MemoryStore", "expired_first", "resume_times", "select_pending"]
 
 
 @dataclass(slots=True)
@@ -47,25 +48,12 @@ class _Record:
     answer_seq: int = 0  # the highest seq ever given: a cleared seq is never reused
 
 
-def matches(
-    entry: PendingInterrupt,
-    name: str | None,
-    tool_name: str | None,
-    older: float | None,
-    newer: float | None,
-    agent: str | None = None,
-    expiring: float | None = None,
-) -> bool:
-    """Whether ``entry`` passes the pending-interrupt filters (shared by the non-SQL stores)."""
-    deadline = entry.expires_at
-    return (
-        (name is None or entry.interrupt.name == name)
-        and (tool_name is None or entry.tool_name == tool_name)
-        and (older is None or entry.raised_at < older)
-        and (newer is None or entry.raised_at > newer)
-        and (agent is None or entry.agent == agent)
-        and (expiring is None or (deadline is not None and deadline < expiring))
-    )
+def select_pending(entries: list[PendingInterrupt], query: PendingQuery) -> list[PendingInterrupt]:
+    """The entries that pass ``query``, oldest first (ties: session id, interrupt id), cut to
+    its ``limit`` (shared by the non-SQL stores)."""
+    found = [e for e in entries if query.matches(e)]
+    found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
+    return found if query.limit is None else found[: query.limit]
 
 
 def resume_times(
@@ -115,16 +103,16 @@ class MemoryStore:
             if r is None:
                 return None
             return StoredSession(
-                session_id,
-                r.version,
-                r.format_version,
-                [json.loads(m) for m in r.messages],
-                json.loads(r.state),
-                json.loads(r.pause),
-                list(r.tools),
-                json.loads(r.claim),
-                r.agent,
-                [json.loads(a) for a in r.audit],
+                session_id=session_id,
+                version=r.version,
+                format_version=r.format_version,
+                messages=[json.loads(m) for m in r.messages],
+                state=json.loads(r.state),
+                pause=json.loads(r.pause),
+                tools=list(r.tools),
+                claim=json.loads(r.claim),
+                agent=r.agent,
+                audit=[json.loads(a) for a in r.audit],
             )
 
     _saves_inline = True
@@ -176,29 +164,14 @@ class MemoryStore:
     :meth:`expired_interrupts`, or :meth:`sessions_to_resume`) call left out entries of,
     because they could not be read (empty when everything was read)."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A pending entry that is not a valid interrupt does not hide the others: it is left
         out, and ``self.skipped`` is set to the ``(session_id, why)`` of each session with
         entries left out by this call, in session id order (empty when all were read).
         """
-        older, newer, expiring = epoch(older_than), epoch(newer_than), epoch(expiring_before)
-        found = [
-            e for e in self._pending() if matches(e, name, tool_name, older, newer, agent, expiring)
-        ]
-        found.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
-        return found if limit is None else found[:limit]
+        return select_pending(self._pending(), query or PendingQuery())
 
     async def expired_interrupts(
         self, now: datetime | float, *, limit: int | None = None

@@ -38,6 +38,7 @@ from ._answers import (
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -97,6 +98,25 @@ def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
     return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
 
 
+def _options(dsn: object, schema: str, min_size: int, max_size: int) -> tuple[str, str]:
+    """The DSN (without a ``schema`` parameter) and the schema a store is opened with;
+    ConfigurationError for a DSN that is not text, a bad schema name or bad pool sizes."""
+    if not isinstance(dsn, str):
+        raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
+    dsn, schema = _split_schema(dsn, schema)
+    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
+        raise ConfigurationError(
+            f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
+            "starting with a digit"
+        )
+    if not 0 <= min_size <= max_size or max_size < 1:
+        raise ConfigurationError(
+            f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
+            "0 <= min_size <= max_size and max_size >= 1"
+        )
+    return dsn, schema
+
+
 def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
     """The audit entries of ``(seq, entry)`` rows in seq order; SessionCorruptError if one is
     unreadable or missing."""
@@ -128,19 +148,7 @@ class PostgresStore:
     def __init__(
         self, dsn: str, *, schema: str = "interlude", min_size: int = 1, max_size: int = 4
     ) -> None:
-        if not isinstance(dsn, str):
-            raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
-        dsn, schema = _split_schema(dsn, schema)
-        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
-            raise ConfigurationError(
-                f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
-                "starting with a digit"
-            )
-        if not 0 <= min_size <= max_size or max_size < 1:
-            raise ConfigurationError(
-                f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
-                "0 <= min_size <= max_size and max_size >= 1"
-            )
+        dsn, schema = _options(dsn, schema, min_size, max_size)
         try:
             import psycopg
             from psycopg import conninfo, sql
@@ -267,7 +275,16 @@ class PostgresStore:
             raise _corrupt(session_id, f"tools is not a list of names: {tools!r:.200}")
         audit = _audit_entries(session_id, list(zip(seqs or [], audit_texts or [], strict=True)))
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
+            session_id=session_id,
+            version=version,
+            format_version=format_version,
+            messages=messages,
+            state=state,
+            pause=pause,
+            tools=tools,
+            claim=claim,
+            agent=agent,
+            audit=audit,
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
@@ -364,40 +381,32 @@ class PostgresStore:
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
     when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A corrupt row of the pending index does not hide the others: it is left out, and
         ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
         out by this call, in session id order (empty when every row was read).
         """
+        q = query or PendingQuery()
         filters = {
-            "name": name,
-            "tool_name": tool_name,
-            "older": epoch(older_than),
-            "newer": epoch(newer_than),
-            "agent": agent,
-            "expiring": epoch(expiring_before),
+            "name": q.name,
+            "tool_name": q.tool_name,
+            "older": epoch(q.older_than),
+            "newer": epoch(q.newer_than),
+            "agent": q.agent,
+            "expiring": epoch(q.expiring_before),
         }
+        limit = q.limit
         rows = None if limit is None or limit < 0 else limit
-        query, params = self._pending_query(**filters, limit=rows)
+        query_sql, params = self._pending_query(**filters, limit=rows)
         found, skipped, count = await self._run(
-            "list pending interrupts", self._pending, query, params
+            "list pending interrupts", self._pending, query_sql, params
         )
         if skipped and rows is not None and count >= rows:  # skipped rows took places
-            query, params = self._pending_query(**filters, limit=None)
+            query_sql, params = self._pending_query(**filters, limit=None)
             found, skipped, count = await self._run(
-                "list pending interrupts", self._pending, query, params
+                "list pending interrupts", self._pending, query_sql, params
             )
         self.skipped = tuple(sorted(skipped.items()))
         return found if limit is None else found[:limit]

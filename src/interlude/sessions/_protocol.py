@@ -1,4 +1,4 @@
-"""The session store protocol: what an agent saves, and the small interface every store meets.
+"""The session store protocols: what an agent saves, and the small interfaces stores meet.
 
 A store keeps, per session id: the conversation (append-only), the agent state, the pause (or
 none), the run claim (or none), the names of the agent's tools, the agent's name (which an
@@ -6,6 +6,12 @@ none), the run claim (or none), the names of the agent's tools, the agent's name
 (append-only), an index of pending interrupts, and a version number.
 Every save is a compare-and-swap on that version. The JSON pieces are those of
 ``Agent.export_state()``; stores never interpret them beyond the pending-interrupt index.
+
+The interface comes in three parts. :class:`SessionStore` (the session itself: load, save,
+list, delete) is all an agent needs. :class:`AnswerQueue` (answers recorded for workers to
+apply) and :class:`PendingIndex` (the questions waiting, across sessions) are what an
+:class:`~interlude.sessions.Inbox` and a :class:`~interlude.Worker` use besides.
+:class:`InboxStore` is all three, as every shipped store provides them.
 """
 
 from __future__ import annotations
@@ -20,7 +26,11 @@ from .._messages import JsonValue
 from ..errors import InvalidSessionIdError, StateFormatError
 
 __all__ = [
+    "AnswerQueue",
+    "InboxStore",
+    "PendingIndex",
     "PendingInterrupt",
+    "PendingQuery",
     "RecordedAnswer",
     "SessionStore",
     "SessionUpdate",
@@ -67,7 +77,7 @@ def audit_json(session_id: str, entries: list[dict[str, JsonValue]]) -> list[str
     return [json.dumps(entry) for entry in entries]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StoredSession:
     """A session as loaded from a store: the parts of ``export_state()``, the version and the
     run claim (None when there is none)."""
@@ -86,7 +96,7 @@ class StoredSession:
     """Every audit entry, oldest first."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionUpdate:
     """One save: append ``new_messages`` and set the rest, if the stored version is ``expected``.
 
@@ -141,6 +151,39 @@ class PendingInterrupt:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PendingQuery:
+    """Which pending interrupts to list: each filter given must hold (None: no filter).
+
+    ``name`` and ``tool_name`` match the interrupt's name and its tool's name;
+    ``older_than`` and ``newer_than`` bound when it was raised (epoch seconds or a datetime;
+    naive datetimes are local time); ``agent`` is the session's agent name;
+    ``expiring_before`` keeps questions whose deadline is before it (questions without a
+    deadline never match it); ``limit`` caps how many are listed.
+    """
+
+    name: str | None = None
+    tool_name: str | None = None
+    older_than: datetime | float | None = None
+    newer_than: datetime | float | None = None
+    agent: str | None = None
+    expiring_before: datetime | float | None = None
+    limit: int | None = None
+
+    def matches(self, entry: PendingInterrupt) -> bool:
+        """Whether ``entry`` passes every filter (``limit`` aside)."""
+        older, newer = epoch(self.older_than), epoch(self.newer_than)
+        expiring, deadline = epoch(self.expiring_before), entry.expires_at
+        return (
+            (self.name is None or entry.interrupt.name == self.name)
+            and (self.tool_name is None or entry.tool_name == self.tool_name)
+            and (older is None or entry.raised_at < older)
+            and (newer is None or entry.raised_at > newer)
+            and (self.agent is None or entry.agent == self.agent)
+            and (expiring is None or (deadline is not None and deadline < expiring))
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedAnswer:
     """An answer recorded for a session's pending question, not yet applied: a worker applies
     it (``agent.resume``) and then clears it. ``seq`` orders a session's recorded answers;
@@ -166,8 +209,10 @@ class RecordedAnswer:
 
 @runtime_checkable
 class SessionStore(Protocol):
-    """Where agents keep their sessions. A new backend is one class meeting this protocol,
-    plus a line in the conformance suite (``interlude.testing.conformance``)."""
+    """Where agents keep their sessions: all an agent needs (``Agent(session=store)``). A new
+    backend is one class meeting this protocol, plus a line in the conformance suite
+    (``interlude.testing.conformance``); :class:`AnswerQueue` and :class:`PendingIndex` are
+    optional parts it may meet too."""
 
     async def load(self, session_id: str) -> StoredSession | None:
         """The stored session, or None if there is none. SessionCorruptError if unreadable."""
@@ -179,21 +224,24 @@ class SessionStore(Protocol):
         with nothing written."""
         ...
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered by interrupt name, tool
-        name, the time they were raised, the session's agent name, and a deadline before
-        ``expiring_before`` (questions without a deadline never match that filter)."""
+    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
+        """The session's audit entries, oldest first (empty if there is no such session)."""
         ...
+
+    async def list_sessions(self) -> list[str]:
+        """Every stored session id, sorted."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove a session, with its pending interrupts and recorded answers where the store
+        keeps them (no error if there is none)."""
+        ...
+
+
+@runtime_checkable
+class AnswerQueue(Protocol):
+    """Answers recorded for sessions' pending questions, for workers to apply, and the list of
+    sessions a worker has something to do for."""
 
     async def record_answers(
         self, session_id: str, answers: list[dict[str, JsonValue]]
@@ -217,8 +265,18 @@ class SessionStore(Protocol):
         self, now: datetime | float, *, limit: int | None = None
     ) -> list[str]:
         """Sessions a worker has something to do for: with recorded answers, with a pending
-        question whose deadline is at or before ``now``, or with a run claim whose lease ran
-        out before ``now`` (a run whose process died). Oldest work first."""
+        question (as the saves' ``pending`` gave them) whose deadline is at or before ``now``,
+        or with a run claim whose lease ran out before ``now`` (a run whose process died).
+        Oldest work first."""
+        ...
+
+
+@runtime_checkable
+class PendingIndex(Protocol):
+    """The questions waiting across sessions, as the saves' ``pending`` lists gave them."""
+
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all)."""
         ...
 
     async def expired_interrupts(
@@ -228,14 +286,9 @@ class SessionStore(Protocol):
         sessions, earliest deadline first."""
         ...
 
-    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
-        """The session's audit entries, oldest first (empty if there is no such session)."""
-        ...
 
-    async def list_sessions(self) -> list[str]:
-        """Every stored session id, sorted."""
-        ...
-
-    async def delete(self, session_id: str) -> None:
-        """Remove a session and its pending interrupts (no error if there is none)."""
-        ...
+@runtime_checkable
+class InboxStore(SessionStore, AnswerQueue, PendingIndex, Protocol):
+    """A store with all three parts, as an :class:`~interlude.sessions.Inbox` and a
+    :class:`~interlude.Worker` use it: sessions, recorded answers and the pending index.
+    Every shipped store is one."""

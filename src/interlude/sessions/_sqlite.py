@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -32,6 +32,7 @@ from ._answers import (
 )
 from ._protocol import (
     PendingInterrupt,
+    PendingQuery,
     RecordedAnswer,
     SessionUpdate,
     StoredSession,
@@ -70,6 +71,19 @@ def _json(session_id: str, what: str, raw: object) -> Any:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _Row(NamedTuple):
+    """A save's new values for the session's row (``added``: how many messages it appends)."""
+
+    format_version: int
+    state: str | None
+    pause: str
+    claim: str | None
+    tools: str
+    added: int
+    agent: str | None
+    lease: float | None
 
 
 class SQLiteStore:
@@ -209,7 +223,16 @@ class SQLiteStore:
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             raise _corrupt(session_id, f"tools is {tools!r}, not a list of names")
         return StoredSession(
-            session_id, version, format_version, messages, state, pause, tools, claim, agent, audit
+            session_id=session_id,
+            version=version,
+            format_version=format_version,
+            messages=messages,
+            state=state,
+            pause=pause,
+            tools=tools,
+            claim=claim,
+            agent=agent,
+            audit=audit,
         )
 
     @staticmethod
@@ -243,66 +266,115 @@ class SQLiteStore:
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
         claim = None if update.claim is None else json.dumps(update.claim)
-        lease = claim_deadline(update.claim)  # indexed, for sessions_to_resume
         state = None if update.state is None else json.dumps(update.state)
-        tools = self._tools_json(update.tools)
+        row = _Row(
+            format_version=update.format_version,
+            state=state,
+            pause=pause,
+            claim=claim,
+            tools=self._tools_json(update.tools),
+            added=len(messages),
+            agent=update.agent,
+            lease=claim_deadline(update.claim),  # indexed, for sessions_to_resume
+        )
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
         audit = audit_json(session_id, update.audit)
-        first, expected = update.first_index, update.expected_version
         with self._transaction("BEGIN IMMEDIATE") as conn:
-            if expected == 0 and first == 0:
-                inserted = conn.execute(
-                    "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
-                    "tools, message_count, updated_at, agent, claim_expires_at) "
-                    "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (
-                        session_id,
-                        update.format_version,
-                        "{}" if state is None else state,
-                        pause,
-                        claim,
-                        tools,
-                        len(messages),
-                        time.time(),
-                        update.agent,
-                        lease,
-                    ),
-                ).rowcount
-                ok = inserted == 1
-            elif expected == 0:
-                ok = False  # a new session starts with no messages
-            else:
-                ok = (
-                    conn.execute(
-                        "UPDATE sessions SET version = version + 1, format_version = ?, "
-                        "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
-                        "message_count = message_count + ?, updated_at = ?, "
-                        "agent = coalesce(?, agent), claim_expires_at = ? "
-                        "WHERE id = ? AND version = ? AND message_count = ?",
-                        (
-                            update.format_version,
-                            state,
-                            pause,
-                            claim,
-                            tools,
-                            len(messages),
-                            time.time(),
-                            update.agent,
-                            lease,
-                            session_id,
-                            expected,
-                            first,
-                        ),
-                    ).rowcount
-                    == 1
-                )
-            if not ok:
+            if not self._swap(conn, session_id, update, row):
                 raise self._conflict(conn, session_id, update)
-            _write_rows(conn, session_id, first, messages, pending, audit)
+            self._append(conn, session_id, update.first_index, messages, pending, audit)
         self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
         self.bytes_written += sum(len(p[-1]) for p in pending or ())
         self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))
-        return expected + 1
+        return update.expected_version + 1
+
+    @staticmethod
+    def _swap(conn: sqlite3.Connection, session_id: str, update: SessionUpdate, row: _Row) -> bool:
+        """The compare-and-swap on the session's row: a new session's row inserted (it must
+        start at message 0), or the stored one updated if it is at the expected version and
+        message count. False when it is not."""
+        expected, first = update.expected_version, update.first_index
+        if expected == 0 and first == 0:
+            state = "{}" if row.state is None else row.state
+            inserted = conn.execute(
+                "INSERT INTO sessions (id, version, format_version, state, pause, claim, "
+                "tools, message_count, updated_at, agent, claim_expires_at) "
+                "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (
+                    session_id,
+                    row.format_version,
+                    state,
+                    row.pause,
+                    row.claim,
+                    row.tools,
+                    row.added,
+                    time.time(),
+                    row.agent,
+                    row.lease,
+                ),
+            ).rowcount
+            return bool(inserted == 1)
+        if expected == 0:
+            return False  # a new session starts with no messages
+        updated = conn.execute(
+            "UPDATE sessions SET version = version + 1, format_version = ?, "
+            "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
+            "message_count = message_count + ?, updated_at = ?, "
+            "agent = coalesce(?, agent), claim_expires_at = ? "
+            "WHERE id = ? AND version = ? AND message_count = ?",
+            (
+                row.format_version,
+                row.state,
+                row.pause,
+                row.claim,
+                row.tools,
+                row.added,
+                time.time(),
+                row.agent,
+                row.lease,
+                session_id,
+                expected,
+                first,
+            ),
+        ).rowcount
+        return bool(updated == 1)
+
+    @staticmethod
+    def _append(
+        conn: sqlite3.Connection,
+        session_id: str,
+        first: int,
+        messages: list[str],
+        pending: list[tuple[str, str, str, str | None, float, float | None, str]] | None,
+        audit: list[str],
+    ) -> None:
+        """A save's rows beside the session's: its new messages (from index ``first``), the
+        pending index (replaced, unless ``pending`` is None) and its audit entries."""
+        if messages:
+            try:
+                conn.executemany(
+                    "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
+                    [(session_id, first + i, m) for i, m in enumerate(messages)],
+                )
+            except sqlite3.IntegrityError:
+                raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
+        if pending is not None:
+            conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+        if pending:
+            conn.executemany(
+                "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
+                "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                pending,
+            )
+        if audit:
+            (start,) = conn.execute(
+                "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            conn.executemany(
+                "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
+                [(session_id, start + i, entry) for i, entry in enumerate(audit)],
+            )
 
     def _tools_json(self, tools: list[str]) -> str:
         """The tools' JSON (the same list at almost every save: encoded once)."""
@@ -335,32 +407,23 @@ class SQLiteStore:
     :meth:`expired_interrupts`) call left out entries of, because they could not be read (empty
     when everything was read). :meth:`sessions_to_resume` reads typed columns only."""
 
-    async def pending_interrupts(
-        self,
-        *,
-        name: str | None = None,
-        tool_name: str | None = None,
-        older_than: datetime | float | None = None,
-        newer_than: datetime | float | None = None,
-        limit: int | None = None,
-        agent: str | None = None,
-        expiring_before: datetime | float | None = None,
-    ) -> list[PendingInterrupt]:
-        """Pending interrupts across sessions, oldest first, filtered as the protocol says.
+    async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
         A corrupt row of the pending index does not hide the others: it is left out, and
         ``self.skipped`` is set to the ``(session_id, why)`` of each session with rows left
         out by this call, in session id order (empty when every row was read).
         """
+        q = query or PendingQuery()
         where: list[str] = []
         params: list[str | float] = []
         for key, value in (
-            ("name", name),
-            ("tool_name", tool_name),
-            ("older", epoch(older_than)),
-            ("newer", epoch(newer_than)),
-            ("agent", agent),
-            ("expiring", epoch(expiring_before)),
+            ("name", q.name),
+            ("tool_name", q.tool_name),
+            ("older", epoch(q.older_than)),
+            ("newer", epoch(q.newer_than)),
+            ("agent", q.agent),
+            ("expiring", epoch(q.expiring_before)),
         ):
             if value is not None:
                 where.append(FILTERS[key])
@@ -369,7 +432,7 @@ class SQLiteStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY p.raised_at, p.session_id, p.interrupt_id"
-        return self._read_pending(sql, params, limit)
+        return self._read_pending(sql, params, q.limit)
 
     async def expired_interrupts(
         self, now: datetime | float, *, limit: int | None = None
@@ -508,39 +571,3 @@ class SQLiteStore:
         with self._transaction("BEGIN") as conn:
             found = [r[0] for r in conn.execute(TO_RESUME, params)]
         return found if limit is None else found[:limit]
-
-
-def _write_rows(
-    conn: sqlite3.Connection,
-    session_id: str,
-    first: int,
-    messages: list[str],
-    pending: list[tuple[Any, ...]] | None,
-    audit: list[str],
-) -> None:
-    """A save's rows beside the session's: new messages, the pending index, audit entries."""
-    if messages:
-        try:
-            conn.executemany(
-                "INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)",
-                [(session_id, first + i, m) for i, m in enumerate(messages)],
-            )
-        except sqlite3.IntegrityError:
-            raise _corrupt(session_id, f"message rows beyond index {first} exist") from None
-    if pending is not None:
-        conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
-    if pending:
-        conn.executemany(
-            "INSERT INTO pending (session_id, interrupt_id, name, tool_name, "
-            "raised_at, expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            pending,
-        )
-    if audit:
-        (start,) = conn.execute(
-            "SELECT coalesce(max(seq) + 1, 0) FROM audit WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
-        conn.executemany(
-            "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
-            [(session_id, start + i, entry) for i, entry in enumerate(audit)],
-        )

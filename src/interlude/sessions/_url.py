@@ -10,7 +10,7 @@ from urllib.parse import quote, unquote
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ._protocol import SessionStore
+    from ._protocol import InboxStore
 
 __all__ = ["open_store", "store_url"]
 
@@ -18,7 +18,7 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _USE = "use sqlite:///relative.db, sqlite:////absolute.db, file:///absolute/dir or postgresql://..."
 
 
-def open_store(url: str) -> SessionStore:
+def open_store(url: str) -> InboxStore:
     """The store a URL names.
 
     SQLite URLs follow SQLAlchemy: after ``sqlite://`` comes ``/`` and the path, so three slashes

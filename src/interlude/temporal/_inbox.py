@@ -32,8 +32,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from .. import errors
 from .._interrupt import Interrupt
-from ..sessions import PendingInterrupt, RecordedAnswer
-from ..sessions._memory import matches
+from ..sessions import PendingInterrupt, PendingQuery, RecordedAnswer
+from ..sessions._memory import select_pending
 from ._client import MAX_UPDATE_BYTES, AnswerTimeoutError, _as_interlude_error, _quote
 from ._workflow import AGENT, NAMES, PENDING, json_size
 
@@ -145,23 +145,29 @@ class TemporalInbox:
                     return f"its pending query failed: {exc}"
 
         got = await asyncio.gather(*(ask(w) for w in listed))
-        older, newer = _seconds(older_than), _seconds(newer_than)
-        expiring = _seconds(expiring_before)
         entries: list[PendingInterrupt] = []
         skipped: list[tuple[str, str]] = []
         for (workflow_id, agent_name), questions in zip(listed.items(), got, strict=True):
             if isinstance(questions, str):
                 skipped.append((workflow_id, questions))
                 continue
-            for interrupt in questions:
-                entry = PendingInterrupt(workflow_id, interrupt, interrupt.raised_at, agent_name)
-                if matches(entry, name, tool_name, older, newer, agent, expiring):
-                    entries.append(entry)
+            entries.extend(
+                PendingInterrupt(workflow_id, interrupt, interrupt.raised_at, agent_name)
+                for interrupt in questions
+            )
         for workflow_id, why in skipped:
             log.warning("the inbox leaves out workflow %r: %s", workflow_id, why)
         self.skipped = tuple(skipped)
-        entries.sort(key=lambda e: (e.raised_at, e.session_id, e.interrupt.id))
-        return entries if limit is None else entries[:limit]
+        wanted = PendingQuery(
+            name=name,
+            tool_name=tool_name,
+            older_than=older_than,
+            newer_than=newer_than,
+            limit=limit,
+            agent=agent,
+            expiring_before=expiring_before,
+        )
+        return select_pending(entries, wanted)
 
     async def answered(self, session_ids: Collection[str]) -> dict[str, dict[str, str]]:
         """Nothing waits between an answer and its application: the workflow takes it."""
@@ -320,10 +326,6 @@ class TemporalInbox:
 
 def _stamp(when: datetime | None) -> float | None:
     return None if when is None else when.timestamp()
-
-
-def _seconds(when: datetime | float | None) -> float | None:
-    return when.timestamp() if isinstance(when, datetime) else when
 
 
 def _conversation(state: Any) -> tuple[list[Message], list[AuditEntry]]:

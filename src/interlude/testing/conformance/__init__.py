@@ -15,15 +15,24 @@ store; pytest then runs every check below against it::
         def corrupt(self, store, tmp_path, session_id):
             ...  # damage the stored session (garbage JSON where a message is kept)
 
-Checks: round trip, run claims, append-only writes, compare-and-swap conflicts, resume by a
-fresh agent, two resumers racing (processes when the store has a URL), a process killed right
-after a pause, pending-interrupt queries (one corrupt session hides no other's question: a
-store that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a
-sequence of ``(session_id, why)``), listing and deleting, bad ids, corrupt data and unknown
-versions; agent names, audit trails (appended with the save, kept across store objects,
-gone with the session) and expired interrupts (earliest deadline first); recorded answers (seq
-order, the first answer wins, cleared up to a seq that is never reused, gone with the session,
-untouched by saves) and the sessions a worker has to resume.
+The checks come in parts, one per protocol of ``interlude.sessions``:
+
+- ``SessionStore`` (required, ``REQUIRED``): round trip, run claims, append-only writes,
+  compare-and-swap conflicts, resume by a fresh agent, two resumers racing (processes when the
+  store has a URL), a process killed right after a pause, listing and deleting, bad ids,
+  corrupt data and unknown versions, agent names and audit trails (appended with the save,
+  kept across store objects, gone with the session).
+- ``PendingIndex`` (optional): pending-interrupt queries (``PendingQuery``) and expired
+  interrupts (earliest deadline first); one corrupt session hides no other's question (a store
+  that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a sequence
+  of ``(session_id, why)``).
+- ``AnswerQueue`` (optional): recorded answers (seq order, the first answer wins, cleared up
+  to a seq that is never reused, gone with the session, untouched by saves, corrupt ones
+  reported) and the sessions a worker has to resume.
+
+An optional part's checks run when the store meets its protocol and are skipped otherwise; a
+test class may say instead which optional parts its store provides (``provides = (PendingIndex,)``),
+and those checks then fail if the store does not meet them.
 The checks are sync functions (they drive the async store API with ``asyncio.run``), so no
 pytest plugin is needed. Stores must count the JSON bytes they write in ``bytes_written``.
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 from ._answers import AnswerChecks
 from ._audit import AuditChecks
+from ._base import OPTIONAL, REQUIRED
 from ._corruption import CorruptionChecks
 from ._deadlines import DeadlineChecks
 from ._pending import PendingChecks
@@ -39,7 +49,7 @@ from ._processes import ProcessChecks
 from ._saving import SavingChecks
 from ._support import build_agent
 
-__all__ = ["SessionStoreConformance", "build_agent"]
+__all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
@@ -53,5 +63,5 @@ class SessionStoreConformance(
     SavingChecks,
 ):
     """Checks a session store must pass. Subclass it and implement ``make_store`` and
-    ``corrupt`` (``store_url`` and ``corrupt_answers`` are optional); the checks come from one
-    class per topic in this package."""
+    ``corrupt`` (``store_url``, ``corrupt_answers`` and ``provides`` are optional); the checks
+    come from one class per topic in this package, each checking one part of the protocol."""

@@ -1,5 +1,5 @@
-"""Recorded answers (seq order, first answer wins, cleared seqs never reused) and the
-sessions a worker has to resume."""
+"""Recorded answers (``AnswerQueue``, an optional part): seq order, first answer wins,
+cleared seqs never reused, corrupt answers reported, and the sessions a worker has to resume."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...errors import SessionConflictError, SessionError
+from ...errors import SessionConflictError, SessionCorruptError, SessionError
+from ...sessions._protocol import AnswerQueue
 from ._base import StoreHooks
 from ._support import _question, _text, _update
 
@@ -19,7 +20,7 @@ class AnswerChecks(StoreHooks):
     """Answers recorded ahead of a resume, and ``sessions_to_resume``."""
 
     def test_recorded_answers_first_answer_wins(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(AnswerQueue, tmp_path)
 
         def answer(iid: str, value: Any = True, by: str = "ann", at: float = 5.0) -> dict[str, Any]:
             return {"interrupt_id": iid, "answer": value, "by": by, "at": at, "shown": "d" + iid}
@@ -66,7 +67,7 @@ class AnswerChecks(StoreHooks):
         asyncio.run(go())
 
     def test_clearing_answers_never_reuses_a_seq(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(AnswerQueue, tmp_path)
 
         def answer(iid: str) -> dict[str, Any]:
             return {"interrupt_id": iid, "answer": iid, "by": "ann", "at": 1.0, "shown": None}
@@ -96,7 +97,7 @@ class AnswerChecks(StoreHooks):
         asyncio.run(go())
 
     def test_sessions_to_resume(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(AnswerQueue, tmp_path)
 
         def answer(iid: str, at: float) -> dict[str, Any]:
             return {"interrupt_id": iid, "answer": 1, "by": "ann", "at": at, "shown": None}
@@ -136,3 +137,21 @@ class AnswerChecks(StoreHooks):
             assert await todo(1e300) == ["later", "live"]
 
         asyncio.run(go())
+
+    def test_corrupt_recorded_answers_are_reported(self, tmp_path: Path) -> None:
+        store = self.store_for(AnswerQueue, tmp_path)
+        answer = {"interrupt_id": "q", "answer": 1, "by": "ann", "at": 1.0, "shown": None}
+        asyncio.run(store.save("bad", _update(0, 0, [])))
+        asyncio.run(store.record_answers("bad", [answer]))
+        try:
+            self.corrupt_answers(store, tmp_path, "bad")
+        except NotImplementedError:
+            import pytest
+
+            pytest.skip("no way to damage this store's recorded answers")
+        try:
+            asyncio.run(store.recorded_answers("bad"))
+        except SessionCorruptError as exc:
+            assert "bad" in str(exc)
+        else:
+            raise AssertionError("corrupt recorded answers were read")

@@ -1,4 +1,5 @@
-"""Deadlines: ``expired_interrupts``, earliest deadline first."""
+"""Deadlines: ``expired_interrupts``, earliest deadline first (``PendingIndex``, an optional
+part)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 from datetime import datetime
 from pathlib import Path
 
+from ...sessions._protocol import PendingIndex
 from ._base import StoreHooks
 from ._support import _question, _update
 
@@ -16,7 +18,7 @@ class DeadlineChecks(StoreHooks):
     """Which pending questions are past their deadline, and in what order."""
 
     def test_expired_interrupts(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(PendingIndex, tmp_path)
 
         async def fill() -> None:
             b = [_question("i2", 30), _question("free", None)]  # an int deadline is a time too

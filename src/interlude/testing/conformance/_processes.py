@@ -13,6 +13,7 @@ from typing import Any
 
 from ..._messages import ToolUse
 from ...errors import SessionConflictError
+from ...sessions._protocol import SessionStore
 from ._base import StoreHooks
 from ._support import _runs, _text, _update, build_agent
 
@@ -59,7 +60,7 @@ class ProcessChecks(StoreHooks):
     """Run claims, fresh agents resuming, and several agents or processes on one session."""
 
     def test_claim_round_trip(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         claim = {"owner": "host:1", "token": "t1", "since": 1.5, "expires_at": 2.5}
         pause = {"p": 1}
         asyncio.run(store.save("s1", _update(0, 0, [_text(0)], pause=pause, claim=claim)))
@@ -85,7 +86,7 @@ class ProcessChecks(StoreHooks):
         assert got is not None and got.claim is None
 
     def test_fresh_agent_resumes_once(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         counter = tmp_path / "runs"
         first = build_agent(store, "s1", [[ToolUse("t1", "record", {"item": "a"})]], counter)
         paused = first("record a")
@@ -101,7 +102,7 @@ class ProcessChecks(StoreHooks):
         assert again.messages == fresh.messages
 
     def test_two_resumers_exactly_one_proceeds(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         counter = tmp_path / "runs"
         paused = build_agent(store, "race", [[ToolUse("t1", "record", {"item": "a"})]], counter)(
             "go"
@@ -141,7 +142,7 @@ class ProcessChecks(StoreHooks):
             import pytest
 
             pytest.skip("this store lives in one process")
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         counter = tmp_path / "runs"
         proc = _child("pause-and-die", url, "killed", counter, "-")
         out, _ = proc.communicate(timeout=60)
@@ -155,7 +156,7 @@ class ProcessChecks(StoreHooks):
     def test_a_run_in_progress_keeps_other_agents_out(self, tmp_path: Path) -> None:
         from ...hooks import BeforeToolCallEvent
 
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         counter = tmp_path / "runs"
         seen: list[str] = []
         agent = build_agent(store, "busy", [[ToolUse("t1", "record", {"item": "a"})]], counter)
@@ -181,7 +182,7 @@ class ProcessChecks(StoreHooks):
             import pytest
 
             pytest.skip("this store lives in one process")
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         counter = tmp_path / "runs"
         proc = _child("die-mid-run", url, "died", counter, "-")  # killed in a before-tool hook
         proc.communicate(timeout=60)

@@ -20,7 +20,7 @@ class SavingChecks(StoreHooks):
     """What a save writes, what a load returns, and which saves are refused."""
 
     def test_round_trip(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         assert asyncio.run(store.load("s1")) is None
         interrupt = Interrupt(id="v1:x:m1:abc", name="ask", source="before_model_call")
         pause = {"step": {"kind": "before_model_call"}, "note": [1, 2.5, None, "é"]}
@@ -42,7 +42,7 @@ class SavingChecks(StoreHooks):
         assert got.tools == ["record"]
 
     def test_append_only_writes(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         history = [_text(i, 1000) for i in range(100)]
         asyncio.run(store.save("s1", _update(0, 0, history, state={})))
         before = store.bytes_written  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ class SavingChecks(StoreHooks):
         assert got.state == {}  # state=None in an update leaves it as it was
 
     def test_compare_and_swap_conflicts_write_nothing(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         asyncio.run(store.save("s1", _update(0, 0, [_text(0)])))
         for bad in (
             _update(0, 0, [_text(9)]),
@@ -80,7 +80,7 @@ class SavingChecks(StoreHooks):
         assert asyncio.run(store.list_sessions()) == ["s1"]
 
     def test_list_and_delete(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         for sid in ("b", "a", "c"):
             asyncio.run(store.save(sid, _update(0, 0, [_text(0)])))
         assert asyncio.run(store.list_sessions()) == ["a", "b", "c"]
@@ -91,7 +91,7 @@ class SavingChecks(StoreHooks):
         assert asyncio.run(store.save("b", _update(0, 0, [_text(1)]))) == 1
 
     def test_bad_ids_are_refused(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         for bad in BAD_IDS:
             calls = [store.load(bad), store.save(bad, _update(0, 0, [])), store.delete(bad)]
             for call in calls:
@@ -110,7 +110,7 @@ class SavingChecks(StoreHooks):
         assert asyncio.run(store.list_sessions()) == []
 
     def test_pause_write_does_not_grow_with_history(self, tmp_path: Path) -> None:
-        store = self.make_store(tmp_path)
+        store = self.store_for(SessionStore, tmp_path)
         short = _pause_bytes(store, tmp_path, "short", 10)
         long = _pause_bytes(store, tmp_path, "long", 1000)
         assert long <= 2 * short, f"a pause after 1000 messages wrote {long} B, after 10 {short} B"
