@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._answering import check_answers, check_by, resume_plan
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._standing import AgentState
-    from ._state import Pause
+    from ._state import Position
 
 __all__ = [
     "FORMAT",
@@ -47,7 +47,7 @@ __all__ = [
     "Lost",
     "ModelCall",
     "Observer",
-    "Pause",
+    "Position",
     "Prompt",
     "Raised",
     "Returned",
@@ -74,7 +74,7 @@ _LAZY = {
     "check_answers": "._answering",
     "check_by": "._answering",
     "resume_plan": "._answering",
-    "Pause": "._state",
+    "Position": "._state",
 }
 
 _LOOP_MODULES = (

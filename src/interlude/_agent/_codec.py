@@ -39,7 +39,7 @@ from ._state import (
     BeforeInvocation,
     BeforeModelCall,
     MessageAdded,
-    Pause,
+    Position,
     Progress,
     Step,
     ToolBatch,
@@ -86,7 +86,7 @@ class Decoded:
 
     messages: list[Message]
     state: dict[str, JsonValue]
-    pause: Pause | None
+    pause: Position | None
     tools: list[str]
     """The tool names of the agent that saved the state."""
     agent: str | None = None
@@ -97,7 +97,7 @@ class Decoded:
 def encode_state(
     messages: list[Message],
     state: Mapping[str, JsonValue],
-    pause: Pause | None,
+    pause: Position | None,
     tools: list[str],
     *,
     agent: str | None = None,
@@ -241,7 +241,7 @@ def check_answered(loaded: Decoded) -> None:
 
 
 def encode_pause(
-    pause: Pause, key: bytes | None = None, agent: str | None = None
+    pause: Position, key: bytes | None = None, agent: str | None = None
 ) -> dict[str, JsonValue]:
     """The pause as JSON data; signed (see ``_signing``) when a ``key`` is given."""
     p = pause.progress
@@ -271,7 +271,7 @@ def encode_pause(
     return out
 
 
-def decode_pause(data: Any, where: str) -> Pause:
+def decode_pause(data: Any, where: str) -> Position:
     d = _obj(data, where)
     raw_interrupts = d.get("interrupts")
     if not isinstance(raw_interrupts, list):
@@ -314,7 +314,7 @@ def decode_pause(data: Any, where: str) -> Pause:
         progress.answers.asked[question.id] = question
     if p.get("output") is not None:
         progress.output = _decode_output(p["output"], f"{pw}.output")
-    return Pause(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
+    return Position(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
 
 
 def _decode_output(data: Any, where: str) -> OutputState:

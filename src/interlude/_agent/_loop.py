@@ -42,7 +42,7 @@ from ._state import (
     BeforeInvocation,
     BeforeModelCall,
     MessageAdded,
-    Pause,
+    Position,
     Progress,
     Step,
     ToolBatch,
@@ -129,9 +129,9 @@ class Run:
         """Commit a change of where the agent stands (see ``_standing``)."""
         self.agent._commit(replace(self.agent._state, **changes))
 
-    def position(self) -> Pause | None:
+    def position(self) -> Position | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
-        return None if self.step is None else Pause(self.step, [], self.progress)
+        return None if self.step is None else Position(self.step, [], self.progress)
 
     async def checkpoint(self) -> None:
         """Save where the run stands, if anything changed since the last save."""
@@ -412,13 +412,13 @@ class Run:
             self.emit(MessageAppended(message))
         return step  # saved at the next checkpoint, before anything can depend on it
 
-    async def _save(self, pause: Pause | None) -> None:
+    async def _save(self, pause: Position | None) -> None:
         """The run's last save: the pause (or none) and agent.state; the claim is let go."""
         self.agent._commit(self.agent._with_data(self.agent._state))
         if self.journal is not None:
             await self.journal.save(self.identity, self.agent._state, pause, data=True)
 
-    async def _give_back(self, resumed: Pause | None, audit_mark: int) -> bool:
+    async def _give_back(self, resumed: Position | None, audit_mark: int) -> bool:
         """A run that ends early before doing anything irreversible leaves the pause it was
         resuming as it was, also in the store (with its answers in the audit trail only if
         they were stored: the store's trail is append-only). Returns whether it did."""
@@ -432,7 +432,7 @@ class Run:
         return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
-        self.commit(position=Pause(paused.step, paused.interrupts, self.progress))
+        self.commit(position=Position(paused.step, paused.interrupts, self.progress))
         if self.emit is not None:
             for interrupt in paused.interrupts:
                 self.emit(InterruptRaised(interrupt))

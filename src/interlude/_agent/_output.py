@@ -309,7 +309,7 @@ async def _retry(
     _count_ids(run, message)
     first = await run.append(message, BeforeModelCall())
     second = await run.append(feedback, BeforeModelCall())
-    first.then = second  # both hooks run, in order; saved together at the next checkpoint
+    first = replace(first, then=second)  # both hooks run, in order; saved together
     run.step = first
     return first
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
-    from ._state import Pause
+    from ._state import Position
 
 __all__ = ["SessionLink"]
 
@@ -68,7 +68,7 @@ class SessionLink:
         self.version = 0
         self.saved = 0  # messages already stored
         self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
-        self.legacy_resumed: Pause | None = None  # a pre-journal run marker's pause
+        self.legacy_resumed: Position | None = None  # a pre-journal run marker's pause
         self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
         self.agent_name: str | None = None  # the agent name stored with the session
         self.audit_saved = 0  # audit entries already stored
@@ -184,7 +184,7 @@ class SessionLink:
         self,
         who: Identity,
         state: AgentState,
-        position: Pause | None,
+        position: Position | None,
         *,
         data: bool = False,
         hold: bool = False,
@@ -208,7 +208,7 @@ class SessionLink:
         self,
         who: Identity,
         state: AgentState,
-        pause: Pause | None,
+        pause: Position | None,
         data: bool,
         hold: bool,
         if_changed: bool,

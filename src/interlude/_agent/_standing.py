@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .._audit import AuditEntry
     from .._messages import JsonValue, Message
     from ..conversation import ConversationState
-    from ._state import Pause
+    from ._state import Position
 
 __all__ = ["AgentState", "Identity", "check_reserved", "replace"]
 
@@ -55,7 +55,7 @@ class AgentState:
     messages: tuple[Message, ...] = ()
     data: Mapping[str, JsonValue] = field(default_factory=FrozenDict)
     conversation: ConversationState | None = None
-    position: Pause | None = None
+    position: Position | None = None
     audit: tuple[AuditEntry, ...] = ()
 
     @property

@@ -27,7 +27,7 @@ __all__ = [
     "BeforeModelCall",
     "CallPhase",
     "MessageAdded",
-    "Pause",
+    "Position",
     "Progress",
     "Step",
     "ToolBatch",
@@ -36,14 +36,14 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BeforeInvocation:
     """A prompt starts an invocation; it is appended once the before-invocation hooks pass."""
 
     prompt: Message
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MessageAdded:
     """Message ``index`` was appended; its hooks run, then the run goes on with ``then``."""
 
@@ -51,12 +51,12 @@ class MessageAdded:
     then: Step
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BeforeModelCall:
     """The model is about to be called."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class AfterModelCall:
     """The model answered or failed; the after-model hooks decide what follows."""
 
@@ -123,7 +123,7 @@ class ToolBatch:
     approved: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class AfterInvocation:
     """The invocation produced ``result``; the after-invocation hooks may replace it."""
 
@@ -153,8 +153,8 @@ class Progress:
     """The output type the invocation must end with (None: a plain text reply)."""
 
 
-@dataclass(slots=True)
-class Pause:
+@dataclass(frozen=True, slots=True)
+class Position:
     """Where a run stands: the step to carry on from, its progress and the questions it waits
     on. With questions it is a pause; without, it is the journal of a run that is going (or
     whose process stopped before it finished: a *stopped run*, carried on by ``recover``)."""

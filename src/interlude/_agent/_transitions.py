@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .._messages import JsonValue
     from ._agent import Agent
     from ._codec import Decoded
-    from ._state import Pause, Step
+    from ._state import Position, Step
 
 __all__ = [
     "adopt",
@@ -113,7 +113,7 @@ def discarded(state: AgentState) -> AgentState:
     return replace(closed, position=None)
 
 
-async def put_back(agent: Agent, pause: Pause | None) -> None:
+async def put_back(agent: Agent, pause: Position | None) -> None:
     """A run that did not get past the pause it resumed leaves it as it was, also in the
     store (a failure to save that is not the run's error)."""
     new = agent._with_data(replace(agent._state, position=pause))
@@ -123,7 +123,7 @@ async def put_back(agent: Agent, pause: Pause | None) -> None:
             await agent._session.save(agent._identity(), new, pause, data=True)
 
 
-def close_pre_journal_crash(agent: Agent, kept: Pause | None) -> None:
+def close_pre_journal_crash(agent: Agent, kept: Position | None) -> None:
     """A stored conversation that ends in unanswered tool uses with no journal comes from a
     run killed mid-batch before the journal existed: record those calls as not finished.
     ``kept`` is the pause that run had resumed, if any: calls it had finished keep their

@@ -12,7 +12,7 @@ from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolU
 
 if TYPE_CHECKING:
     from .. import AgentResult, Interrupt
-    from .._agent import Pause
+    from .._agent import Position
     from ..sessions import PendingInterrupt
 
 __all__ = ["Output", "audit_line", "claim_words", "program", "short_id", "show_command"]
@@ -248,7 +248,7 @@ class Output:
         session_id: str,
         version: int,
         messages: list[Message],
-        pause: Pause | None,
+        pause: Position | None,
         state: dict[str, Any],
         *,
         claim: dict[str, Any] | None = None,

@@ -13,7 +13,7 @@ from ._errors import CliError
 from ._render import claim_words
 
 if TYPE_CHECKING:
-    from .._agent import Pause
+    from .._agent import Position
     from .._messages import Message
     from ..sessions import InboxStore, StoredSession
 
@@ -43,7 +43,7 @@ def _store(url: str, *, create: bool = False) -> InboxStore:
         raise CliError(f"cannot open store {url}: {exc}") from None
 
 
-def _decode(stored: StoredSession) -> tuple[list[Message], Pause | None]:
+def _decode(stored: StoredSession) -> tuple[list[Message], Position | None]:
     """A stored session's conversation and pause (None while a run's journal is stored)."""
     from .._agent import decode_stored
 
