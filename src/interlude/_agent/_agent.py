@@ -24,7 +24,7 @@ from ..errors import (
 )
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
-from ._answering import Plan, prompt_plan, resume_plan
+from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
 from ._spec import AgentSpec, SpecField, tools_by_name
 from ._standing import AgentState, Identity, check_reserved, replace
@@ -227,31 +227,9 @@ class Agent:
         self._adopt_stored(link, run_sync(link.read()))
 
     def _adopt_stored(self, link: SessionLink, stored: StoredSession | None) -> None:
-        if not self._unloaded:  # loaded meanwhile
-            return
-        loaded = link.decode(stored, self._spec.signing_key, self.name)
-        if self.name is not None and link.agent_name not in (None, self.name):
-            raise ConfigurationError(
-                f"session {link.session_id!r} belongs to agent {link.agent_name!r}, not "
-                f"{self.name!r}"
-            )
-        if loaded is not None:
-            if self._state.messages:
-                raise ConfigurationError(
-                    f"session {link.session_id!r} already holds a conversation; do not pass "
-                    "messages="
-                )
-            from ._transitions import adopt, close_pre_journal_crash
+        from ._transitions import adopt_stored
 
-            self._unloaded = False
-            try:
-                adopt(self, loaded)
-            except BaseException:
-                self._unloaded = True
-                raise
-            if self._state.position is None:
-                close_pre_journal_crash(self, link.legacy_resumed)
-        self._unloaded = False
+        adopt_stored(self, link, stored)
 
     # --- what the agent holds -------------------------------------------------------------
 
@@ -371,7 +349,7 @@ class Agent:
         ``int``, ``list[str]`` or a ``Literal``), the final answer must be a value of it:
         ``result.output`` holds it, validated (see docs/structured-output.md)."""
         await self.load()
-        plan = _bind_output(prompt_plan(self, prompt), output_type)
+        plan = bind_output(prompt_plan(self, prompt), output_type)
         return await self._start(plan, None)
 
     def resume(
@@ -410,7 +388,7 @@ class Agent:
         schema raises OutputTypeMismatchError, nothing changed); without it the answer is
         still checked against the stored schema and ``result.output`` is its JSON data."""
         await self.load()
-        plan = _bind_output(resume_plan(self, answers, by, shown), output_type)
+        plan = bind_output(resume_plan(self, answers, by, shown), output_type)
         return await self._start(plan, None)
 
     def resume_expired(self, *, output_type: Any = None) -> AgentResult:
@@ -423,7 +401,7 @@ class Agent:
         pending. ResumeInputError if none has expired; nothing changes then."""
         await self.load()
         plan = resume_plan(self, {}, EXPIRY, expiry_only=True)
-        return await self._start(_bind_output(plan, output_type), None)
+        return await self._start(bind_output(plan, output_type), None)
 
     def recover(self, *, output_type: Any = None) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
@@ -445,7 +423,7 @@ class Agent:
                 "the agent holds no stopped run to recover"
                 + (" (it is paused: answer it with resume())" if position is not None else "")
             )
-        plan = _bind_output((position.step, position.progress, True, []), output_type)
+        plan = bind_output((position.step, position.progress, True, []), output_type)
         return await self._start(plan, None)
 
     async def stream_async(
@@ -455,7 +433,7 @@ class Agent:
         import asyncio
 
         await self.load()
-        plan = _bind_output(prompt_plan(self, prompt), output_type)
+        plan = bind_output(prompt_plan(self, prompt), output_type)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(None))
@@ -609,68 +587,6 @@ class Agent:
         self._state = state
 
     async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
-        import asyncio
+        from ._running import start
 
-        from ._loop import Run
-
-        step, progress, replay, audit = plan
-        progress.answers.clock = self.clock
-        check_reserved(self.state, StateFormatError)  # refused before anything is saved
-        with self._lock:
-            if self._running:
-                raise AgentBusyError("the agent is already running; one run at a time")
-            position = self._state.position
-            if replay and (position is None or position.step is not step):
-                raise NotPausedError("the pause changed before the resume started")
-            self._running = True
-            self._cancel_requested = False
-            self._loop = asyncio.get_running_loop()
-        link = self._session
-        run = Run(self, progress, emit, link)
-        run.step = step
-        run.audit = audit
-        try:
-            if link is not None:  # the claim lands with the run's first checkpoint
-                link.check_not_running()
-                link.claim_for(run)
-            with self._lock:
-                observer = run.observer
-                task = asyncio.ensure_future(
-                    run.drive(step, replay)
-                    if observer is None
-                    else observer.observe_run(run.info(replay), run.traced(step, replay))
-                )
-                self._task = task
-                if self._cancel_requested:  # cancel() came while the session was claimed
-                    task.cancel()
-            try:
-                return await task
-            except asyncio.CancelledError:
-                if link is not None and link.lost is not None:
-                    raise link.lost from None  # another process took the session over
-                if run.started:
-                    raise
-                # Cancelled before its first step: nothing ran, nothing was saved.
-                current = asyncio.current_task()
-                if self._cancel_requested and (current is None or not current.cancelling()):
-                    return AgentResult(stop_reason="cancelled", interrupts=self.interrupts)
-                raise
-        finally:
-            if link is not None:
-                await link.stop_renewing()
-            with self._lock:
-                self._running = False
-                self._task = self._loop = None
-                self._cancel_requested = False
-
-
-def _bind_output(plan: Plan, output_type: Any) -> Plan:
-    """The plan with the output its run must end with: ``output_type`` for a new prompt; for
-    a resume, the stored schema, checked against ``output_type`` when it is given."""
-    progress, replay = plan[1], plan[2]
-    if output_type is not None or progress.output is not None:
-        from ._output import for_prompt, for_resume
-
-        output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
-        progress.output = output
-    return plan
+        return await start(self, plan, emit)

@@ -27,7 +27,7 @@ from ._state import BeforeInvocation, Progress, Step
 if TYPE_CHECKING:
     from ._agent import Agent, Prompt
 
-__all__ = ["Plan", "check_answers", "check_by", "prompt_plan", "resume_plan"]
+__all__ = ["Plan", "bind_output", "check_answers", "check_by", "prompt_plan", "resume_plan"]
 
 Plan = tuple[Step, Progress, bool, list[AuditEntry]]
 """Where a run starts: the step, the progress, whether it replays a pause, and the audit
@@ -244,3 +244,15 @@ def _prompt_message(prompt: Prompt) -> Message:
         f"a prompt is a string or a list of content blocks, got {type(prompt).__name__}: "
         f"{prompt!r:.80}"
     )
+
+
+def bind_output(plan: Plan, output_type: Any) -> Plan:
+    """The plan with the output its run must end with: ``output_type`` for a new prompt; for
+    a resume, the stored schema, checked against ``output_type`` when it is given."""
+    progress, replay = plan[1], plan[2]
+    if output_type is not None or progress.output is not None:
+        from ._output import for_prompt, for_resume
+
+        output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
+        progress.output = output
+    return plan

@@ -17,19 +17,22 @@ from typing import TYPE_CHECKING
 
 from .._frozen import freeze
 from .._sync import run_sync
-from ..errors import StateMismatchError
+from ..errors import ConfigurationError, StateMismatchError
 from ._results import closing_message
 from ._standing import AgentState, replace
 from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
+    from ..sessions._protocol import StoredSession
     from ._agent import Agent
     from ._codec import Decoded
+    from ._persist import SessionLink
     from ._state import Position, Step
 
 __all__ = [
     "adopt",
+    "adopt_stored",
     "adopted",
     "check_fits",
     "close_pre_journal_crash",
@@ -64,6 +67,32 @@ def adopted(loaded: Decoded) -> tuple[AgentState, dict[str, JsonValue]]:
         audit=tuple(loaded.audit),
     )
     return state, data
+
+
+def adopt_stored(agent: Agent, link: SessionLink, stored: StoredSession | None) -> None:
+    """Load the agent's session from what the store holds (``stored``); nothing changes on
+    error (a corrupt, forged or foreign session)."""
+    if not agent._unloaded:  # loaded meanwhile
+        return
+    loaded = link.decode(stored, agent._spec.signing_key, agent.name)
+    if agent.name is not None and link.agent_name not in (None, agent.name):
+        raise ConfigurationError(
+            f"session {link.session_id!r} belongs to agent {link.agent_name!r}, not {agent.name!r}"
+        )
+    if loaded is not None:
+        if agent._state.messages:
+            raise ConfigurationError(
+                f"session {link.session_id!r} already holds a conversation; do not pass messages="
+            )
+        agent._unloaded = False
+        try:
+            adopt(agent, loaded)
+        except BaseException:
+            agent._unloaded = True
+            raise
+        if agent._state.position is None:
+            close_pre_journal_crash(agent, link.legacy_resumed)
+    agent._unloaded = False
 
 
 def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:
