@@ -181,3 +181,38 @@ def test_import_interlude_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out
+
+
+def test_a_signed_agent_built_without_a_name_resumes_through_the_app() -> None:
+    """The pause is signed under the app's name for the agent; the session is loaded (and the
+    signature checked) once the app has given the agent that name. On 2852626 every open of
+    such a session raised StateIntegrityError."""
+    from interlude import ToolUse, tool
+    from interlude.hooks import BeforeToolCallEvent
+
+    ran: list[str] = []
+
+    @tool
+    def act() -> str:
+        """Act."""
+        ran.append("act")
+        return "ok"
+
+    app = App()
+
+    @app.agent("ops")
+    def build(session: AgentSession) -> Agent:
+        model = ScriptedModel([[ToolUse("t1", "act", {})], "done"])
+        agent = Agent(
+            model, tools=[act], signing_key=b"k" * 32, session=session.store, session_id=session.id
+        )
+        agent.hooks.add_callback(BeforeToolCallEvent, lambda e: e.interrupt("approve"))
+        return agent
+
+    store = MemoryStore()
+    [question] = app.start("ops", "s1", store)("go").interrupts
+    again = app.open("s1", store)
+    again.model = ScriptedModel(["done"])  # a fresh process would build a fresh script
+    assert again.resume({question.id: True}).stop_reason == "end_turn"
+    assert ran == ["act"]
+    assert asyncio.run(app.open_async("s1", store)).messages[-1].text == "done"
