@@ -298,6 +298,7 @@ class Agent:
         if self._running:
             raise AgentBusyError("cannot detach the session while a run is going")
         self._session = None
+        self._unloaded = False  # nothing to load any more
 
     @property
     def is_paused(self) -> bool:
