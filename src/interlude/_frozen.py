@@ -68,19 +68,24 @@ class FrozenList(list[Any]):
         return list.__repr__(self)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def freeze(value: Any) -> Any:
     """``value`` with every dict and list in it made read-only (the same object when it
     already is, or holds no container). Tuples keep their type, with frozen items."""
     t = type(value)
-    if t is str or t is int or t is float or t is bool or value is None:
-        return value
-    if t is FrozenDict or t is FrozenList:
-        return value
-    if isinstance(value, dict):
+    if t is dict:
+        if not value:
+            return _EMPTY
         out: dict[Any, Any] = {}
         for k, v in value.items():
-            out[k] = freeze(v)
+            out[k] = v if type(v) in _SCALARS else freeze(v)
         return FrozenDict(out)
+    if t in _SCALARS or t is FrozenDict or t is FrozenList:
+        return value
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list):
         return FrozenList([freeze(v) for v in value])
     if isinstance(value, tuple) and t is tuple:
@@ -97,3 +102,6 @@ def thaw(value: Any) -> Any:
     if type(value) is tuple:
         return tuple(thaw(v) for v in value)
     return value
+
+
+_EMPTY = FrozenDict()

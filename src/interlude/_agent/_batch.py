@@ -7,7 +7,6 @@ at any call and carry on later exactly there.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
@@ -33,7 +32,7 @@ async def run_batch(run: StepContext, batch: ToolBatch, replay: bool) -> list[In
     interrupts that stop it (empty when done)."""
     if (
         not batch.opened
-        and run.agent.hooks.has_callbacks(BeforeToolsEvent)
+        and run.hooks.has_callbacks(BeforeToolsEvent)
         and all(c.phase == "pending" for c in batch.calls)  # else too late to show them all
     ):
         interrupts = await _open(run, batch, replay)
@@ -41,7 +40,7 @@ async def run_batch(run: StepContext, batch: ToolBatch, replay: bool) -> list[In
             return interrupts
     cancelled, approved = batch.cancelled, batch.approved
     pending = [c for c in batch.calls if c.phase != "done"]
-    if run.agent.tool_executor == "sequential" or len(pending) == 1:
+    if run.spec.tool_executor == "sequential" or len(pending) == 1:
         for call in pending:
             interrupts = await run_call(
                 run, call, replay, cancelled.get(call.tool_use.id), approved
@@ -79,8 +78,9 @@ async def _open(run: StepContext, batch: ToolBatch, replay: bool) -> list[Interr
     whether they used an answer (then the calls are approved as shown: see ``_changed``)."""
     agent = run.agent
     uses = [c.tool_use for c in batch.calls]
-    build = partial(BeforeToolsEvent, agent, uses, [agent._tools.get(u.name) for u in uses])
-    event, interrupts = await run.ask(BeforeToolsEvent, build, f"b{batch.message_index}", replay)
+    tools = [run.spec.tools.get(u.name) for u in uses]
+    scope = f"b{batch.message_index}"
+    event, interrupts = await run.ask(BeforeToolsEvent, scope, replay, agent, uses, tools)
     if event is not None and not interrupts:
         batch.opened, batch.cancelled = True, event.cancelled
         batch.approved = bool(event._answered)
@@ -152,13 +152,14 @@ async def _before(
     (questions, none) or (no questions, the cancel message if the call is not to run)."""
     agent, answers = run.agent, run.progress.answers
     tool_use = call.tool_use
-    tool: AgentTool | None = agent._tools.get(tool_use.name)
+    tool: AgentTool | None = run.spec.tools.get(tool_use.name)
     cancel_message: str | None = None
     if cancelled is not None:
         cancel_message = cancelled
-    elif agent.hooks.has_callbacks(BeforeToolCallEvent):
-        build = partial(BeforeToolCallEvent, agent, tool_use, tool)
-        before, interrupts = await run.ask(BeforeToolCallEvent, build, tool_use.id, replay)
+    elif run.hooks.has_callbacks(BeforeToolCallEvent):
+        before, interrupts = await run.ask(
+            BeforeToolCallEvent, tool_use.id, replay, agent, tool_use, tool
+        )
         assert before is not None
         if not interrupts and before.cancel_message is None and before.tool:
             interrupts = _unbound(before, answers)
@@ -181,9 +182,11 @@ async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interru
     agent = run.agent
     assert call.result is not None and call.active_use is not None
     final = call.result
-    if agent.hooks.has_callbacks(AfterToolCallEvent):
-        build = partial(
+    if run.hooks.has_callbacks(AfterToolCallEvent):
+        after, interrupts = await run.ask(
             AfterToolCallEvent,
+            call.tool_use.id,
+            replay,
             agent,
             call.active_use,
             _selected(run, call),
@@ -191,7 +194,6 @@ async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interru
             call.exception,
             call.cancel_message,
         )
-        after, interrupts = await run.ask(AfterToolCallEvent, build, call.tool_use.id, replay)
         assert after is not None
         if interrupts:  # an interrupt wins over a retry asked in the same pass
             return interrupts
@@ -199,11 +201,11 @@ async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interru
             # The retried call's after-hooks ask their questions afresh.
             run.progress.answers.forget(after._used_ids())
             call.retries += 1
-            if call.retries > agent.max_retries:
+            if call.retries > run.spec.max_retries:
                 call.result, call.phase = after.result, "done"
                 raise RetryLimitError(
                     f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
-                    f"{call.retries - 1} times; the limit is max_retries={agent.max_retries}"
+                    f"{call.retries - 1} times; the limit is max_retries={run.spec.max_retries}"
                 )
             call.phase, call.result, call.exception = "pending", None, None
             return None
@@ -234,7 +236,7 @@ def _json_checked(result: ToolResult) -> ToolResult:
 
 def _selected(run: StepContext, call: ToolCall) -> AgentTool | None:
     if call.tool is None and call.tool_name is not None:
-        call.tool = run.agent._tools.get(call.tool_name)
+        call.tool = run.spec.tools.get(call.tool_name)
     return call.tool
 
 
@@ -251,20 +253,22 @@ async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) ->
         return _error(tool_use, cancel_message), None
     tool = _selected(run, call)
     if tool is None:
-        if tool_use.name in run.agent._tools:
+        if tool_use.name in run.spec.tools:
             problem = f"tool {tool_use.name!r} was not run: a before-tool hook selected no tool"
         else:
-            known = ", ".join(sorted(run.agent._tools)) or "none"
+            known = ", ".join(sorted(run.spec.tools)) or "none"
             problem = f"unknown tool {tool_use.name!r} (available: {known})"
         return _error(tool_use, problem), None
     raw = tool_use.input.get(INVALID_JSON_KEY)
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
         return _error(tool_use, problem), None
-    agent = run.agent
-    call.phase, call.started_at = "running", agent.clock()
+    agent, spec = run.agent, run.spec
+    call.phase, call.started_at = "running", spec.clock()
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
+    else:
+        run.commit()  # what the body reads of the agent is where the run stands
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
@@ -276,12 +280,12 @@ async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) ->
         answers=run.progress.answers,
         checkpoint=call.checkpoint,
         state=MappingProxyType(agent.state),
-        now=agent.clock(),
-        at_most_once=not getattr(tool, "idempotent", False) and agent.in_doubt == "ask",
+        now=call.started_at,
+        at_most_once=spec.in_doubt == "ask" and not getattr(tool, "idempotent", False),
     )
     run.in_flight += 1
     try:
-        body = agent._executor.run_tool(request)
+        body = spec.executor.run_tool(request)
         if run.observer is not None:
             body = run.observer.observe_tool(request, body)
         outcome = await body
@@ -409,7 +413,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
     else:
         tool = _selected(run, call)
         if tool is not None and (
-            getattr(tool, "idempotent", False) or run.agent.in_doubt == "rerun"
+            getattr(tool, "idempotent", False) or run.spec.in_doubt == "rerun"
         ):
             answer = "rerun"
         else:
@@ -432,7 +436,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
                 },
                 source="in_doubt",
                 tool_use=call.active_use,
-                raised_at=run.agent.clock(),
+                raised_at=run.spec.clock(),
             )
     if answer == "rerun":
         return None  # phase "running": the loop runs the body again from the top

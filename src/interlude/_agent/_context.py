@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from .._messages import Message
     from .._stream import ModelResponse, StreamEvent
     from ..hooks._events import HookEvent
+    from ..hooks._registry import HookRegistry
     from ._agent import Agent
     from ._observe import Observer
     from ._persist import SessionLink
+    from ._spec import AgentSpec
     from ._state import MessageAdded, Progress, Step
 
 __all__ = ["StepContext"]
@@ -31,6 +33,9 @@ class StepContext(Protocol):
     """The run, as the helpers of its steps use it."""
 
     agent: Agent
+    spec: AgentSpec
+    """The agent's configuration as the run started."""
+    hooks: HookRegistry
     progress: Progress
     emit: Callable[[StreamEvent], None] | None
     journal: SessionLink | None
@@ -43,7 +48,7 @@ class StepContext(Protocol):
     async def checkpoint(self) -> None: ...
 
     async def ask(
-        self, kind: type[E], build: Callable[..., E], scope: str, replay: bool
+        self, kind: type[E], scope: str, replay: bool, *args: Any
     ) -> tuple[E | None, list[Interrupt]]: ...
 
     def commit(self, **changes: Any) -> None: ...

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, Message, ToolResult, ToolUse
+from .._tools._context import RelaySignal, ToolContext
+from ..errors import InterruptSignal
+from ..models._assemble import assemble
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse
-    from .._tools._context import ToolContext
     from .._tools._spec import AgentTool, ToolSpec
     from ..models import Model
 
@@ -166,8 +168,6 @@ class LocalExecutor:
     """Model calls and tool bodies in this process."""
 
     async def call_model(self, call: ModelCall) -> ModelResponse:
-        from ..models._assemble import assemble
-
         return await assemble(call.stream(), call.emit, call.model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
@@ -177,9 +177,6 @@ class LocalExecutor:
 async def run_here(request: ToolRequest) -> ToolOutcome:
     """Run the body in this process; its answers are taken from (and its ``agent.state``
     changes made to) the context's own, so ``used`` and ``state`` stay empty."""
-    from .._tools._context import RelaySignal
-    from ..errors import InterruptSignal
-
     context = request.context
     try:
         result = await request.tool.run(request.tool_use, context)

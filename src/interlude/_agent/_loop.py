@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
 
+from .._frozen import freeze
 from .._interrupt import Interrupt
 from .._messages import Message, ToolUse
 from .._result import AgentResult, StopReason
@@ -32,10 +32,10 @@ from ..hooks._events import (
     MessageAddedEvent,
 )
 from ._batch import run_batch
+from ._executor import ModelCall
 from ._observe import observer_for
 from ._output import after_reply, finish, model_request
 from ._results import answered, close_batch, closing_message
-from ._standing import replace
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from ..hooks._events import HookEvent
     from ..hooks._registry import HookRegistry
     from ._agent import Agent
-    from ._executor import ModelCall
     from ._observe import RunInfo
     from ._persist import SessionLink
 
@@ -83,6 +82,7 @@ class Run:
         "audit",
         "clean",
         "emit",
+        "hooks",
         "identity",
         "in_flight",
         "journal",
@@ -92,6 +92,7 @@ class Run:
         "progressed",
         "save_state",
         "seen_ids",
+        "spec",
         "started",
         "step",
     )
@@ -106,6 +107,9 @@ class Run:
         self.messages = list(agent._state.messages)
         """The run's own copy of the conversation; each append is committed at once."""
         self.identity = agent._identity()
+        self.spec = agent._spec
+        """The agent's configuration as the run started."""
+        self.hooks = self.spec.hooks
         """Who saves the run's state (name, signing key, tools)."""
         self.observer = observer_for(agent)
         """Who watches the run (tracing), or None: see ``_observe``."""
@@ -126,8 +130,14 @@ class Run:
         state changed: a summary is saved before the model call that uses it)."""
 
     def commit(self, **changes: Any) -> None:
-        """Commit a change of where the agent stands (see ``_standing``)."""
-        self.agent._commit(replace(self.agent._state, **changes))
+        """Commit where the agent stands: the run's own conversation, if it grew since the
+        last commit, and ``changes`` (see ``_standing``). Called at step boundaries: before
+        callbacks run, before a save, before a tool body, and when the run ends or pauses."""
+        state = self.agent._state
+        if len(self.messages) != len(state.messages):
+            changes["messages"] = tuple(self.messages)
+        if changes:
+            self.agent._commit(state.but(**changes))
 
     def position(self) -> Position | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
@@ -138,7 +148,9 @@ class Run:
         if self.journal is not None:
             data, self.save_state = self.save_state, False
             if data:
-                self.agent._commit(self.agent._with_data(self.agent._state))
+                self.commit(data=freeze(self.agent.state))
+            else:
+                self.commit()
             await self.journal.save(
                 self.identity,
                 self.agent._state,
@@ -152,6 +164,8 @@ class Run:
         """Run an event's callbacks, once the journal holds everything before them."""
         if self.journal is not None:
             await self.checkpoint()
+        else:
+            self.commit()  # what the callbacks read of the agent is where the run stands
         interrupts = await hooks.invoke(event)
         if not interrupts:
             self.progressed = True  # callbacks that passed used their answers: no way back
@@ -201,7 +215,21 @@ class Run:
         try:
             while True:
                 self.step = step
-                outcome = await self._handle(step, replay)
+                match step:  # one handler per kind of step
+                    case BeforeInvocation():
+                        outcome = await self._before_invocation(step, replay)
+                    case MessageAdded():
+                        outcome = await self._message_added(step, replay)
+                    case BeforeModelCall():
+                        outcome = await self._before_model_call(step, replay)
+                    case AfterModelCall():
+                        outcome = await self._after_model_call(step, replay)
+                    case ToolBatch():
+                        outcome = await self._tool_batch(step, replay)
+                    case AfterInvocation():
+                        outcome = await self._after_invocation(step, replay)
+                    case _:
+                        assert_never(step)
                 if isinstance(outcome, AgentResult):
                     outcome = finish(self, outcome)  # the output as output_type, if any
                     await self._save(None)
@@ -232,73 +260,55 @@ class Run:
 
     # --- steps ------------------------------------------------------------------------------
 
-    async def _handle(self, step: Step, replay: bool) -> _Outcome:
-        """The one handler of each kind of step."""
-        match step:
-            case BeforeInvocation():
-                return await self._before_invocation(step, replay)
-            case MessageAdded():
-                return await self._message_added(step, replay)
-            case BeforeModelCall():
-                return await self._before_model_call(step, replay)
-            case AfterModelCall():
-                return await self._after_model_call(step, replay)
-            case ToolBatch():
-                return await self._tool_batch(step, replay)
-            case AfterInvocation():
-                return await self._after_invocation(step, replay)
-            case _:
-                assert_never(step)
-
     async def ask(
-        self, kind: type[E], build: Callable[..., E], scope: str, replay: bool
+        self, kind: type[E], scope: str, replay: bool, *args: Any
     ) -> tuple[E | None, list[Interrupt]]:
-        """Run the callbacks of event ``kind``, built by ``build`` with the event's common
-        fields only when the agent has callbacks for it: (the event, its questions, empty
-        when they passed), or (None, []) when nothing listens."""
-        hooks = self.agent.hooks
+        """Run the callbacks of event ``kind`` (``kind(*args, ...)`` with the event's common
+        fields, built only when the agent has callbacks for it): (the event, its questions,
+        empty when they passed), or (None, []) when nothing listens."""
+        hooks = self.hooks
         if not hooks.has_callbacks(kind):
             return None, []
-        event = build(scope=scope, is_replay=replay, answers=self.progress.answers)
+        event = kind(*args, scope=scope, is_replay=replay, answers=self.progress.answers)
         return event, await self.invoke(hooks, event)
 
     async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
-        build = partial(BeforeInvocationEvent, self.agent, step.prompt)
-        _, asked = await self.ask(BeforeInvocationEvent, build, f"m{len(self.messages)}", replay)
+        scope = f"m{len(self.messages)}"
+        _, asked = await self.ask(BeforeInvocationEvent, scope, replay, self.agent, step.prompt)
         if asked:
             return _Paused(step, asked)
         return await self.append(step.prompt, BeforeModelCall())
 
     async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
-        build = partial(MessageAddedEvent, self.agent, self.messages[step.index])
-        _, asked = await self.ask(MessageAddedEvent, build, f"m{step.index}", replay)
+        message = self.messages[step.index]
+        _, asked = await self.ask(MessageAddedEvent, f"m{step.index}", replay, self.agent, message)
         if asked:
             return _Paused(step, asked)
         return step.then
 
     async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
         agent = self.agent
-        if self.progress.cycles >= agent.max_cycles:
+        limit = self.spec.max_cycles
+        if self.progress.cycles >= limit:
             raise CycleLimitError(
-                f"the invocation reached max_cycles={agent.max_cycles} model calls without "
-                "a final reply"
+                f"the invocation reached max_cycles={limit} model calls without a final reply"
             )
-        build = partial(BeforeModelCallEvent, agent)
-        _, asked = await self.ask(BeforeModelCallEvent, build, f"m{len(self.messages)}", replay)
+        _, asked = await self.ask(BeforeModelCallEvent, f"m{len(self.messages)}", replay, agent)
         if asked:
             return _Paused(step, asked)
         if self.journal is not None:
             await self.checkpoint()
         self.progressed = True
         try:
-            if self.agent.conversation is None:
+            manager = self.spec.conversation
+            if manager is None:
                 call = self.call_model()
             else:
                 from ._conversation import call_managed
 
-                call = call_managed(self, self.agent.conversation)
+                call = call_managed(self, manager)
             if self.observer is not None:  # the whole call: with its reductions, if any
-                call = self.observer.observe_model(self.agent.model, call)
+                call = self.observer.observe_model(self.spec.model, call)
             response = await call
         except Exception as exc:
             return AfterModelCall(None, exc)
@@ -306,17 +316,23 @@ class Run:
 
     async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
         agent, progress = self.agent, self.progress
-        build = partial(AfterModelCallEvent, agent, step.response, step.exception)
-        event, asked = await self.ask(AfterModelCallEvent, build, f"m{len(self.messages)}", replay)
+        event, asked = await self.ask(
+            AfterModelCallEvent,
+            f"m{len(self.messages)}",
+            replay,
+            agent,
+            step.response,
+            step.exception,
+        )
         if asked:
             return _Paused(step, asked)
         if event is not None and event.retry:
             progress.answers.forget(event._used_ids())
             progress.model_retries += 1
-            if progress.model_retries > agent.max_retries:
+            if progress.model_retries > self.spec.max_retries:
                 raise RetryLimitError(
                     f"the model call was retried {progress.model_retries - 1} times; "
-                    f"the limit is max_retries={agent.max_retries}"
+                    f"the limit is max_retries={self.spec.max_retries}"
                 ) from step.exception
             return BeforeModelCall()
         if step.exception is not None:
@@ -353,7 +369,7 @@ class Run:
     def model_view(self) -> list[Message]:
         """The conversation as the model is sent it: the part the agent's conversation manager
         chooses (all of it without one) of :meth:`base_view`."""
-        manager = self.agent.conversation
+        manager = self.spec.conversation
         base = self.base_view()
         if manager is None:
             return base
@@ -389,9 +405,8 @@ class Run:
         return await self.append(close_batch(step, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
-        build = partial(AfterInvocationEvent, self.agent, step.result)
         scope = f"m{len(self.messages) - 1}"
-        event, asked = await self.ask(AfterInvocationEvent, build, scope, replay)
+        event, asked = await self.ask(AfterInvocationEvent, scope, replay, self.agent, step.result)
         if asked:
             return _Paused(step, asked)
         return step.result if event is None else event.result
@@ -402,8 +417,7 @@ class Run:
         """Append ``message``; the run then stands at its message-added step (one change, so
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
-        self.messages.append(message)
-        self.commit(messages=(*self.agent._state.messages, message))
+        self.messages.append(message)  # committed at the next step boundary
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
         self.progressed = True
@@ -414,7 +428,7 @@ class Run:
 
     async def _save(self, pause: Position | None) -> None:
         """The run's last save: the pause (or none) and agent.state; the claim is let go."""
-        self.agent._commit(self.agent._with_data(self.agent._state))
+        self.commit(data=freeze(self.agent.state))
         if self.journal is not None:
             await self.journal.save(self.identity, self.agent._state, pause, data=True)
 
@@ -432,7 +446,9 @@ class Run:
         return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
-        self.commit(position=Position(paused.step, paused.interrupts, self.progress))
+        self.agent._commit(
+            self.agent._state.at(Position(paused.step, paused.interrupts, self.progress))
+        )
         if self.emit is not None:
             for interrupt in paused.interrupts:
                 self.emit(InterruptRaised(interrupt))
@@ -446,13 +462,12 @@ class Run:
         The repair is saved if the agent has a session; a failure to save it does not hide
         the error that ended the run.
         """
-        self.commit(position=None)
         message = closing_message(self.messages, self.step, reason)
         if message is not None:
             self.messages.append(message)
-            self.commit(messages=(*self.agent._state.messages, message))
             if self.emit is not None:
                 self.emit(MessageAppended(message))
+        self.commit(position=None)
         if self.journal is not None:
             with contextlib.suppress(Exception):
                 await self._save(None)
@@ -460,24 +475,22 @@ class Run:
     def model_call(self) -> ModelCall:
         """The model call the run makes now: the conversation as the model is sent it, the
         tools and the output options (the run's output schema, if any)."""
-        from ._executor import ModelCall
-
-        agent = self.agent
+        agent, spec = self.agent, self.spec
         specs, options = model_request(self)
         return ModelCall(
-            model=agent.model,
+            model=spec.model,
             messages=self.model_view(),
             tools=specs,
-            system_prompt=agent.system_prompt,
+            system_prompt=spec.system_prompt,
             options=options,
             state=agent.state,
-            now=agent.clock(),
+            now=spec.clock(),
             emit=self.emit,
         )
 
     async def call_model(self) -> ModelResponse:
         """One model call, through the agent's executor."""
-        return await self.agent._executor.call_model(self.model_call())
+        return await self.spec.executor.call_model(self.model_call())
 
 
 def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:

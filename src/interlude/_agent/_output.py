@@ -168,7 +168,7 @@ async def after_reply(
     assert output is not None
     stop = "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
     uses = message.tool_uses
-    if is_native(run.agent.model):  # the answer is the text of a reply without tool calls
+    if is_native(run.spec.model):  # the answer is the text of a reply without tool calls
         if uses:
             return None
         raw: JsonValue = message.text
@@ -296,7 +296,7 @@ async def _retry(
     OutputValidationError (the reply is not kept)."""
     output = run.progress.output
     assert output is not None
-    limit = run.agent.output_retries
+    limit = run.spec.output_retries
     output.retries += 1
     if output.retries > limit:
         raise OutputValidationError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._frozen import FrozenDict
 
@@ -68,9 +68,36 @@ class AgentState:
         """Whether it holds a run that stopped before it finished (its journal)."""
         return self.position is not None and not self.position.interrupts
 
+    def but(self, **changes: Any) -> AgentState:
+        """This state with some fields changed (``dataclasses.replace``, without its cost)."""
+        get = changes.get
+        return AgentState(
+            messages=get("messages", self.messages),
+            data=get("data", self.data),
+            conversation=get("conversation", self.conversation),
+            position=get("position", self.position),
+            audit=get("audit", self.audit),
+        )
+
     def appended(self, *messages: Message) -> AgentState:
         """The state with ``messages`` added to the conversation."""
-        return replace(self, messages=self.messages + messages)
+        return AgentState(
+            messages=self.messages + messages,
+            data=self.data,
+            conversation=self.conversation,
+            position=self.position,
+            audit=self.audit,
+        )
+
+    def at(self, position: Position | None) -> AgentState:
+        """The state standing at ``position``."""
+        return AgentState(
+            messages=self.messages,
+            data=self.data,
+            conversation=self.conversation,
+            position=position,
+            audit=self.audit,
+        )
 
     def saved_data(self) -> dict[str, JsonValue]:
         """``data`` as it is saved: with the conversation manager's state, if any, under its

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, overload
 
+from .._frozen import thaw
 from .._messages import Image, Json, Text, ToolResult, ToolResultBlock, ToolUse
 from ..errors import ConfigurationError, ToolInputError
 from ._context import ToolContext
@@ -125,8 +126,6 @@ class FunctionTool:
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The function's keyword arguments from the model's input; ToolInputError if invalid."""
         from pydantic import ValidationError
-
-        from .._frozen import thaw
 
         model = self._model
         try:

@@ -6,7 +6,6 @@ The loop's local executor and a durable engine's model activity both turn the st
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
@@ -119,6 +118,8 @@ def _tool_use(
     raw = "".join(parts).strip()
     if not raw:
         return ToolUse(tool_use_id, name, {})
+    import json
+
     try:
         value = json.loads(raw)
     except ValueError:
