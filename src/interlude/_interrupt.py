@@ -423,7 +423,7 @@ def _as_answer(name: str, iid: str, answer: JsonValue, response_type: Any) -> An
     from ._typed import AnswerTypeError, convert
 
     try:
-        return convert(response_type, answer)
+        return convert(response_type, thaw(answer))  # the caller's own copy
     except AnswerTypeError as exc:  # the stored schema let through what the type refuses
         from .errors import AnswerValidationError
 

@@ -136,7 +136,8 @@ class Agent:
         """An agent of ``spec`` (see :class:`AgentSpec`), with its own conversation, state and
         session."""
         agent = cls.__new__(cls)
-        agent._setup(spec, messages, state, session, session_id)
+        # Its own hook registry (the same callbacks): one added to a copy stays the copy's.
+        agent._setup(replace(spec, hooks=spec.hooks.copy()), messages, state, session, session_id)
         return agent
 
     @classmethod
@@ -163,6 +164,7 @@ class Agent:
         self._state = AgentState(messages=tuple(messages))
         """Where the agent stands (see ``_standing``); replaced only by :meth:`_commit`."""
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
         self._running = False
         self._task: asyncio.Task[AgentResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -248,12 +250,18 @@ class Agent:
             raise ConfigurationError("messages must be Message objects")
         if self._running:
             raise AgentBusyError("the conversation cannot be replaced while a run is going")
+        if self._session is not None:
+            raise ConfigurationError(
+                f"the conversation of session {self._session.session_id!r} cannot be replaced: "
+                "a session's conversation is append-only (start a new session instead)"
+            )
         if self._loaded().position is not None:
             raise AgentPausedError(
                 "the conversation cannot be replaced while the agent is paused or holds a "
                 "stopped run: resume, recover or discard it first"
             )
-        self._commit(replace(self._loaded(), messages=tuple(new)))
+        # A new conversation: what the conversation manager decided was about the old one.
+        self._commit(replace(self._loaded(), messages=tuple(new), conversation=None))
 
     @property
     def tools(self) -> dict[str, AgentTool]:

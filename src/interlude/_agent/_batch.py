@@ -111,10 +111,15 @@ async def run_call(
             stopped = await _before_and_body(run, call, replay_before, cancelled, approved)
             if stopped:
                 return stopped
-        interrupts = await _after(run, call, replay_after)
-        if interrupts is not None:
-            return interrupts
-        replay_before = replay_after = False  # retried: from the before-hooks, afresh
+        if run.hooks.has_callbacks(AfterToolCallEvent):
+            interrupts = await _after(run, call, replay_after)
+            if interrupts is None:  # retried: from the before-hooks, afresh
+                replay_before = replay_after = False
+                continue
+            if interrupts:
+                return interrupts
+        assert call.result is not None
+        return _done(run, call, call.result)
 
 
 async def _before_and_body(
@@ -124,16 +129,28 @@ async def _before_and_body(
     call (empty once its body finished: phase ``after``)."""
     cancel_message: str | None = None
     if call.phase in ("pending", "before"):
-        interrupts, cancel_message = await _before(run, call, replay, cancelled, approved)
-        if interrupts:
-            call.phase = "before"
-            return interrupts
+        if cancelled is None and run.hooks.has_callbacks(BeforeToolCallEvent):
+            interrupts, cancel_message = await _before(run, call, replay, approved)
+            if interrupts:
+                call.phase = "before"
+                return interrupts
+        else:  # no before-tool callbacks, or a call its batch cancelled
+            tool = run.spec.tools.get(call.tool_use.name)
+            call.active_use, call.tool, cancel_message = call.tool_use, tool, cancelled
+            call.tool_name = tool.name if tool else None
     # Else resumed after the body interrupted, or a person chose to run an in-doubt call
     # again: the body runs again from the top.
+    lost = 0
     while True:
         ran = await _body(run, call, cancel_message)
-        if ran is None:  # lost, and to be run again
-            continue
+        if ran is None:  # lost: run it again, or settled by an answer given meanwhile
+            if call.phase == "after":
+                return []
+            lost += 1
+            if lost > run.spec.max_retries:
+                ran = _error(call.active_use or call.tool_use, _LOST), RuntimeError(_LOST)
+            else:
+                continue
         if isinstance(ran, list):  # the body stopped with questions (or is in doubt)
             return ran
         call.result, call.exception = ran
@@ -146,75 +163,76 @@ async def _before_and_body(
 
 
 async def _before(
-    run: StepContext, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
+    run: StepContext, call: ToolCall, replay: bool, approved: bool
 ) -> tuple[list[Interrupt], str | None]:
     """Run the before-tool hooks and select what runs (``call.active_use``, ``call.tool``):
     (questions, none) or (no questions, the cancel message if the call is not to run)."""
-    agent, answers = run.agent, run.progress.answers
     tool_use = call.tool_use
     tool: AgentTool | None = run.spec.tools.get(tool_use.name)
-    cancel_message: str | None = None
-    if cancelled is not None:
-        cancel_message = cancelled
-    elif run.hooks.has_callbacks(BeforeToolCallEvent):
-        before, interrupts = await run.ask(
-            BeforeToolCallEvent, tool_use.id, replay, agent, tool_use, tool
-        )
-        assert before is not None
-        if not interrupts and before.cancel_message is None and before.tool:
-            interrupts = _unbound(before, answers)
-        if interrupts:
-            return interrupts, None
-        cancel_message = before.cancel_message
-        if approved and cancel_message is None and not before._answered:
-            cancel_message = _changed(call.tool_use, tool, before)
-        tool_use, tool = before.tool_use, before.tool
-        if tool_use.id != call.tool_use.id:  # the result must answer the model's id
-            tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
+    before, interrupts = await run.ask(
+        BeforeToolCallEvent, tool_use.id, replay, run.agent, tool_use, tool
+    )
+    assert before is not None
+    if not interrupts and before.cancel_message is None and before.tool:
+        interrupts = _unbound(before, run.progress.answers)
+    if interrupts:
+        return interrupts, None
+    cancel_message = before.cancel_message
+    if approved and cancel_message is None and not before._answered:
+        cancel_message = _changed(call.tool_use, tool, before)
+    tool_use, tool = before.tool_use, before.tool
+    if tool_use.id != call.tool_use.id:  # the result must answer the model's id
+        tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
     call.active_use, call.tool = tool_use, tool
     call.tool_name = tool.name if tool else None
     return [], cancel_message
 
 
 async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interrupt] | None:
-    """The after-tool hooks: the questions that stop the call, [] once it is done, or None
-    when a callback asked for a retry (the call is pending again)."""
-    agent = run.agent
+    """The after-tool hooks: the questions that stop the call, [] when they passed (the call
+    is then done with the result they left), or None when a callback asked for a retry (the
+    call is pending again)."""
     assert call.result is not None and call.active_use is not None
-    final = call.result
-    if run.hooks.has_callbacks(AfterToolCallEvent):
-        after, interrupts = await run.ask(
-            AfterToolCallEvent,
-            call.tool_use.id,
-            replay,
-            agent,
-            call.active_use,
-            _selected(run, call),
-            call.result,
-            call.exception,
-            call.cancel_message,
-        )
-        assert after is not None
-        if interrupts:  # an interrupt wins over a retry asked in the same pass
-            return interrupts
-        if after.retry:
-            # The retried call's after-hooks ask their questions afresh.
-            run.progress.answers.forget(after._used_ids())
-            call.retries += 1
-            if call.retries > run.spec.max_retries:
-                call.result, call.phase = after.result, "done"
-                raise RetryLimitError(
-                    f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
-                    f"{call.retries - 1} times; the limit is max_retries={run.spec.max_retries}"
-                )
-            call.phase, call.result, call.exception = "pending", None, None
-            return None
-        final = after.result
+    after, interrupts = await run.ask(
+        AfterToolCallEvent,
+        call.tool_use.id,
+        replay,
+        run.agent,
+        call.active_use,
+        _selected(run, call),
+        call.result,
+        call.exception,
+        call.cancel_message,
+    )
+    assert after is not None
+    if interrupts:  # an interrupt wins over a retry asked in the same pass
+        return interrupts
+    if after.retry:
+        # The retried call's after-hooks ask their questions afresh.
+        run.progress.answers.forget(after._used_ids())
+        call.retries += 1
+        if call.retries > run.spec.max_retries:
+            call.result, call.phase = after.result, "done"
+            raise RetryLimitError(
+                f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
+                f"{call.retries - 1} times; the limit is max_retries={run.spec.max_retries}"
+            )
+        call.phase, call.result, call.exception = "pending", None, None
+        return None
+    call.result = after.result
+    return []
+
+
+def _done(run: StepContext, call: ToolCall, final: ToolResult) -> list[Interrupt]:
+    """The call is done with ``final`` (checked to be JSON)."""
     call.result, call.phase = _json_checked(final), "done"
     call.exception = None
     if run.emit is not None:
         run.emit(ToolCallFinished(final))
     return []
+
+
+_LOST = "the tool call was lost again and again by where it runs (its executor); not run again"
 
 
 def _json_checked(result: ToolResult) -> ToolResult:
@@ -279,7 +297,7 @@ async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) ->
         context=ToolContext(tool_use, agent, run.progress.answers, call.checkpoint),
         answers=run.progress.answers,
         checkpoint=call.checkpoint,
-        state=MappingProxyType(agent.state),
+        state=MappingProxyType(agent._data),
         now=call.started_at,
         at_most_once=spec.in_doubt == "ask" and not getattr(tool, "idempotent", False),
     )

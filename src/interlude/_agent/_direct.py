@@ -56,7 +56,7 @@ class DirectTool:
 
         tool_use = ToolUse(f"direct_{os.urandom(6).hex()}", self._tool.name, dict(kwargs))
         call = ToolCall(tool_use)
-        run = Run(self._agent, Progress(), None, None)
+        run = Run(self._agent, Progress(), None, None, direct=True)
         interrupts = await run_call(run, call, False)
         if interrupts:
             names = ", ".join(repr(i.name) for i in interrupts)

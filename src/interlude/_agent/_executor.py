@@ -171,24 +171,20 @@ class LocalExecutor:
         return await assemble(call.stream(), call.emit, call.model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
-        return await run_here(request)
-
-
-async def run_here(request: ToolRequest) -> ToolOutcome:
-    """Run the body in this process; its answers are taken from (and its ``agent.state``
-    changes made to) the context's own, so ``used`` and ``state`` stay empty."""
-    context = request.context
-    try:
-        result = await request.tool.run(request.tool_use, context)
-    except RelaySignal as signal:
-        return Asked(
-            interrupts=tuple(signal.interrupts), relayed=True, checkpoint=context._checkpoint
-        )
-    except InterruptSignal as signal:
-        return Asked(interrupts=(signal.interrupt,), checkpoint=context._checkpoint)
-    except Exception as exc:
-        return Raised(exception=exc)
-    return Returned(result=result)
+        """Run the body here; its answers are taken from (and its ``agent.state`` changes
+        made to) the context's own, so ``used`` and ``state`` stay empty."""
+        context = request.context
+        try:
+            result = await request.tool.run(request.tool_use, context)
+        except RelaySignal as signal:
+            return Asked(
+                interrupts=tuple(signal.interrupts), relayed=True, checkpoint=context._checkpoint
+            )
+        except InterruptSignal as signal:
+            return Asked(interrupts=(signal.interrupt,), checkpoint=context._checkpoint)
+        except Exception as exc:
+            return Raised(exception=exc)
+        return Returned(result=result)
 
 
 LOCAL = LocalExecutor()

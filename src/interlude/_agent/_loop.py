@@ -81,6 +81,7 @@ class Run:
         "agent",
         "audit",
         "clean",
+        "direct",
         "emit",
         "hooks",
         "identity",
@@ -98,9 +99,18 @@ class Run:
     )
 
     def __init__(
-        self, agent: Agent, progress: Progress, emit: Emit | None, journal: SessionLink | None
+        self,
+        agent: Agent,
+        progress: Progress,
+        emit: Emit | None,
+        journal: SessionLink | None,
+        *,
+        direct: bool = False,
     ) -> None:
         self.agent = agent
+        self.direct = direct
+        """A direct tool call's run (``agent.tool.x()``): it appends nothing and never
+        commits where the agent stands (a run may be going meanwhile)."""
         self.progress = progress
         self.emit = emit
         self.journal = journal
@@ -133,6 +143,8 @@ class Run:
         """Commit where the agent stands: the run's own conversation, if it grew since the
         last commit, and ``changes`` (see ``_standing``). Called at step boundaries: before
         callbacks run, before a save, before a tool body, and when the run ends or pauses."""
+        if self.direct:
+            return
         state = self.agent._state
         if len(self.messages) != len(state.messages):
             changes["messages"] = tuple(self.messages)
@@ -273,17 +285,20 @@ class Run:
         return event, await self.invoke(hooks, event)
 
     async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
-        scope = f"m{len(self.messages)}"
-        _, asked = await self.ask(BeforeInvocationEvent, scope, replay, self.agent, step.prompt)
-        if asked:
-            return _Paused(step, asked)
+        if self.hooks.has_callbacks(BeforeInvocationEvent):
+            scope = f"m{len(self.messages)}"
+            _, asked = await self.ask(BeforeInvocationEvent, scope, replay, self.agent, step.prompt)
+            if asked:
+                return _Paused(step, asked)
         return await self.append(step.prompt, BeforeModelCall())
 
     async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
-        message = self.messages[step.index]
-        _, asked = await self.ask(MessageAddedEvent, f"m{step.index}", replay, self.agent, message)
-        if asked:
-            return _Paused(step, asked)
+        if self.hooks.has_callbacks(MessageAddedEvent):
+            message = self.messages[step.index]
+            scope = f"m{step.index}"
+            _, asked = await self.ask(MessageAddedEvent, scope, replay, self.agent, message)
+            if asked:
+                return _Paused(step, asked)
         return step.then
 
     async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
@@ -293,11 +308,15 @@ class Run:
             raise CycleLimitError(
                 f"the invocation reached max_cycles={limit} model calls without a final reply"
             )
-        _, asked = await self.ask(BeforeModelCallEvent, f"m{len(self.messages)}", replay, agent)
-        if asked:
-            return _Paused(step, asked)
+        if self.hooks.has_callbacks(BeforeModelCallEvent):
+            scope = f"m{len(self.messages)}"
+            _, asked = await self.ask(BeforeModelCallEvent, scope, replay, agent)
+            if asked:
+                return _Paused(step, asked)
         if self.journal is not None:
             await self.checkpoint()
+        else:
+            self.commit()  # the conversation the model is sent is where the agent stands
         self.progressed = True
         try:
             manager = self.spec.conversation
@@ -316,16 +335,14 @@ class Run:
 
     async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
         agent, progress = self.agent, self.progress
-        event, asked = await self.ask(
-            AfterModelCallEvent,
-            f"m{len(self.messages)}",
-            replay,
-            agent,
-            step.response,
-            step.exception,
-        )
-        if asked:
-            return _Paused(step, asked)
+        event = None
+        if self.hooks.has_callbacks(AfterModelCallEvent):
+            scope = f"m{len(self.messages)}"
+            event, asked = await self.ask(
+                AfterModelCallEvent, scope, replay, agent, step.response, step.exception
+            )
+            if asked:
+                return _Paused(step, asked)
         if event is not None and event.retry:
             progress.answers.forget(event._used_ids())
             progress.model_retries += 1
@@ -405,11 +422,14 @@ class Run:
         return await self.append(close_batch(step, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
+        if not self.hooks.has_callbacks(AfterInvocationEvent):
+            return step.result
         scope = f"m{len(self.messages) - 1}"
         event, asked = await self.ask(AfterInvocationEvent, scope, replay, self.agent, step.result)
         if asked:
             return _Paused(step, asked)
-        return step.result if event is None else event.result
+        assert event is not None
+        return event.result
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -418,6 +438,8 @@ class Run:
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
         self.messages.append(message)  # committed at the next step boundary
+        if self.emit is not None:  # a stream's reader sees it in agent.messages
+            self.commit()
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
         self.progressed = True
@@ -483,7 +505,7 @@ class Run:
             tools=specs,
             system_prompt=spec.system_prompt,
             options=options,
-            state=agent.state,
+            state=agent._data,
             now=spec.clock(),
             emit=self.emit,
         )

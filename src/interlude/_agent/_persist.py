@@ -164,6 +164,7 @@ class SessionLink:
             await asyncio.sleep(self.lease / 3)
             self._held = None  # a fresh claim: its lease counts from now
             try:
+                run.commit()  # the journal's step with the conversation it is about
                 await self.save(run.identity, run.agent._state, run.position(), hold=True)
             except SessionConflictError as exc:  # someone took the session over: stop the run
                 self.lost = exc

@@ -72,8 +72,12 @@ def adopted(loaded: Decoded) -> tuple[AgentState, dict[str, JsonValue]]:
 def adopt_stored(agent: Agent, link: SessionLink, stored: StoredSession | None) -> None:
     """Load the agent's session from what the store holds (``stored``); nothing changes on
     error (a corrupt, forged or foreign session)."""
-    if not agent._unloaded:  # loaded meanwhile
-        return
+    with agent._load_lock:  # one loader at a time (a sync property read from another thread)
+        if agent._unloaded:
+            _adopt_stored(agent, link, stored)
+
+
+def _adopt_stored(agent: Agent, link: SessionLink, stored: StoredSession | None) -> None:
     loaded = link.decode(stored, agent._spec.signing_key, agent.name)
     if agent.name is not None and link.agent_name not in (None, agent.name):
         raise ConfigurationError(

@@ -46,6 +46,12 @@ class HookRegistry:
             raise ConfigurationError(f"not a hook provider (no register_hooks): {provider!r}")
         provider.register_hooks(self)
 
+    def copy(self) -> HookRegistry:
+        """A registry with the same callbacks; callbacks added to either later stay its own."""
+        new = HookRegistry()
+        new._callbacks = {kind: list(callbacks) for kind, callbacks in self._callbacks.items()}
+        return new
+
     def has_callbacks(self, event_type: type[HookEvent]) -> bool:
         return bool(self._callbacks.get(event_type))
 

@@ -97,8 +97,14 @@ async def assemble(
     """The reply a model's event ``stream`` makes; each event but the stop is given to ``emit``
     as it comes. ModelError if the stream ends without a stop event (``model`` names it)."""
     reply = _Reply()
+    text = reply.text
     stop: ModelStop | None = None
     async for event in stream:
+        if type(event) is TextDelta and not reply.reasoning:  # the common case, inline
+            if emit is not None:
+                emit(event)
+            text.append(event.text)
+            continue
         if isinstance(event, ModelStop):
             stop = event
             continue

@@ -1,0 +1,144 @@
+"""Where an agent stands is one committed value: what a hostile review of the redesign tried.
+
+Each test is a scenario where the agent's conversation, as users and stores see it, could have
+disagreed with the run's own copy, or a copy of an agent could have changed the original.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from interlude import Agent, Message, Text, ToolUse, tool
+from interlude._agent import LOCAL, Lost, ToolOutcome, ToolRequest
+from interlude.conversation import SlidingWindow
+from interlude.errors import ConfigurationError
+from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
+from interlude.sessions import MemoryStore
+from interlude.testing import ScriptedModel
+
+
+@tool
+def lookup(x: int) -> str:
+    """Look something up."""
+    return f"found {x}"
+
+
+def test_a_direct_tool_call_leaves_a_stored_conversation_alone() -> None:
+    store = MemoryStore()
+    Agent(ScriptedModel(["hi"]), tools=[lookup], session=store, session_id="s")("hello")
+    again = Agent(ScriptedModel(["again"]), tools=[lookup], session=store, session_id="s")
+    again.hooks.add_callback(AfterToolCallEvent, lambda e: None)
+    assert again.tool.lookup(x=1).text == "found 1"  # before anything was loaded
+    assert [m.text for m in again.messages] == ["hello", "hi"]
+    assert again("more").stop_reason == "end_turn"
+    assert [m.text for m in again.messages] == ["hello", "hi", "more", "again"]
+
+
+async def test_a_direct_call_during_a_run_does_not_roll_the_conversation_back() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Wait."""
+        started.set()
+        await release.wait()
+        return "slow done"
+
+    agent = Agent(ScriptedModel(["hi"]), tools=[slow])
+    agent.hooks.add_callback(AfterToolCallEvent, lambda e: None)
+    direct = asyncio.ensure_future(agent.tool.slow.call_async())
+    await started.wait()
+    await agent.invoke_async("hello")  # the run ends while the direct call's body waits
+    release.set()
+    assert (await direct).text == "slow done"
+    assert [m.text for m in agent.messages] == ["hello", "hi"]
+
+
+def test_the_conversation_of_a_session_cannot_be_replaced() -> None:
+    store = MemoryStore()
+    agent = Agent(ScriptedModel(["hi"]), session=store, session_id="s")
+    agent("my card number is 4111")
+    with pytest.raises(ConfigurationError, match="append-only"):
+        agent.messages = [Message("user", [Text("[redacted]")])]
+    assert agent.messages[0].text == "my card number is 4111"
+
+
+def test_a_new_conversation_forgets_what_the_manager_decided_about_the_old_one() -> None:
+    turns = [Message("user" if i % 2 == 0 else "assistant", [Text(f"m{i}")]) for i in range(8)]
+    agent = Agent(ScriptedModel(["a"]), messages=turns, conversation=SlidingWindow())
+    data = agent.export_state()
+    data["state"] = {"interlude.conversation": {"start": 6, "summary": "about m0-m5"}}
+    agent.import_state(data)
+    assert "interlude.conversation" in agent.export_state()["state"]
+    agent.messages = []
+    assert "interlude.conversation" not in agent.export_state()["state"]
+    assert agent("fresh").stop_reason == "end_turn"
+    assert [m.text for m in agent.messages] == ["fresh", "a"]
+
+
+async def test_a_streamed_message_is_in_agent_messages_when_its_event_arrives() -> None:
+    from interlude import MessageAppended
+
+    agent = Agent(ScriptedModel(["hi"]))
+    seen: list[bool] = []
+    async for event in agent.stream_async("hello"):
+        if isinstance(event, MessageAppended):
+            seen.append(event.message in agent.messages)
+    assert seen == [True, True]
+
+
+def test_a_typed_answer_is_the_callers_own_copy() -> None:
+    got: list[Any] = []
+
+    def ask(event: BeforeToolCallEvent) -> None:
+        answer = event.interrupt("approve", response_type=dict)
+        answer["items"].append("mine")  # the callback's own copy
+        got.append(answer)
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "lookup", {"x": 1})], "ok"]), tools=[lookup])
+    agent.hooks.add_callback(BeforeToolCallEvent, ask)
+    [question] = agent("go").interrupts
+    assert agent.resume({question.id: {"items": []}}).stop_reason == "end_turn"
+    assert got == [{"items": ["mine"]}]
+    assert agent.audit[0].answer == {"items": []}
+
+
+def test_a_copy_made_from_a_spec_has_its_own_hooks() -> None:
+    from dataclasses import replace
+
+    original = Agent(ScriptedModel([]), name="support")
+    copy = Agent.from_spec(replace(original.spec, name="billing"))
+    copy.hooks.add_callback(BeforeToolCallEvent, lambda e: None)
+    assert copy.hooks.has_callbacks(BeforeToolCallEvent)
+    assert not original.hooks.has_callbacks(BeforeToolCallEvent)
+    assert copy.name == "billing" and original.name == "support"
+
+
+def test_a_call_lost_again_and_again_ends_with_an_error_result() -> None:
+    """An executor that keeps losing an idempotent call does not loop forever."""
+
+    class Losing:
+        def __init__(self) -> None:
+            self.tries = 0
+
+        async def call_model(self, call: Any) -> Any:
+            return await LOCAL.call_model(call)
+
+        async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+            self.tries += 1
+            return Lost(reason="the worker vanished")
+
+    @tool(idempotent=True)
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    losing = Losing()
+    agent = Agent(ScriptedModel([[ToolUse("t1", "ping", {})], "ok"]), tools=[ping], max_retries=2)
+    agent.executor = losing
+    assert agent("go").stop_reason == "end_turn"
+    assert losing.tries == 3
+    assert "lost again and again" in agent.messages[2].content[0].text
