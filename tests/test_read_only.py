@@ -297,3 +297,11 @@ async def test_agent_open_loads_the_session_before_it_returns() -> None:
     assert store.loads == loads + 1
     assert [m.text for m in again.messages] == ["hello", "hi"]
     assert store.loads == loads + 1  # read once
+
+
+def test_exported_state_is_plain_json_to_change() -> None:
+    agent = Agent(ScriptedModel([[ToolUse("t1", "pay", {"amount": 10})], "done"]))
+    agent("pay")
+    data = agent.export_state()
+    data["messages"][1]["content"][0]["input"]["amount"] = 0  # redacting an archived copy
+    assert agent.messages[1].tool_uses[0].input == {"amount": 10}

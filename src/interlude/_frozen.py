@@ -95,6 +95,14 @@ def freeze(value: Any) -> Any:
 
 def thaw(value: Any) -> Any:
     """A plain, editable deep copy of a (frozen) JSON value."""
+    t = type(value)
+    if t in _SCALARS:
+        return value
+    if t is FrozenDict or t is dict:
+        out = {}
+        for k, v in value.items():
+            out[k] = v if type(v) in _SCALARS else thaw(v)
+        return out
     if isinstance(value, dict):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ._frozen import FrozenList, freeze, thaw
+from ._frozen import FrozenList, freeze
 from .errors import StateFormatError
 
 __all__ = [
@@ -177,7 +177,7 @@ def block_to_dict(block: ContentBlock | ToolResultBlock) -> dict[str, JsonValue]
         case Text(text):
             return {"type": "text", "text": text}
         case Json(value):
-            return {"type": "json", "value": thaw(value)}  # plain JSON: the caller's own
+            return {"type": "json", "value": value}
         case Image(media_type, data):
             import base64
 
@@ -192,7 +192,7 @@ def block_to_dict(block: ContentBlock | ToolResultBlock) -> dict[str, JsonValue]
                 out["redacted"] = redacted
             return out
         case ToolUse(id, name, input):
-            return {"type": "tool_use", "id": id, "name": name, "input": thaw(input)}
+            return {"type": "tool_use", "id": id, "name": name, "input": input}
         case ToolResult(tool_use_id, status, content):
             return {
                 "type": "tool_result",

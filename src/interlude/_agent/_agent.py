@@ -26,8 +26,8 @@ from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
-from ._spec import AgentSpec, SpecField, tools_by_name
-from ._standing import AgentState, Identity, check_reserved, replace
+from ._spec import AgentSpec, SpecField, replace, tools_by_name
+from ._standing import AgentState, Identity, check_reserved
 
 if TYPE_CHECKING:
     import asyncio
@@ -261,7 +261,7 @@ class Agent:
                 "stopped run: resume, recover or discard it first"
             )
         # A new conversation: what the conversation manager decided was about the old one.
-        self._commit(replace(self._loaded(), messages=tuple(new), conversation=None))
+        self._commit(self._loaded().but(messages=tuple(new), conversation=None))
 
     @property
     def tools(self) -> dict[str, AgentTool]:
@@ -496,18 +496,22 @@ class Agent:
         """The whole agent state (conversation, agent state, pause) as versioned JSON data."""
         if self._running:
             raise AgentBusyError("cannot export state while a run is going")
+        from .._frozen import thaw
         from ._codec import encode_state
 
         standing = self._loaded()
-        return encode_state(
-            list(standing.messages),
-            self._saved_state(),
-            standing.position,
-            list(self._tools),
-            agent=self.name,
-            audit=list(standing.audit),
-            key=self._key,
+        exported: dict[str, JsonValue] = thaw(  # plain JSON: the caller's own to change
+            encode_state(
+                list(standing.messages),
+                self._saved_state(),
+                standing.position,
+                list(self._tools),
+                agent=self.name,
+                audit=list(standing.audit),
+                key=self._key,
+            )
         )
+        return exported
 
     def import_state(self, data: Mapping[str, JsonValue]) -> None:
         """Replace this agent's state with ``data`` from :meth:`export_state`.
@@ -588,7 +592,7 @@ class Agent:
         """``state`` with ``agent.state`` as it is now committed into it (read-only copy)."""
         from .._frozen import freeze
 
-        return replace(state, data=freeze(self.state))
+        return state.but(data=freeze(self.state))
 
     def _commit(self, state: AgentState) -> None:
         """Make ``state`` where the agent stands: the one place its standing changes (called

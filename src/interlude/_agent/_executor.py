@@ -4,15 +4,17 @@ The loop decides everything (steps, hooks, answers, the journal); an executor on
 the two things that reach outside it, each given as a typed request and answered with a typed
 value. ``LocalExecutor`` performs them in this process, as every agent does by default; an
 integration (a durable execution engine running each as an activity) gives the agent another
-with ``agent.with_executor(...)``. An executor never touches the agent: what a tool body
-changed or used comes back in its outcome and the loop applies it.
+by setting ``agent.executor``. An executor never touches the agent: what a tool body changed
+or used comes back in its outcome and the loop applies it. Requests and outcomes are immutable
+named tuples (one of each is made per model call and tool body: a tuple is made several times
+faster than a frozen dataclass); build them by keyword.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, Message, ToolResult, ToolUse
@@ -40,8 +42,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ModelCall:
+class ModelCall(NamedTuple):
     """One model call: the conversation as the model is sent it (the conversation manager's
     view), the tool specs, the system prompt and the output options (``Model.stream`` keyword
     arguments: the output schema of a structured run)."""
@@ -54,18 +55,11 @@ class ModelCall:
     state: Mapping[str, JsonValue]
     """``agent.state`` as the call sees it (read-only)."""
     now: float
-    emit: Any = field(default=None, compare=False)
+    emit: Any = None
     """Where stream events go as they come (None: nowhere)."""
 
-    def stream(self) -> Any:
-        """The model's event stream for this call."""
-        return self.model.stream(
-            list(self.messages), list(self.tools), self.system_prompt, **self.options
-        )
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ToolRequest:
+class ToolRequest(NamedTuple):
     """One tool body to run: ``tool`` on ``tool_use`` (the call as the before-hooks left it),
     with the answers of this invocation and what the body kept when it last stopped, both in
     ``context``. ``at_most_once``: the body must not be run twice by the executor (a lost
@@ -110,8 +104,7 @@ class StateDelta:
             state.pop(key, None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Returned:
+class Returned(NamedTuple):
     """The body returned ``result``."""
 
     result: ToolResult
@@ -122,8 +115,7 @@ class Returned:
     """What the body changed in ``agent.state``, when it ran elsewhere."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Raised:
+class Raised(NamedTuple):
     """The body raised ``exception`` (the model gets an error result naming it)."""
 
     exception: Exception
@@ -131,8 +123,7 @@ class Raised:
     state: StateDelta | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Asked:
+class Asked(NamedTuple):
     """The body stopped with questions: one it asked, or several it relayed (``relayed``, a
     sub-agent's); ``checkpoint`` is what it kept for its re-run."""
 
@@ -143,8 +134,7 @@ class Asked:
     state: StateDelta | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Lost:
+class Lost(NamedTuple):
     """The executor lost the call: it may or may not have run (``reason`` says why). The call
     is *in doubt*, exactly as after a crash: the loop decides (a person, for most tools)."""
 
@@ -168,7 +158,15 @@ class LocalExecutor:
     """Model calls and tool bodies in this process."""
 
     async def call_model(self, call: ModelCall) -> ModelResponse:
-        return await assemble(call.stream(), call.emit, call.model)
+        model = call.model
+        messages, tools = call.messages, call.tools
+        stream = model.stream(
+            messages if type(messages) is list else list(messages),
+            tools if type(tools) is list else list(tools),
+            call.system_prompt,
+            **call.options,
+        )
+        return await assemble(stream, call.emit, model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
         """Run the body here; its answers are taken from (and its ``agent.state`` changes

@@ -321,7 +321,7 @@ class Run:
         try:
             manager = self.spec.conversation
             if manager is None:
-                call = self.call_model()
+                call = self.spec.executor.call_model(self.model_call())
             else:
                 from ._conversation import call_managed
 

@@ -9,7 +9,7 @@ Only the loop creates and changes these objects.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
 
 from .._interrupt import Answers, Interrupt
 from .._messages import Message, ToolResult, ToolUse, Usage
@@ -153,8 +153,7 @@ class Progress:
     """The output type the invocation must end with (None: a plain text reply)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
+class Position(NamedTuple):
     """Where a run stands: the step to carry on from, its progress and the questions it waits
     on. With questions it is a pause; without, it is the journal of a run that is going (or
     whose process stopped before it finished: a *stopped run*, carried on by ``recover``)."""

@@ -19,7 +19,7 @@ from .._frozen import freeze
 from .._sync import run_sync
 from ..errors import ConfigurationError, StateMismatchError
 from ._results import closing_message
-from ._standing import AgentState, replace
+from ._standing import AgentState
 from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
@@ -143,13 +143,13 @@ def discarded(state: AgentState) -> AgentState:
     what = "pause" if pause.interrupts else "stopped run"
     message = closing_message(state.messages, pause.step, f"cancelled: the {what} was discarded")
     closed = state if message is None else state.appended(message)
-    return replace(closed, position=None)
+    return closed.at(None)
 
 
 async def put_back(agent: Agent, pause: Position | None) -> None:
     """A run that did not get past the pause it resumed leaves it as it was, also in the
     store (a failure to save that is not the run's error)."""
-    new = agent._with_data(replace(agent._state, position=pause))
+    new = agent._with_data(agent._state.at(pause))
     agent._commit(new)
     if agent._session is not None:
         with contextlib.suppress(Exception):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
+from .._frozen import FrozenList
 from .._messages import Message, Reasoning, Text, ToolUse
 from .._stream import (
     ModelResponse,
@@ -35,7 +36,7 @@ class _Reply:
     __slots__ = ("blocks", "latest", "reasoning", "signature", "text", "tools")
 
     def __init__(self) -> None:
-        self.blocks: list[Text | Reasoning | ToolUse] = []
+        self.blocks: list[Text | Reasoning | ToolUse | None] = []
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.signature: str | None = None
@@ -62,7 +63,7 @@ class _Reply:
             self.flush()
             self.latest[event.tool_use_id] = len(self.tools)
             self.tools.append((event.tool_use_id, event.name, event.input, []))
-            self.blocks.append(ToolUse(event.tool_use_id, event.name, {}))  # placeholder
+            self.blocks.append(None)  # the tool use's place: built once its input is whole
         elif isinstance(event, ToolUseDelta):
             slot = self.latest.get(event.tool_use_id)
             if slot is None:
@@ -87,8 +88,8 @@ class _Reply:
         blocks = self.blocks
         if self.tools:
             built = iter([_tool_use(*t) for t in self.tools])
-            blocks = [next(built) if isinstance(b, ToolUse) else b for b in blocks]
-        return Message("assistant", list(blocks))
+            blocks = [next(built) if b is None else b for b in blocks]
+        return Message("assistant", FrozenList(blocks))
 
 
 async def assemble(
@@ -97,20 +98,21 @@ async def assemble(
     """The reply a model's event ``stream`` makes; each event but the stop is given to ``emit``
     as it comes. ModelError if the stream ends without a stop event (``model`` names it)."""
     reply = _Reply()
-    text = reply.text
+    text, tools, latest = reply.text, reply.tools, reply.latest
     stop: ModelStop | None = None
     async for event in stream:
-        if type(event) is TextDelta and not reply.reasoning:  # the common case, inline
-            if emit is not None:
-                emit(event)
-            text.append(event.text)
-            continue
-        if isinstance(event, ModelStop):
+        kind = type(event)
+        if kind is ModelStop:
             stop = event
             continue
         if emit is not None:
             emit(event)
-        reply.add(event)
+        if kind is TextDelta and not reply.reasoning:  # the common cases, inline
+            text.append(event.text)
+        elif kind is ToolUseDelta and event.tool_use_id in latest:
+            tools[latest[event.tool_use_id]][3].append(event.input_json)
+        else:
+            reply.add(event)
     if stop is None:
         raise ModelError(f"the model stream of {type(model).__name__} ended without a stop event")
     return ModelResponse(reply.message(), stop.stop_reason, stop.usage)
