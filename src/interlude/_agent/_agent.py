@@ -16,7 +16,6 @@ from .._sync import run_sync
 from .._tools._spec import AgentTool, ToolSpec
 from ..errors import (
     AgentBusyError,
-    AgentPausedError,
     ConfigurationError,
     NotPausedError,
     StateFormatError,
@@ -245,23 +244,9 @@ class Agent:
 
     @messages.setter
     def messages(self, messages: Iterable[Message]) -> None:
-        new = list(messages)
-        if any(not isinstance(m, Message) for m in new):
-            raise ConfigurationError("messages must be Message objects")
-        if self._running:
-            raise AgentBusyError("the conversation cannot be replaced while a run is going")
-        if self._session is not None:
-            raise ConfigurationError(
-                f"the conversation of session {self._session.session_id!r} cannot be replaced: "
-                "a session's conversation is append-only (start a new session instead)"
-            )
-        if self._loaded().position is not None:
-            raise AgentPausedError(
-                "the conversation cannot be replaced while the agent is paused or holds a "
-                "stopped run: resume, recover or discard it first"
-            )
-        # A new conversation: what the conversation manager decided was about the old one.
-        self._commit(self._loaded().but(messages=tuple(new), conversation=None))
+        from ._transitions import replace_conversation
+
+        replace_conversation(self, list(messages))
 
     @property
     def tools(self) -> dict[str, AgentTool]:

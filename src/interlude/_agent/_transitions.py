@@ -16,8 +16,9 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .._frozen import freeze
+from .._messages import Message
 from .._sync import run_sync
-from ..errors import ConfigurationError, StateMismatchError
+from ..errors import AgentBusyError, AgentPausedError, ConfigurationError, StateMismatchError
 from ._results import closing_message
 from ._standing import AgentState
 from ._state import AfterModelCall, outstanding_batch
@@ -39,6 +40,7 @@ __all__ = [
     "discard",
     "discarded",
     "put_back",
+    "replace_conversation",
 ]
 
 
@@ -97,6 +99,28 @@ def _adopt_stored(agent: Agent, link: SessionLink, stored: StoredSession | None)
         if agent._state.position is None:
             close_pre_journal_crash(agent, link.legacy_resumed)
     agent._unloaded = False
+
+
+def replace_conversation(agent: Agent, new: list[Message]) -> None:
+    """A new conversation, between runs, for an agent without a session (ConfigurationError
+    with one: a session's conversation is append-only); what the conversation manager decided
+    about the old one goes with it."""
+    if any(not isinstance(m, Message) for m in new):
+        raise ConfigurationError("messages must be Message objects")
+    if agent._running:
+        raise AgentBusyError("the conversation cannot be replaced while a run is going")
+    if agent._session is not None:
+        raise ConfigurationError(
+            f"the conversation of session {agent._session.session_id!r} cannot be replaced: "
+            "a session's conversation is append-only (start a new session instead)"
+        )
+    if agent._loaded().position is not None:
+        raise AgentPausedError(
+            "the conversation cannot be replaced while the agent is paused or holds a "
+            "stopped run: resume, recover or discard it first"
+        )
+    # A new conversation: what the conversation manager decided was about the old one.
+    agent._commit(agent._loaded().but(messages=tuple(new), conversation=None))
 
 
 def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:
