@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from interlude import Agent, Message, Text, ToolUse, tool
+from interlude import Agent, Message, Text, ToolContext, ToolUse, tool
 from interlude._agent import LOCAL, Lost, ToolOutcome, ToolRequest
 from interlude.conversation import SlidingWindow
 from interlude.errors import ConfigurationError
@@ -142,3 +142,59 @@ def test_a_call_lost_again_and_again_ends_with_an_error_result() -> None:
     assert agent("go").stop_reason == "end_turn"
     assert losing.tries == 3
     assert "lost again and again" in agent.messages[2].content[0].text
+
+
+async def test_a_tool_body_changes_its_own_copy_of_agent_state_merged_when_it_is_done() -> None:
+    """Local bodies follow the rule of bodies run elsewhere: each changes its own copy, and
+    what it changed is applied at the step boundary."""
+    both_started = asyncio.Event()
+    seen: dict[str, Any] = {}
+    started: list[str] = []
+
+    @tool
+    async def first() -> str:
+        """First."""
+        agent.state["first"] = 1
+        started.append("first")
+        if len(started) == 2:
+            both_started.set()
+        await both_started.wait()
+        seen["first sees second"] = "second" in agent.state
+        return "1"
+
+    @tool
+    async def second() -> str:
+        """Second."""
+        agent.state["second"] = 2
+        del agent.state["old"]
+        started.append("second")
+        if len(started) == 2:
+            both_started.set()
+        await both_started.wait()
+        seen["second sees first"] = "first" in agent.state
+        return "2"
+
+    def after(event: AfterToolCallEvent) -> None:
+        seen[f"after {event.tool_use.name}"] = sorted(event.agent.state)
+
+    calls = [ToolUse("a", "first", {}), ToolUse("b", "second", {})]
+    agent = Agent(ScriptedModel([calls, "ok"]), tools=[first, second], state={"old": 0})
+    agent.hooks.add_callback(AfterToolCallEvent, after)
+    await agent.invoke_async("go")
+    assert seen["first sees second"] is False and seen["second sees first"] is False
+    assert agent.state == {"first": 1, "second": 2}
+    assert "first" in seen["after first"] and "second" in seen["after second"]
+
+
+def test_what_a_body_changed_before_it_asked_is_kept() -> None:
+    @tool
+    def count(ctx: ToolContext) -> str:
+        """Count tries, then ask."""
+        ctx.agent.state["tries"] = ctx.agent.state.get("tries", 0) + 1
+        return "ok" if ctx.interrupt("go on?") else "no"
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "count", {})], "done"]), tools=[count])
+    [question] = agent("go").interrupts
+    assert agent.state == {"tries": 1}
+    agent.resume({question.id: True})
+    assert agent.state == {"tries": 2}

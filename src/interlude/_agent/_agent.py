@@ -25,6 +25,7 @@ from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
+from ._overlay import BODY_STATE
 from ._spec import AgentSpec, SpecField, replace, tools_by_name
 from ._standing import AgentState, Identity, check_reserved
 
@@ -198,13 +199,20 @@ class Agent:
         agent's standing at each run's end (and saved with its session)."""
         if self._unloaded:
             self._load_now()
+        overlay = BODY_STATE.get()
+        if overlay is not None and overlay.owner is self:  # inside one of its tool bodies
+            return overlay
         return self._data
 
     @state.setter
     def state(self, value: Mapping[str, JsonValue]) -> None:
         if self._unloaded:
             self._load_now()
-        self._data = dict(value)
+        overlay = BODY_STATE.get()
+        if overlay is not None and overlay.owner is self:
+            overlay.replace_all(dict(value))
+        else:
+            self._data = dict(value)
 
     # --- the session ------------------------------------------------------------------------
 

@@ -322,7 +322,7 @@ def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> _Ran:
     if outcome.used:
         run.progress.answers.forget(list(outcome.used))
     if outcome.state is not None:
-        outcome.state.apply(run.agent.state)
+        outcome.state.apply(run.agent._data)  # merged at the step boundary
     match outcome:
         case Asked():
             call.checkpoint = outcome.checkpoint  # kept for the re-run

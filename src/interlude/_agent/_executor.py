@@ -21,6 +21,7 @@ from .._messages import JsonValue, Message, ToolResult, ToolUse
 from .._tools._context import RelaySignal, ToolContext
 from ..errors import InterruptSignal
 from ..models._assemble import assemble
+from ._overlay import BODY_STATE, Overlay
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse
@@ -77,7 +78,8 @@ class ToolRequest(NamedTuple):
     checkpoint: str | None
     """What the body kept (JSON text) when it last stopped with a question."""
     state: Mapping[str, JsonValue]
-    """``agent.state`` (read-only)."""
+    """``agent.state`` (read-only): a body gets its own copy, and what it changed comes back
+    in its outcome's ``state``."""
     now: float
     at_most_once: bool
 
@@ -112,7 +114,7 @@ class Returned(NamedTuple):
     """The ids of the answers the body took (each is handed out once), when it ran
     elsewhere (in this process it takes them from the run's own)."""
     state: StateDelta | None = None
-    """What the body changed in ``agent.state``, when it ran elsewhere."""
+    """What the body changed in ``agent.state`` (applied by the loop when the body is done)."""
 
 
 class Raised(NamedTuple):
@@ -172,17 +174,28 @@ class LocalExecutor:
         """Run the body here; its answers are taken from (and its ``agent.state`` changes
         made to) the context's own, so ``used`` and ``state`` stay empty."""
         context = request.context
+        overlay = Overlay(context.agent, request.state)  # the body's own agent.state
+        token = BODY_STATE.set(overlay)
         try:
             result = await request.tool.run(request.tool_use, context)
         except RelaySignal as signal:
             return Asked(
-                interrupts=tuple(signal.interrupts), relayed=True, checkpoint=context._checkpoint
+                interrupts=tuple(signal.interrupts),
+                relayed=True,
+                checkpoint=context._checkpoint,
+                state=overlay.delta(),
             )
         except InterruptSignal as signal:
-            return Asked(interrupts=(signal.interrupt,), checkpoint=context._checkpoint)
+            return Asked(
+                interrupts=(signal.interrupt,),
+                checkpoint=context._checkpoint,
+                state=overlay.delta(),
+            )
         except Exception as exc:
-            return Raised(exception=exc)
-        return Returned(result=result)
+            return Raised(exception=exc, state=overlay.delta())
+        finally:
+            BODY_STATE.reset(token)
+        return Returned(result=result, state=overlay.delta())
 
 
 LOCAL = LocalExecutor()

@@ -116,6 +116,9 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
         with contextlib.suppress(asyncio.CancelledError):
             await beat
     out = _as_json(outcome)
+    delta = getattr(outcome, "state", None)  # what the body changed of its copy of agent.state
+    if delta is not None:
+        delta.apply(agent.state)
     used = sorted(given - set(answers.values) - answers.expired)
     if used:  # answers the body took (each is handed out once): gone in the workflow too
         out["used"] = list(used)
