@@ -86,6 +86,7 @@ _LOOP_MODULES = (
     "._output",
     "._persist",
     "._results",
+    "._running",
     "._signing",
     "._state",
     "._subagent",
