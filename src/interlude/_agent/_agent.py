@@ -199,18 +199,18 @@ class Agent:
         agent's standing at each run's end (and saved with its session)."""
         if self._unloaded:
             self._load_now()
-        overlay = BODY_STATE.get()
-        if overlay is not None and overlay.owner is self:  # inside one of its tool bodies
-            return overlay
+        body = BODY_STATE.get()
+        if body is not None and body.agent is self:  # inside one of its tool bodies
+            return body.state(self._data)
         return self._data
 
     @state.setter
     def state(self, value: Mapping[str, JsonValue]) -> None:
         if self._unloaded:
             self._load_now()
-        overlay = BODY_STATE.get()
-        if overlay is not None and overlay.owner is self:
-            overlay.replace_all(dict(value))
+        body = BODY_STATE.get()
+        if body is not None and body.agent is self:
+            body.state(self._data).replace_all(dict(value))
         else:
             self._data = dict(value)
 

@@ -21,7 +21,7 @@ from .._messages import JsonValue, Message, ToolResult, ToolUse
 from .._tools._context import RelaySignal, ToolContext
 from ..errors import InterruptSignal
 from ..models._assemble import assemble
-from ._overlay import BODY_STATE, Overlay
+from ._overlay import BODY_STATE, Body
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse
@@ -171,11 +171,11 @@ class LocalExecutor:
         return await assemble(stream, call.emit, model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
-        """Run the body here; its answers are taken from (and its ``agent.state`` changes
-        made to) the context's own, so ``used`` and ``state`` stay empty."""
+        """Run the body here; its answers are taken from the context's own (``used`` stays
+        empty); what it changed of its own copy of ``agent.state`` comes back as ``state``."""
         context = request.context
-        overlay = Overlay(context.agent, request.state)  # the body's own agent.state
-        token = BODY_STATE.set(overlay)
+        body = Body(context.agent)  # its own agent.state, made when it first looks at it
+        token = BODY_STATE.set(body)
         try:
             result = await request.tool.run(request.tool_use, context)
         except RelaySignal as signal:
@@ -183,19 +183,19 @@ class LocalExecutor:
                 interrupts=tuple(signal.interrupts),
                 relayed=True,
                 checkpoint=context._checkpoint,
-                state=overlay.delta(),
+                state=body.delta(),
             )
         except InterruptSignal as signal:
             return Asked(
                 interrupts=(signal.interrupt,),
                 checkpoint=context._checkpoint,
-                state=overlay.delta(),
+                state=body.delta(),
             )
         except Exception as exc:
-            return Raised(exception=exc, state=overlay.delta())
+            return Raised(exception=exc, state=body.delta())
         finally:
             BODY_STATE.reset(token)
-        return Returned(result=result, state=overlay.delta())
+        return Returned(result=result, state=body.delta())
 
 
 LOCAL = LocalExecutor()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .._messages import JsonValue
     from ._executor import StateDelta
 
-__all__ = ["BODY_STATE", "Overlay"]
+__all__ = ["BODY_STATE", "Body", "Overlay"]
 
 
 class Overlay(dict[str, Any]):
@@ -94,5 +94,25 @@ class Overlay(dict[str, Any]):
         return StateDelta(set=changed, removed=tuple(self.removed))
 
 
-BODY_STATE: ContextVar[Overlay | None] = ContextVar("interlude_body_state", default=None)
-"""The overlay of the tool body running in this context, if any."""
+class Body:
+    """The tool body running in this context: whose ``agent.state`` it sees, and its overlay
+    once it has looked at the state (made then: most bodies never do)."""
+
+    __slots__ = ("agent", "overlay")
+
+    def __init__(self, agent: object) -> None:
+        self.agent = agent
+        self.overlay: Overlay | None = None
+
+    def state(self, data: Mapping[str, JsonValue]) -> Overlay:
+        """The body's own copy of the agent's ``data``."""
+        if self.overlay is None:
+            self.overlay = Overlay(self.agent, data)
+        return self.overlay
+
+    def delta(self) -> StateDelta | None:
+        return None if self.overlay is None else self.overlay.delta()
+
+
+BODY_STATE: ContextVar[Body | None] = ContextVar("interlude_body_state", default=None)
+"""The tool body running in this context, if any."""
