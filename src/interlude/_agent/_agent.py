@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._audit import EXPIRY, AuditEntry
@@ -26,7 +27,7 @@ from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
 from ._overlay import BODY_STATE
-from ._spec import AgentSpec, SpecField, replace, tools_by_name
+from ._spec import AgentSpec, SpecField, tools_by_name
 from ._standing import AgentState, Identity, check_reserved
 
 if TYPE_CHECKING:
@@ -569,13 +570,8 @@ class Agent:
         """``agent.state`` as it is saved: with the conversation manager's state, if any, under
         a reserved key (split off again when the state is loaded). StateFormatError if
         ``agent.state`` uses that key itself (it would not load, or load as the manager's)."""
-        from ..conversation import STATE_KEY
-
         check_reserved(self.state, StateFormatError)
-        conversation = self._state.conversation
-        if conversation is None:
-            return self.state
-        return {**self.state, STATE_KEY: conversation.to_dict()}
+        return self._state.but(data=self.state).saved_data()
 
     def _identity(self) -> Identity:
         """Who this agent is to its session: name, signing key, tools."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._executor import Executor
     from ._observe import Observer
 
-__all__ = ["AgentSpec", "SpecField", "check_settings", "replace", "tools_by_name"]
+__all__ = ["AgentSpec", "SpecField", "check_settings", "tools_by_name"]
 
 T = TypeVar("T")
 

@@ -134,8 +134,9 @@ class SubAgentTool:
     def _copy(self, clock: Callable[[], float]) -> Agent:
         """A fresh copy of the agent (everything it is, with the calling run's clock), with
         its own copy of ``agent.state`` and no conversation or session."""
+        from dataclasses import replace
+
         from ._agent import Agent
-        from ._spec import replace
 
         template = self.agent
         spec = replace(template.spec, clock=clock)
