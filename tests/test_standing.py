@@ -198,3 +198,43 @@ def test_what_a_body_changed_before_it_asked_is_kept() -> None:
     assert agent.state == {"tries": 1}
     agent.resume({question.id: True})
     assert agent.state == {"tries": 2}
+
+
+def test_an_executor_cannot_change_the_answers_it_is_handed() -> None:
+    """The answers in a tool request are a value: an executor that tries to clear them is
+    refused, and the body still gets the answer given on resume (it does not ask again)."""
+
+    @tool
+    def pay(amount: int, context: ToolContext) -> str:
+        """Pay."""
+        if context.interrupt("confirm", {"amount": amount}) != "yes":
+            return "declined"
+        return f"paid {amount}"
+
+    class Meddling:
+        refused = 0
+
+        async def call_model(self, call: Any) -> Any:
+            return await LOCAL.call_model(call)
+
+        async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+            for meddle in (
+                lambda: request.answers.values.clear(),  # type: ignore[attr-defined]
+                lambda: setattr(request.answers, "values", {}),
+            ):
+                try:
+                    meddle()
+                except (TypeError, AttributeError):
+                    self.refused += 1
+            return await LOCAL.run_tool(request)
+
+    meddling = Meddling()
+    model = ScriptedModel([[ToolUse("t1", "pay", {"amount": 10})], "done"])
+    agent = Agent(model, tools=[pay])
+    agent.executor = meddling
+    paused = agent("pay 10")
+    assert paused.stop_reason == "interrupt"
+    result = agent.resume({paused.interrupts[0].id: "yes"})
+    assert result.stop_reason == "end_turn"
+    assert agent.messages[2].content[0].content[0].text == "paid 10"
+    assert meddling.refused == 4  # both tries, on both runs of the body

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from ._frozen import freeze, thaw
@@ -157,7 +158,8 @@ def _time(value: object, where: str) -> float:
 
 
 class Answers:
-    """The answers given so far in one invocation, and the tool use each question showed.
+    """The answers given so far in one invocation, and the tool use each question showed: a
+    value (a change makes a new one).
 
     An answer to a question about a tool use applies to that tool use as it was shown: if a
     hook changes the input before the question is asked again, the answer does not carry over.
@@ -165,23 +167,55 @@ class Answers:
 
     __slots__ = ("asked", "clock", "expired", "shown", "values")
 
+    values: Mapping[str, JsonValue]
+    shown: Mapping[str, ToolUse]
+    expired: frozenset[str]
+    """Questions settled by their deadline passing: with a default, ``values`` holds it;
+    without one, the question has no value and asking it raises InterruptExpiredError."""
+    asked: Mapping[str, Interrupt]
+    """Questions of a pause that was resumed and may be asked again (those with a deadline):
+    asked again, a question keeps the time it was first raised, and so its deadline, also
+    across a crash and ``recover`` (saved with the pause)."""
+    clock: Callable[[], float]
+    """The agent's clock (when a question is raised)."""
+
     def __init__(
         self,
         values: Mapping[str, JsonValue] | None = None,
         shown: Mapping[str, ToolUse] | None = None,
         expired: Iterable[str] = (),
+        asked: Mapping[str, Interrupt] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.values: dict[str, JsonValue] = {k: freeze(v) for k, v in (values or {}).items()}
-        self.shown: dict[str, ToolUse] = dict(shown or {})
-        self.expired: set[str] = set(expired)
-        """Questions settled by their deadline passing: with a default, ``values`` holds it;
-        without one, the question has no value and asking it raises InterruptExpiredError."""
-        self.asked: dict[str, Interrupt] = {}
-        """Questions of a pause that was resumed and may be asked again (those with a
-        deadline): asked again, a question keeps the time it was first raised, and so its
-        deadline, also across a crash and ``recover`` (saved with the pause)."""
-        self.clock: Callable[[], float] = time.time
-        """The agent's clock (set by the run)."""
+        set_ = object.__setattr__
+        set_(self, "values", MappingProxyType({k: freeze(v) for k, v in (values or {}).items()}))
+        set_(self, "shown", MappingProxyType(dict(shown or {})))
+        set_(self, "expired", frozenset(expired))
+        set_(self, "asked", MappingProxyType(dict(asked or {})))
+        set_(self, "clock", clock)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Answers is a value: {name!r} cannot be set (make a new one)")
+
+    def __repr__(self) -> str:
+        return f"Answers(values={dict(self.values)!r}, expired={sorted(self.expired)!r})"
+
+    def _but(
+        self,
+        values: Mapping[str, JsonValue] | None = None,
+        shown: Mapping[str, ToolUse] | None = None,
+        expired: Iterable[str] | None = None,
+        asked: Mapping[str, Interrupt] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> Answers:
+        new = object.__new__(Answers)
+        set_ = object.__setattr__
+        set_(new, "values", self.values if values is None else MappingProxyType(dict(values)))
+        set_(new, "shown", self.shown if shown is None else MappingProxyType(dict(shown)))
+        set_(new, "expired", self.expired if expired is None else frozenset(expired))
+        set_(new, "asked", self.asked if asked is None else MappingProxyType(dict(asked)))
+        set_(new, "clock", self.clock if clock is None else clock)
+        return new
 
     def lookup(self, iid: str, tool_use: ToolUse | None) -> tuple[bool, JsonValue]:
         """(True, answer) if ``iid`` is answered for this tool use, else (False, None)."""
@@ -193,36 +227,60 @@ class Answers:
         return True, self.values[iid]
 
     def with_answers(self, new: Mapping[str, JsonValue], asked: Mapping[str, Interrupt]) -> Answers:
-        """A copy with ``new`` answers added to the questions in ``asked``."""
-        merged = Answers(self.values, self.shown, self.expired)
-        merged.asked = dict(self.asked)
+        """These answers and ``new`` ones to the questions in ``asked``."""
+        values, shown = dict(self.values), dict(self.shown)
         for iid, answer in new.items():
-            merged.values[iid] = freeze(answer)  # handed to callbacks: read-only
-            shown = asked[iid].tool_use
-            if shown is None:
-                merged.shown.pop(iid, None)
+            values[iid] = freeze(answer)  # handed to callbacks: read-only
+            tool_use = asked[iid].tool_use
+            if tool_use is None:
+                shown.pop(iid, None)
             else:
-                merged.shown[iid] = shown
-        return merged
+                shown[iid] = tool_use
+        return self._but(values=values, shown=shown)
 
-    def forget(self, ids: list[str]) -> None:
-        for iid in ids:
-            self.values.pop(iid, None)
-            self.shown.pop(iid, None)
-            self.expired.discard(iid)
+    def with_expired(self, question: Interrupt) -> Answers:
+        """These answers with ``question`` settled by its deadline: its default is its answer,
+        if it has one; else it has none (asking it raises InterruptExpiredError)."""
+        merged = self._but(expired=self.expired | {question.id})
+        if question.has_default:
+            return merged.with_answers({question.id: question.default}, {question.id: question})
+        if question.id not in merged.values:
+            return merged
+        values = dict(merged.values)
+        del values[question.id]
+        return merged._but(values=values)
 
-    def prune(self, index: int) -> None:
-        """Keep only the answers a later step can still ask for, once message ``index`` is
+    def with_asked(self, questions: Iterable[Interrupt]) -> Answers:
+        """These answers, remembering ``questions`` as asked (see ``asked``)."""
+        asked = dict(self.asked)
+        asked.update((q.id, q) for q in questions)
+        return self._but(asked=asked)
+
+    def with_clock(self, clock: Callable[[], float]) -> Answers:
+        return self._but(clock=clock)
+
+    def without(self, ids: Iterable[str]) -> Answers:
+        """These answers without those to ``ids`` (each is used once, or asked afresh)."""
+        gone = [i for i in ids if i in self.values or i in self.shown or i in self.expired]
+        if not gone:
+            return self
+        values = {k: v for k, v in self.values.items() if k not in gone}
+        shown = {k: v for k, v in self.shown.items() if k not in gone}
+        return self._but(values=values, shown=shown, expired=self.expired.difference(gone))
+
+    def pruned(self, index: int) -> Answers:
+        """Only the answers a later step can still ask for, once message ``index`` is
         appended: those of steps about message ``index`` or later. Answers about tool uses go
         when their batch's results are appended, so a pause holds only what its step needs."""
         if not self.values and not self.expired and not self.asked:
-            return
-        for iid in [i for i in self.values if not _still_asked(i, index)]:
-            del self.values[iid]
-            self.shown.pop(iid, None)
-        self.expired = {i for i in self.expired if _still_asked(i, index)}
-        if self.asked:
-            self.asked = {i: q for i, q in self.asked.items() if _still_asked(i, index)}
+            return self
+        values = {i: v for i, v in self.values.items() if _still_asked(i, index)}
+        return self._but(
+            values=values,
+            shown={i: t for i, t in self.shown.items() if i in values},
+            expired={i for i in self.expired if _still_asked(i, index)},
+            asked={i: q for i, q in self.asked.items() if _still_asked(i, index)},
+        )
 
 
 _MESSAGE_SOURCES = frozenset(

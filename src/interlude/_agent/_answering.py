@@ -102,17 +102,10 @@ def resume_plan(
     merged = p.answers.with_answers(answers, asked)
     for i in expired:
         audit.append(AuditEntry.of_expiry(i, now))
-        merged.expired.add(i.id)
-        if i.has_default:
-            merged = merged.with_answers({i.id: i.default}, asked)
-        else:
-            merged.values.pop(i.id, None)
+        merged = merged.with_expired(i)
     # Questions with a deadline keep their first raising when asked again.
-    merged.asked.update({k: q for k, q in asked.items() if q.expires_at is not None})
-    progress = Progress(
-        p.cycles, p.model_retries, p.usage, merged, traceparent=p.traceparent, output=p.output
-    )
-    return pause.step, progress, True, audit
+    merged = merged.with_asked(q for q in asked.values() if q.expires_at is not None)
+    return pause.step, p.but(answers=merged), True, audit
 
 
 def check_answers(
@@ -254,5 +247,5 @@ def bind_output(plan: Plan, output_type: Any) -> Plan:
         from ._output import for_prompt, for_resume
 
         output = for_resume(progress.output, output_type) if replay else for_prompt(output_type)
-        progress.output = output
+        return plan[0], progress.but(output=output), replay, plan[3]
     return plan

@@ -1,7 +1,9 @@
 """Tool batches: each tool use through its before-hooks, body and after-hooks, and the executors.
 
 A call's progress lives in its ``ToolCall`` (phase, kept result, retries), so a batch can stop
-at any call and carry on later exactly there.
+at any call and carry on later exactly there. Calls and batches are values: each change makes
+a new one, which the run keeps as where it stands (``put_call``, ``put_batch``) before anything
+can save or read it; the functions here return the call as they left it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import asyncio
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
-from .._interrupt import Answers, Interrupt, interrupt_id
+from .._interrupt import Interrupt, interrupt_id
 from .._messages import Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
 from .._tools._context import ToolContext
@@ -38,6 +40,7 @@ async def run_batch(run: StepContext, batch: ToolBatch, replay: bool) -> list[In
         interrupts = await _open(run, batch, replay)
         if interrupts:
             return interrupts
+        batch = run.batch()
     cancelled, approved = batch.cancelled, batch.approved
     pending = [c for c in batch.calls if c.phase != "done"]
     if run.spec.tool_executor == "sequential" or len(pending) == 1:
@@ -82,8 +85,9 @@ async def _open(run: StepContext, batch: ToolBatch, replay: bool) -> list[Interr
     scope = f"b{batch.message_index}"
     event, interrupts = await run.ask(BeforeToolsEvent, scope, replay, agent, uses, tools)
     if event is not None and not interrupts:
-        batch.opened, batch.cancelled = True, event.cancelled
-        batch.approved = bool(event._answered)
+        cancelled = MappingProxyType(dict(event.cancelled))
+        approved = bool(event._answered)
+        run.put_batch(batch._replace(opened=True, cancelled=cancelled, approved=approved))
     return interrupts
 
 
@@ -103,70 +107,82 @@ async def run_call(
     replay_before = replay and call.phase == "before"
     replay_after = replay and call.phase == "after"
     if call.phase == "running":  # its process stopped while the body ran: in doubt
-        question = _settle_in_doubt(run, call)
+        call, question = _settle_in_doubt(run, call)
         if question is not None:
             return [question]
     while True:
         if call.phase != "after":  # pending, before, or run again: body (interrupted), running
-            stopped = await _before_and_body(run, call, replay_before, cancelled, approved)
-            if stopped:
+            call, stopped = await _before_and_body(run, call, replay_before, cancelled, approved)
+            if stopped or call.phase != "after":  # questions, or done at once
                 return stopped
         if run.hooks.has_callbacks(AfterToolCallEvent):
-            interrupts = await _after(run, call, replay_after)
+            call, interrupts = await _after(run, call, replay_after)
             if interrupts is None:  # retried: from the before-hooks, afresh
                 replay_before = replay_after = False
                 continue
             if interrupts:
                 return interrupts
         assert call.result is not None
-        return _done(run, call, call.result)
+        _done(run, call, call.result)
+        return []
 
 
 async def _before_and_body(
     run: StepContext, call: ToolCall, replay: bool, cancelled: str | None, approved: bool
-) -> list[Interrupt]:
-    """The before-hooks (unless resumed past them) and the body; the questions that stop the
-    call (empty once its body finished: phase ``after``)."""
+) -> tuple[ToolCall, list[Interrupt]]:
+    """The before-hooks (unless resumed past them) and the body: the call as they left it
+    and the questions that stop it (empty once its body finished: phase ``after``)."""
     cancel_message: str | None = None
     if call.phase in ("pending", "before"):
         if cancelled is None and run.hooks.has_callbacks(BeforeToolCallEvent):
-            interrupts, cancel_message = await _before(run, call, replay, approved)
+            call, interrupts, cancel_message = await _before(run, call, replay, approved)
             if interrupts:
-                call.phase = "before"
-                return interrupts
-        else:  # no before-tool callbacks, or a call its batch cancelled
-            tool = run.spec.tools.get(call.tool_use.name)
-            call.active_use, call.tool, cancel_message = call.tool_use, tool, cancelled
-            call.tool_name = tool.name if tool else None
+                return run.put_call(call.but(phase="before")), interrupts
+        else:  # no before-tool callbacks, or a call its batch cancelled: the call as asked
+            cancel_message = cancelled  # (``_body`` selects its tool by name)
+            if call.active_use is not None:  # selected by hooks an earlier attempt had
+                call = call.but(active_use=None, tool=None, tool_name=None)
     # Else resumed after the body interrupted, or a person chose to run an in-doubt call
     # again: the body runs again from the top.
     lost = 0
     while True:
-        ran = await _body(run, call, cancel_message)
+        call, ran = await _body(run, call, cancel_message)
         if ran is None:  # lost: run it again, or settled by an answer given meanwhile
             if call.phase == "after":
-                return []
+                return call, []
             lost += 1
             if lost > run.spec.max_retries:
                 ran = _error(call.active_use or call.tool_use, _LOST), RuntimeError(_LOST)
             else:
                 continue
         if isinstance(ran, list):  # the body stopped with questions (or is in doubt)
-            return ran
-        call.result, call.exception = ran
-        call.cancel_message = cancel_message
-        call.checkpoint = None  # the body finished: nothing to pick up from any more
-        call.phase = "after"
+            return call, ran
+        result, exception = ran
+        if call.active_use is None:  # it did not start: the call as asked, and its tool
+            call = _as_asked(run, call)
+        if not run.hooks.has_callbacks(AfterToolCallEvent) and not (
+            run.journal is not None and run.in_flight
+        ):  # done at once: no callbacks to see the result first, no save to keep it for
+            _done(run, call, result)
+            return call, []
+        call = call.but(
+            result=result,
+            exception=exception,
+            cancel_message=cancel_message,
+            checkpoint=None,  # the body finished: nothing to pick up from any more
+            phase="after",
+        )
         if run.journal is not None and run.in_flight:  # siblings run: keep it now
+            run.put_call(call)
             await run.checkpoint()
-        return []
+        return call, []
 
 
 async def _before(
     run: StepContext, call: ToolCall, replay: bool, approved: bool
-) -> tuple[list[Interrupt], str | None]:
-    """Run the before-tool hooks and select what runs (``call.active_use``, ``call.tool``):
-    (questions, none) or (no questions, the cancel message if the call is not to run)."""
+) -> tuple[ToolCall, list[Interrupt], str | None]:
+    """Run the before-tool hooks and select what runs (``active_use``, ``tool``): the call,
+    the questions, and the cancel message if the call is not to run."""
     tool_use = call.tool_use
     tool: AgentTool | None = run.spec.tools.get(tool_use.name)
     before, interrupts = await run.ask(
@@ -174,25 +190,27 @@ async def _before(
     )
     assert before is not None
     if not interrupts and before.cancel_message is None and before.tool:
-        interrupts = _unbound(before, run.progress.answers)
+        interrupts = _unbound(run, before)
     if interrupts:
-        return interrupts, None
+        return call, interrupts, None
     cancel_message = before.cancel_message
     if approved and cancel_message is None and not before._answered:
         cancel_message = _changed(call.tool_use, tool, before)
     tool_use, tool = before.tool_use, before.tool
     if tool_use.id != call.tool_use.id:  # the result must answer the model's id
         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
-    call.active_use, call.tool = tool_use, tool
-    call.tool_name = tool.name if tool else None
-    return [], cancel_message
+    call = call.but(active_use=tool_use, tool=tool, tool_name=tool.name if tool else None)
+    return call, [], cancel_message  # kept where the run stands with its next phase
 
 
-async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interrupt] | None:
-    """The after-tool hooks: the questions that stop the call, [] when they passed (the call
-    is then done with the result they left), or None when a callback asked for a retry (the
+async def _after(
+    run: StepContext, call: ToolCall, replay: bool
+) -> tuple[ToolCall, list[Interrupt] | None]:
+    """The after-tool hooks: the call and the questions that stop it, [] when they passed
+    (the call then has the result they left), or None when a callback asked for a retry (the
     call is pending again)."""
     assert call.result is not None and call.active_use is not None
+    run.put_call(call)  # what the body came to is where the run stands before the callbacks
     after, interrupts = await run.ask(
         AfterToolCallEvent,
         call.tool_use.id,
@@ -206,30 +224,39 @@ async def _after(run: StepContext, call: ToolCall, replay: bool) -> list[Interru
     )
     assert after is not None
     if interrupts:  # an interrupt wins over a retry asked in the same pass
-        return interrupts
+        return call, interrupts
     if after.retry:
         # The retried call's after-hooks ask their questions afresh.
-        run.progress.answers.forget(after._used_ids())
-        call.retries += 1
-        if call.retries > run.spec.max_retries:
-            call.result, call.phase = after.result, "done"
+        progress = run.progress
+        run.progress = progress.but(answers=progress.answers.without(after._used_ids()))
+        retries = call.retries + 1
+        if retries > run.spec.max_retries:
+            run.put_call(call.but(retries=retries, result=after.result, phase="done"))
             raise RetryLimitError(
                 f"tool {call.tool_use.name!r} (tool use {call.tool_use.id!r}) was retried "
-                f"{call.retries - 1} times; the limit is max_retries={run.spec.max_retries}"
+                f"{retries - 1} times; the limit is max_retries={run.spec.max_retries}"
             )
-        call.phase, call.result, call.exception = "pending", None, None
-        return None
-    call.result = after.result
-    return []
+        call = call.but(
+            retries=retries,
+            phase="pending",
+            result=None,
+            exception=None,
+            active_use=None,  # selected afresh
+            tool=None,
+            tool_name=None,
+        )
+        return run.put_call(call), None
+    return run.put_call(call.but(result=after.result)), []
 
 
-def _done(run: StepContext, call: ToolCall, final: ToolResult) -> list[Interrupt]:
+def _done(run: StepContext, call: ToolCall, final: ToolResult) -> None:
     """The call is done with ``final`` (checked to be JSON)."""
-    call.result, call.phase = _json_checked(final), "done"
-    call.exception = None
+    final = _json_checked(final)
+    run.put_call(
+        call.but(result=final, phase="done", exception=None, cancel_message=None, checkpoint=None)
+    )
     if run.emit is not None:
         run.emit(ToolCallFinished(final))
-    return []
 
 
 _LOST = "the tool call was lost again and again by where it runs (its executor); not run again"
@@ -253,8 +280,10 @@ def _json_checked(result: ToolResult) -> ToolResult:
 
 
 def _selected(run: StepContext, call: ToolCall) -> AgentTool | None:
+    """The tool the before-hooks selected: this process's own object, or the agent's tool of
+    the name kept (a call that paused in another process)."""
     if call.tool is None and call.tool_name is not None:
-        call.tool = run.spec.tools.get(call.tool_name)
+        return run.spec.tools.get(call.tool_name)
     return call.tool
 
 
@@ -262,27 +291,46 @@ _Ran: TypeAlias = "tuple[ToolResult, BaseException | None] | list[Interrupt] | N
 """What running a body came to: (result, exception), questions, or None (run it again)."""
 
 
-async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) -> _Ran:
+async def _body(
+    run: StepContext, call: ToolCall, cancel_message: str | None
+) -> tuple[ToolCall, _Ran]:
     """Run the tool through the agent's executor, or make the error result of a call that
-    cannot run."""
+    cannot run: the call as it left it, and what it came to. A call no before-tool hook saw
+    (``active_use`` None) runs as the model asked, by the agent's tool of that name."""
     tool_use = call.active_use
-    assert tool_use is not None
+    if tool_use is None:
+        tool_use = call.tool_use
+        tool = run.spec.tools.get(tool_use.name)
+        selected = tool_use, tool, tool.name if tool else None
+    else:
+        tool = _selected(run, call)
+        selected = None
     if cancel_message is not None:
-        return _error(tool_use, cancel_message), None
-    tool = _selected(run, call)
+        return call, (_error(tool_use, cancel_message), None)
     if tool is None:
         if tool_use.name in run.spec.tools:
             problem = f"tool {tool_use.name!r} was not run: a before-tool hook selected no tool"
         else:
             known = ", ".join(sorted(run.spec.tools)) or "none"
             problem = f"unknown tool {tool_use.name!r} (available: {known})"
-        return _error(tool_use, problem), None
+        return call, (_error(tool_use, problem), None)
     raw = tool_use.input.get(INVALID_JSON_KEY)
     if isinstance(raw, str) and len(tool_use.input) == 1:
         problem = f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
-        return _error(tool_use, problem), None
+        return call, (_error(tool_use, problem), None)
     agent, spec = run.agent, run.spec
-    call.phase, call.started_at = "running", spec.clock()
+    if selected is None:
+        call = run.put_call(call.but(phase="running", started_at=spec.clock()))
+    else:
+        active_use, _, tool_name = selected
+        call = call.but(
+            phase="running",
+            started_at=spec.clock(),
+            active_use=active_use,
+            tool=tool,
+            tool_name=tool_name,
+        )
+        run.put_call(call)
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
     else:
@@ -290,15 +338,16 @@ async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) ->
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
+    answers = run.progress.answers
     request = ToolRequest(
         tool=tool,
         tool_use=tool_use,
         answer_id=call.answer_id,
-        context=ToolContext(tool_use, agent, run.progress.answers, call.checkpoint),
-        answers=run.progress.answers,
+        context=ToolContext(tool_use, agent, answers, call.checkpoint),
+        answers=answers,
         checkpoint=call.checkpoint,
         state=MappingProxyType(agent._data),
-        now=call.started_at,
+        now=call.started_at,  # type: ignore[arg-type]  # set just above
         at_most_once=spec.in_doubt == "ask" and not getattr(tool, "idempotent", False),
     )
     run.in_flight += 1
@@ -308,32 +357,39 @@ async def _body(run: StepContext, call: ToolCall, cancel_message: str | None) ->
             body = run.observer.observe_tool(request, body)
         outcome = await body
     except Exception as exc:
-        return _error(tool_use, f"{type(exc).__name__}: {exc}"), exc
+        return call, (_error(tool_use, f"{type(exc).__name__}: {exc}"), exc)
     finally:
         run.in_flight -= 1
     return _take(run, call, outcome)
 
 
-def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> _Ran:
+def _as_asked(run: StepContext, call: ToolCall) -> ToolCall:
+    """A call no before-tool hook saw: as the model asked for it, by the agent's tool of that
+    name (if any)."""
+    tool = run.spec.tools.get(call.tool_use.name)
+    return call.but(active_use=call.tool_use, tool=tool, tool_name=tool.name if tool else None)
+
+
+def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> tuple[ToolCall, _Ran]:
     """Apply what the body did (answers it used, agent.state it changed elsewhere)."""
     if isinstance(outcome, Lost):  # it may or may not have run: as after a crash
-        question = _settle_in_doubt(run, call)
-        return None if question is None else [question]
+        call, question = _settle_in_doubt(run, call)
+        return call, (None if question is None else [question])
     if outcome.used:
-        run.progress.answers.forget(list(outcome.used))
+        progress = run.progress
+        run.progress = progress.but(answers=progress.answers.without(outcome.used))
     if outcome.state is not None:
         outcome.state.apply(run.agent._data)  # merged at the step boundary
     match outcome:
         case Asked():
-            call.checkpoint = outcome.checkpoint  # kept for the re-run
-            call.phase = "body"
-            return list(outcome.interrupts)
+            call = run.put_call(call.but(checkpoint=outcome.checkpoint, phase="body"))
+            return call, list(outcome.interrupts)  # the checkpoint is kept for the re-run
         case Raised():
             exc = outcome.exception
             assert call.active_use is not None
-            return _error(call.active_use, f"{type(exc).__name__}: {exc}"), exc
+            return call, (_error(call.active_use, f"{type(exc).__name__}: {exc}"), exc)
         case Returned():
-            return outcome.result, None
+            return call, (outcome.result, None)
         case _:
             assert_never(outcome)
 
@@ -342,20 +398,21 @@ def _error(tool_use: ToolUse, text: str) -> ToolResult:
     return ToolResult(tool_use.id, "error", [Text(text)])
 
 
-def _unbound(before: BeforeToolCallEvent, answers: Answers) -> list[Interrupt]:
+def _unbound(run: StepContext, before: BeforeToolCallEvent) -> list[Interrupt]:
     """The questions to ask again because their answer was given for another call than the
-    one the before-hooks finally chose (fail closed: the person approves what runs)."""
+    one the before-hooks finally chose (fail closed: the person approves what runs); their
+    answers are forgotten."""
     answered = before._answered
     if not answered:
         return []
     assert before.tool is not None
+    answers = run.progress.answers
     final = ToolUse(before.tool_use.id, before.tool.name, before.tool_use.input)
     again: list[Interrupt] = []
     for iid, (name, reason) in answered.items():
         shown = answers.shown.get(iid)
         if shown is not None and (shown.name, shown.input) == (final.name, final.input):
             continue
-        answers.forget([iid])
         again.append(
             Interrupt(
                 id=iid,
@@ -366,6 +423,8 @@ def _unbound(before: BeforeToolCallEvent, answers: Answers) -> list[Interrupt]:
                 raised_at=answers.clock(),
             )
         )
+    if again:
+        run.progress = run.progress.but(answers=answers.without([q.id for q in again]))
     return again
 
 
@@ -415,18 +474,18 @@ def in_doubt_problem(answer: object) -> str | None:
     return f"an in-doubt call is settled with {IN_DOUBT_CHOICES}, got {answer!r:.80}"
 
 
-def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
+def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interrupt | None]:
     """Decide a call whose body started but whose result was never kept (its process stopped).
 
     Idempotent tools (and every tool under ``Agent(in_doubt="rerun")``) run again; otherwise a
     person decides: run it again, give the result it had, or tell the model it failed. Leaves
-    the call ready to carry on, or returns the question."""
+    the call ready to carry on (and returns it), or returns the question."""
     assert call.active_use is not None
     iid = interrupt_id("in_doubt", call.tool_use.id, "in_doubt")
     answers = run.progress.answers
     found, answer = answers.lookup(iid, call.active_use)
-    if found:
-        answers.forget([iid])  # used once: if it stops in doubt again, ask again
+    if found:  # used once: if it stops in doubt again, ask again
+        run.progress = run.progress.but(answers=answers.without([iid]))
         run.progressed = True
     else:
         tool = _selected(run, call)
@@ -441,7 +500,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
             when = datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat(
                 timespec="seconds"
             )
-            return Interrupt(
+            return call, Interrupt(
                 id=iid,
                 name="in_doubt",
                 reason={
@@ -457,7 +516,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
                 raised_at=run.spec.clock(),
             )
     if answer == "rerun":
-        return None  # phase "running": the loop runs the body again from the top
+        return call, None  # phase "running": the loop runs the body again from the top
     if answer == "fail":
         result = _error(
             call.active_use,
@@ -469,6 +528,5 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> Interrupt | None:
 
         assert isinstance(answer, dict)
         result = to_tool_result(call.active_use.id, answer["result"])
-    call.result, call.exception, call.cancel_message, call.phase = result, None, None, "after"
-    call.checkpoint = None
-    return None
+    call = call.but(result=result, exception=None, cancel_message=None, phase="after")
+    return run.put_call(call.but(checkpoint=None)), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEntry
@@ -252,7 +253,7 @@ def encode_pause(
             "cycles": p.cycles,
             "model_retries": p.model_retries,
             "usage": p.usage.to_dict(),
-            "answers": p.answers.values,
+            "answers": dict(p.answers.values),
             "shown": {k: tool_use_to_dict(v) for k, v in p.answers.shown.items()},
         },
     }
@@ -298,6 +299,7 @@ def decode_pause(data: Any, where: str) -> Position:
         raise StateFormatError(
             f"{pw}.traceparent: expected a W3C traceparent, got {_show(traceparent)}"
         )
+    questions = [Interrupt.from_dict(x, f"{pw}.asked[{i}]") for i, x in enumerate(asked)]
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -306,14 +308,11 @@ def decode_pause(data: Any, where: str) -> Position:
             answers,
             {k: tool_use_from_dict(v, f"{pw}.shown[{k!r}]") for k, v in shown.items()},
             expired,
+            {q.id: q for q in questions},
         ),
         traceparent=traceparent,
+        output=None if p.get("output") is None else _decode_output(p["output"], f"{pw}.output"),
     )
-    for i, x in enumerate(asked):
-        question = Interrupt.from_dict(x, f"{pw}.asked[{i}]")
-        progress.answers.asked[question.id] = question
-    if p.get("output") is not None:
-        progress.output = _decode_output(p["output"], f"{pw}.output")
     return Position(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
 
 
@@ -415,9 +414,9 @@ def _decode_step(data: Any, where: str, nested: int = 0) -> Step:
             )
         batch = ToolBatch(
             _int(d, "message_index", where),
-            [_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)],
+            tuple(_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)),
             opened,
-            dict(cancelled),
+            MappingProxyType(dict(cancelled)),
             approved,
         )
         unknown = sorted(set(cancelled) - {c.tool_use.id for c in batch.calls})
@@ -484,7 +483,13 @@ def _decode_call(data: Any, where: str) -> ToolCall:
         tool_use=tool_use,
         phase=phase,
         retries=retries,
-        active_use=(None if active is None else tool_use_from_dict(active, f"{where}.active_use")),
+        active_use=(
+            tool_use_from_dict(active, f"{where}.active_use")
+            if active is not None
+            else tool_use
+            if phase in ("running", "body", "after")
+            else None
+        ),
         tool_name=_opt_str(d, "tool_name", where),
         result=None if result is None else tool_result_from_dict(result, f"{where}.result"),
         exception=(
@@ -495,8 +500,6 @@ def _decode_call(data: Any, where: str) -> ToolCall:
         model_id=_opt_str(d, "model_id", where),
         checkpoint=None if d.get("checkpoint") is None else json.dumps(d["checkpoint"]),
     )
-    if phase in ("running", "body", "after") and call.active_use is None:
-        call.active_use = tool_use
     if phase in ("after", "done") and call.result is None:
         raise StateFormatError(f"{where}.result: a call in phase {phase!r} needs its result")
     return call

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._observe import Observer
     from ._persist import SessionLink
     from ._spec import AgentSpec
-    from ._state import MessageAdded, Progress, Step
+    from ._state import MessageAdded, Progress, Step, ToolBatch, ToolCall
 
 __all__ = ["StepContext"]
 
@@ -52,6 +52,12 @@ class StepContext(Protocol):
     ) -> tuple[E | None, list[Interrupt]]: ...
 
     def commit(self, **changes: Any) -> None: ...
+
+    def batch(self) -> ToolBatch: ...
+
+    def put_call(self, call: ToolCall) -> ToolCall: ...
+
+    def put_batch(self, batch: ToolBatch) -> None: ...
 
     async def append(self, message: Message, then: Step) -> MessageAdded: ...
 

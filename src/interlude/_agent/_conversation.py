@@ -53,7 +53,8 @@ class _Reduction:
                 parts.append(event.text)
             elif isinstance(event, ModelStop):
                 usage = event.usage
-        self.run.progress.usage = self.run.progress.usage + usage
+        progress = self.run.progress
+        self.run.progress = progress.but(usage=progress.usage + usage)
         return "".join(parts)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .._messages import JsonValue, ToolResult, ToolUse
 from .._sync import run_sync
 from ..errors import DirectToolInterruptError, UnknownToolError
-from ._state import Progress, ToolCall
+from ._state import Progress, ToolBatch, ToolCall
 
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
@@ -57,6 +57,7 @@ class DirectTool:
         tool_use = ToolUse(f"direct_{os.urandom(6).hex()}", self._tool.name, dict(kwargs))
         call = ToolCall(tool_use)
         run = Run(self._agent, Progress(), None, None, direct=True)
+        run.step = ToolBatch(-1, (call,))  # a batch of its own, never appended
         interrupts = await run_call(run, call, False)
         if interrupts:
             names = ", ".join(repr(i.name) for i in interrupts)
@@ -65,5 +66,6 @@ class DirectTool:
                 "cannot pause. Run the tool through the agent to ask for approval.",
                 interrupts,
             )
-        assert call.result is not None
-        return call.result
+        result = run.batch().calls[0].result
+        assert result is not None
+        return result

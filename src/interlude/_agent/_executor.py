@@ -111,8 +111,7 @@ class Returned(NamedTuple):
 
     result: ToolResult
     used: tuple[str, ...] = ()
-    """The ids of the answers the body took (each is handed out once), when it ran
-    elsewhere (in this process it takes them from the run's own)."""
+    """The ids of the answers the body took (each is handed out once): the run forgets them."""
     state: StateDelta | None = None
     """What the body changed in ``agent.state`` (applied by the loop when the body is done)."""
 
@@ -171,8 +170,8 @@ class LocalExecutor:
         return await assemble(stream, call.emit, model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
-        """Run the body here; its answers are taken from the context's own (``used`` stays
-        empty); what it changed of its own copy of ``agent.state`` comes back as ``state``."""
+        """Run the body here; the answers it took come back as ``used``, what it changed of its
+        own copy of ``agent.state`` as ``state``."""
         context = request.context
         body = Body(context.agent)  # its own agent.state, made when it first looks at it
         token = BODY_STATE.set(body)
@@ -183,19 +182,21 @@ class LocalExecutor:
                 interrupts=tuple(signal.interrupts),
                 relayed=True,
                 checkpoint=context._checkpoint,
+                used=tuple(context._taken),
                 state=body.delta(),
             )
         except InterruptSignal as signal:
             return Asked(
                 interrupts=(signal.interrupt,),
                 checkpoint=context._checkpoint,
+                used=tuple(context._taken),
                 state=body.delta(),
             )
         except Exception as exc:
-            return Raised(exception=exc, state=body.delta())
+            return Raised(exception=exc, used=tuple(context._taken), state=body.delta())
         finally:
             BODY_STATE.reset(token)
-        return Returned(result=result, state=body.delta())
+        return Returned(result=result, used=tuple(context._taken), state=body.delta())
 
 
 LOCAL = LocalExecutor()

@@ -36,6 +36,7 @@ from ._executor import ModelCall
 from ._observe import observer_for
 from ._output import after_reply, finish, model_request
 from ._results import answered, close_batch, closing_message
+from ._standing import Conversation
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -145,11 +146,13 @@ class Run:
         callbacks run, before a save, before a tool body, and when the run ends or pauses."""
         if self.direct:
             return
-        state = self.agent._state
-        if len(self.messages) != len(state.messages):
-            changes["messages"] = tuple(self.messages)
-        if changes:
-            self.agent._commit(state.but(**changes))
+        agent = self.agent
+        state = agent._state
+        if len(self.messages) != len(state.messages):  # the run's list, as far as it went
+            state = state.with_messages(Conversation(self.messages))
+        elif not changes:
+            return
+        agent._commit(state.but(**changes) if changes else state)
 
     def position(self) -> Position | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
@@ -209,7 +212,7 @@ class Run:
 
         def drive(traceparent: str | None) -> Coroutine[Any, Any, AgentResult]:
             if traceparent is not None:
-                self.progress.traceparent = traceparent
+                self.progress = self.progress.but(traceparent=traceparent)
             return self.drive(step, replay)
 
         return drive
@@ -334,7 +337,7 @@ class Run:
         return AfterModelCall(response, None)
 
     async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
-        agent, progress = self.agent, self.progress
+        agent = self.agent
         event = None
         if self.hooks.has_callbacks(AfterModelCallEvent):
             scope = f"m{len(self.messages)}"
@@ -343,12 +346,15 @@ class Run:
             )
             if asked:
                 return _Paused(step, asked)
+        progress = self.progress
         if event is not None and event.retry:
-            progress.answers.forget(event._used_ids())
-            progress.model_retries += 1
-            if progress.model_retries > self.spec.max_retries:
+            retries = progress.model_retries + 1
+            self.progress = progress.but(
+                answers=progress.answers.without(event._used_ids()), model_retries=retries
+            )
+            if retries > self.spec.max_retries:
                 raise RetryLimitError(
-                    f"the model call was retried {progress.model_retries - 1} times; "
+                    f"the model call was retried {retries - 1} times; "
                     f"the limit is max_retries={self.spec.max_retries}"
                 ) from step.exception
             return BeforeModelCall()
@@ -356,9 +362,9 @@ class Run:
             raise step.exception
         response = step.response
         assert response is not None
-        progress.model_retries = 0
-        progress.cycles += 1
-        progress.usage = progress.usage + response.usage
+        self.progress = progress = Progress(
+            progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:]
+        )
         message = response.message
         tool_uses = message.tool_uses
         if tool_uses and response.stop_reason == "max_tokens":
@@ -415,11 +421,28 @@ class Run:
             self.seen_ids = seen
         return self.seen_ids
 
+    def batch(self) -> ToolBatch:
+        """The tool batch the run stands at (its calls as they are now)."""
+        step = self.step
+        assert isinstance(step, ToolBatch)
+        return step
+
+    def put_call(self, call: ToolCall) -> ToolCall:
+        """Where the run stands: its batch with ``call`` (a new value of one of its calls)."""
+        self.step = self.step.with_call(call)  # type: ignore[union-attr]  # at a batch
+        return call
+
+    def put_batch(self, batch: ToolBatch) -> None:
+        """Where the run stands: ``batch`` (a new value of the batch it stands at)."""
+        self.batch()
+        self.step = batch
+
     async def _tool_batch(self, step: ToolBatch, replay: bool) -> _Outcome:
         interrupts = await run_batch(self, step, replay)
+        batch = self.batch()  # as its calls left it
         if interrupts:
-            return _Paused(step, interrupts)
-        return await self.append(close_batch(step, ""), BeforeModelCall())
+            return _Paused(batch, interrupts)
+        return await self.append(close_batch(batch, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
         if not self.hooks.has_callbacks(AfterInvocationEvent):
@@ -443,7 +466,10 @@ class Run:
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
         self.progressed = True
-        self.progress.answers.prune(index)
+        answers = self.progress.answers
+        pruned = answers.pruned(index)
+        if pruned is not answers:
+            self.progress = self.progress.but(answers=pruned)
         if self.emit is not None:
             self.emit(MessageAppended(message))
         return step  # saved at the next checkpoint, before anything can depend on it
@@ -515,7 +541,7 @@ class Run:
         return await self.spec.executor.call_model(self.model_call())
 
 
-def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCall]:
+def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> tuple[ToolCall, ...]:
     """The batch's calls, each with a tool-use id unique in the conversation.
 
     A model may repeat an id in one reply or reuse one from an earlier turn; questions and
@@ -530,4 +556,4 @@ def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> list[ToolCa
             calls.append(ToolCall(tu))
         else:
             calls.append(ToolCall(ToolUse(f"{tu.id}#{n}", tu.name, tu.input), model_id=tu.id))
-    return calls
+    return tuple(calls)

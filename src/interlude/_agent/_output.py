@@ -51,7 +51,7 @@ _DESCRIPTION = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class OutputState:
     """The output an invocation must end with: T's JSON Schema (kept in the state), T itself
     when this process knows it (never saved), and the invalid answers sent back so far."""
@@ -297,7 +297,8 @@ async def _retry(
     output = run.progress.output
     assert output is not None
     limit = run.spec.output_retries
-    output.retries += 1
+    output = replace(output, retries=output.retries + 1)
+    run.progress = run.progress.but(output=output)
     if output.retries > limit:
         raise OutputValidationError(
             f"the model's output does not fit the output type after {limit} retr"

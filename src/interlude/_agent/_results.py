@@ -67,7 +67,7 @@ def closing_message(messages: Sequence[Message], step: Step | None, reason: str)
         return None
     batch = None if step is None else outstanding_batch(step)
     if batch is None or batch.message_index != last:
-        batch = ToolBatch(last, [ToolCall(tu) for tu in messages[last].tool_uses])
+        batch = ToolBatch(last, tuple(ToolCall(tu) for tu in messages[last].tool_uses))
     return close_batch(batch, reason)
 
 

@@ -22,7 +22,7 @@ async def start(agent: Agent, plan: Plan, emit: Emit | None) -> AgentResult:
     from ._loop import Run
 
     step, progress, replay, audit = plan
-    progress.answers.clock = agent.clock
+    progress = progress.but(answers=progress.answers.with_clock(agent.clock))
     check_reserved(agent.state, StateFormatError)  # refused before anything is saved
     with agent._lock:
         if agent._running:

@@ -3,13 +3,16 @@
 A run is a state machine over the steps below. The step being worked on, plus the
 invocation's ``Progress``, is everything needed to carry on: when a run pauses, the pause is
 exactly that step (with the data it had gathered) and the questions it is waiting on.
-Only the loop creates and changes these objects.
+Every one of them is a value: the loop's handlers make a new one for each change (``but``,
+``with_call``) and the run keeps the latest as where it stands.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple, TypeAlias
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 from .._interrupt import Answers, Interrupt
 from .._messages import Message, ToolResult, ToolUse, Usage
@@ -67,8 +70,7 @@ class AfterModelCall:
 CallPhase = Literal["pending", "before", "running", "body", "after", "done"]
 
 
-@dataclass(slots=True, eq=False)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One tool use of a batch and how far it got.
 
     ``phase`` names where it stands: not started, paused in the before-hooks, running (the
@@ -95,7 +97,7 @@ class ToolCall:
     checkpoint: str | None = None
     """What the tool body kept (``ToolContext.checkpoint``, as JSON text) when it last stopped
     with a question (phases running and body): given back to it when it runs again."""
-    tool: AgentTool | None = field(default=None, repr=False)
+    tool: AgentTool | None = None
     """The selected tool object, when this process selected it (not persisted)."""
 
     @property
@@ -103,9 +105,18 @@ class ToolCall:
         """The id the tool result answers: the model's own."""
         return self.model_id or self.tool_use.id
 
+    def but(self, **changes: Any) -> ToolCall:
+        """This call with ``changes`` (made at every change of phase: kept cheap)."""
+        new = tuple.__new__(ToolCall, map(changes.pop, _CALL_FIELDS, self))
+        if changes:
+            raise TypeError(f"ToolCall has no fields {sorted(changes)}")
+        return new
 
-@dataclass(slots=True)
-class ToolBatch:
+
+_NONE_CANCELLED: Mapping[str, str] = MappingProxyType({})
+
+
+class ToolBatch(NamedTuple):
     """The tool uses of the assistant message at ``message_index``.
 
     ``opened`` is set once the batch's ``BeforeToolsEvent`` callbacks passed (so a later pause
@@ -114,13 +125,37 @@ class ToolBatch:
     set when they passed using at least one answer: then a call that its before-tool hooks
     change from what the batch event showed runs only if one of its own questions, answered
     for the changed call, covers it (fail closed: the batch answer approved the calls shown).
+
+    Like ``ToolCall`` and ``Progress``, a named tuple: the loop makes a new one at each change
+    of a call, and a tuple is made several times faster than a frozen dataclass.
     """
 
     message_index: int
-    calls: list[ToolCall]
+    calls: tuple[ToolCall, ...]
     opened: bool = False
-    cancelled: dict[str, str] = field(default_factory=dict)
+    cancelled: Mapping[str, str] = _NONE_CANCELLED
     approved: bool = False
+
+    def with_call(self, call: ToolCall) -> ToolBatch:
+        """This batch with ``call`` in place of the call of its tool use."""
+        calls = self.calls
+        if len(calls) == 1 and calls[0].tool_use.id == call.tool_use.id:
+            return _new_batch((self[0], (call,), *self[2:]))
+        for i, c in enumerate(calls):
+            if c.tool_use.id == call.tool_use.id:
+                return _new_batch((self[0], (*calls[:i], call, *calls[i + 1 :]), *self[2:]))
+        raise ValueError(f"no call of tool use {call.tool_use.id!r} in this batch")
+
+    def call(self, tool_use_id: str) -> ToolCall:
+        """The call of tool use ``tool_use_id``."""
+        for c in self.calls:
+            if c.tool_use.id == tool_use_id:
+                return c
+        raise ValueError(f"no call of tool use {tool_use_id!r} in this batch")
+
+
+def _new_batch(fields: tuple[Any, ...]) -> ToolBatch:
+    return tuple.__new__(ToolBatch, fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,22 +170,25 @@ Step: TypeAlias = (
 )
 
 
-@dataclass(slots=True)
-class Progress:
+class Progress(NamedTuple):
     """What an invocation has accumulated; it lives from the prompt to the final reply."""
 
     cycles: int = 0
     """Model responses accepted so far (bounded by ``max_cycles``)."""
     model_retries: int = 0
     """Retries of the current model call (bounded by ``max_retries``)."""
-    usage: Usage = field(default_factory=Usage)
-    answers: Answers = field(default_factory=Answers)
+    usage: Usage = Usage()
+    answers: Answers = Answers()
     """Answers to interrupts given so far in this invocation."""
     traceparent: str | None = None
     """The W3C trace context of the invocation's latest traced run (set by tracing, see
     ``interlude.otel``): a resumed or recovered run's span links to it."""
     output: OutputState | None = None
     """The output type the invocation must end with (None: a plain text reply)."""
+
+    def but(self, **changes: Any) -> Progress:
+        """This progress with ``changes``."""
+        return self._replace(**changes)
 
 
 class Position(NamedTuple):
@@ -161,6 +199,9 @@ class Position(NamedTuple):
     step: Step
     interrupts: list[Interrupt]
     progress: Progress
+
+
+_CALL_FIELDS = ToolCall._fields
 
 
 def outstanding_batch(step: Step) -> ToolBatch | None:

@@ -39,6 +39,7 @@ class ToolContext(Interrupter):
         "_checkpoint",
         "_names",
         "_scope",
+        "_taken",
         "agent",
         "tool_use",
     )
@@ -54,6 +55,8 @@ class ToolContext(Interrupter):
         self._names = None
         self._callback_index = 0
         self._checkpoint = checkpoint
+        self._taken: list[str] = []
+        """The ids of the relayed answers handed out (each once): the run forgets them."""
 
     def _interrupt_tool_use(self) -> ToolUse | None:
         return self.tool_use
@@ -119,11 +122,13 @@ class ToolContext(Interrupter):
         used: list[str] = []
         for q in questions:
             iid = self.relayed_id(q)
+            if iid in self._taken:
+                continue
             found, value = answers.lookup(iid, None)
             if iid in answers.expired:
                 used.append(iid)
             elif found:
                 out[q.id] = value
                 used.append(iid)
-        answers.forget(used)
+        self._taken.extend(used)
         return out

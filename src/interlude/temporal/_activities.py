@@ -94,7 +94,6 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     tool_use = tool_use_from_dict(request["tool_use"], "tool_use")
     tool = agent.tools[request["tool"]]
     answers = _answers_from_dict(request["answers"], now)
-    given = set(answers.values) | answers.expired
     checkpoint = request.get("checkpoint")
     beat = _heartbeat_while_running()
     try:
@@ -119,7 +118,7 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     delta = getattr(outcome, "state", None)  # what the body changed of its copy of agent.state
     if delta is not None:
         delta.apply(agent.state)
-    used = sorted(given - set(answers.values) - answers.expired)
+    used = sorted(set(getattr(outcome, "used", ())))
     if used:  # answers the body took (each is handed out once): gone in the workflow too
         out["used"] = list(used)
     if agent.state != sent:
@@ -211,11 +210,10 @@ def answers_to_dict(answers: Answers) -> dict[str, JsonValue]:
 
 
 def _answers_from_dict(data: dict[str, Any], now: float) -> Answers:
-    answers = Answers(
+    return Answers(
         data["values"],
         {k: tool_use_from_dict(v, "shown") for k, v in data["shown"].items()},
         data["expired"],
+        {k: Interrupt.from_dict(v) for k, v in data["asked"].items()},
+        clock=lambda: now,
     )
-    answers.asked = {k: Interrupt.from_dict(v) for k, v in data["asked"].items()}
-    answers.clock = lambda: now
-    return answers
