@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from interlude import Agent, AgentSession, App
+from interlude import Agent, AgentSession, App, ToolUse, tool
 from interlude.errors import ConfigurationError, SessionError, UnknownAgentError
+from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import MemoryStore
-from interlude.testing import ScriptedModel
+from interlude.testing import FunctionModel, ScriptedModel
 
 
 def _app(built: list[str] | None = None) -> App:
@@ -216,3 +218,48 @@ def test_a_signed_agent_built_without_a_name_resumes_through_the_app() -> None:
     assert again.resume({question.id: True}).stop_reason == "end_turn"
     assert ran == ["act"]
     assert asyncio.run(app.open_async("s1", store)).messages[-1].text == "done"
+
+
+def test_a_worker_applies_answers_to_a_signed_agent_of_an_app_without_a_name(
+    tmp_path: Path,
+) -> None:
+    """The worker builds the agent through the app (which names it) and the inbox shows its
+    question: the signed pause verifies in both, and the approved tool runs once."""
+    from interlude import Worker
+    from interlude.sessions import Inbox, SQLiteStore
+
+    ran: list[str] = []
+
+    @tool
+    def act() -> str:
+        """Act."""
+        ran.append("act")
+        return "ok"
+
+    def reply(request: Any) -> Any:
+        if any(b.__class__.__name__ == "ToolResult" for b in request.messages[-1].content):
+            return "done"
+        return [ToolUse("t1", "act", {})]
+
+    app = App()
+
+    @app.agent("ops")
+    def build(session: AgentSession) -> Agent:
+        agent = Agent(
+            FunctionModel(reply),
+            tools=[act],
+            signing_key=b"k" * 32,
+            session=session.store,
+            session_id=session.id,
+        )
+        agent.hooks.add_callback(BeforeToolCallEvent, lambda e: e.interrupt("approve"))
+        return agent
+
+    store = SQLiteStore(tmp_path / "s.db")
+    [question] = app.start("ops", "s1", store)("go").interrupts
+    inbox = Inbox(store)
+    assert [i.id for i in inbox.session("s1").interrupts] == [question.id]
+    inbox.record("s1", {question.id: True}, by="ana")
+    assert asyncio.run(Worker(app, store).run_once()) == 1
+    assert ran == ["act"]
+    assert [e["by"] for e in inbox.audit("s1")] == ["ana"]

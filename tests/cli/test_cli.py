@@ -1222,3 +1222,23 @@ def test_show_prints_a_reply_holding_a_lone_surrogate(tmp_path: Path) -> None:
     data = run(tmp_path, "show", "--store", url, "--json", "s1").json()
     assert data["messages"][-1]["content"][0]["text"] == "plain \ud800 text"
     assert "x\\udfff" in run(tmp_path, "show", "--store", url, "s2").ok().stdout
+
+
+def test_a_signed_agent_of_an_app_without_a_name_is_answered_from_the_cli(
+    tmp_path: Path,
+) -> None:
+    """The factory gives no name=: the app's name for the agent is what the pause is signed
+    and checked with, in the process that started the run and in the CLI that answers it."""
+    env = {**_user_env(tmp_path), "USER_AGENT_SIGNING_KEY": "k" * 32}
+    outbox = tmp_path / "outbox.jsonl"
+    created = run_many(tmp_path, start_user_session("signed"), env=env, cli=False)[0].json()
+    [first] = created["interrupts"]
+    answered = run(
+        tmp_path, "answer", "signed", first["id"], "true", "--app", "user_agent:app", env=env
+    )
+    assert answered.returncode == 0, str(answered)
+    assert [json.loads(line)["to"] for line in outbox.read_text().splitlines()] == [
+        "ana@example.com"
+    ]
+    shown = run(tmp_path, "show", "signed", "--json", env=env)
+    assert shown.returncode == 0, str(shown)

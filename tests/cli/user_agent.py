@@ -8,7 +8,8 @@ demo app does not have, so resuming one needs ``--app user_agent:app``.
 pauses on the first email) and prints the result as JSON; ``--ago`` runs it with the clock
 set back, so the pause looks that old. With $USER_AGENT_OUTBOX set, each sent email is
 appended to that file as a line of JSON (proof of which process ran the tool); with
-$USER_AGENT_DIE_AFTER_SENDING set, the process kills itself right after sending.
+$USER_AGENT_DIE_AFTER_SENDING set, the process kills itself right after sending; with
+$USER_AGENT_SIGNING_KEY set, the agent signs its pauses with that key (and checks them).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def build(session: AgentSession) -> Agent:
         system_prompt="You send emails for the team.",
         session=session.store,
         session_id=session.id,
+        signing_key=os.environ.get("USER_AGENT_SIGNING_KEY", "").encode() or None,
     )
     agent.hooks.add_callback(BeforeToolCallEvent, _confirm_emails)
     return agent
