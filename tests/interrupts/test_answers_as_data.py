@@ -412,7 +412,7 @@ def _fresh(**kw: Any) -> Agent:
 
 def test_a_signed_state_round_trips_and_is_checked() -> None:
     _, state = _signed_pause()
-    assert state["pause"]["signature"].startswith("hmac-sha256:")
+    assert state["pause"]["signature"].startswith("hmac-sha256+conversation:")
     fresh = _fresh(signing_key=KEY)
     fresh.import_state(state)
     (question,) = fresh.interrupts

@@ -109,12 +109,18 @@ def encode_state(
         agent_state = json.loads(json.dumps(dict(state)))
     except (TypeError, ValueError) as exc:
         raise StateFormatError(f"agent.state is not JSON-compatible: {exc}") from None
+    encoded = [m.to_dict() for m in messages]
+    digest = None
+    if key is not None and pause is not None:
+        from ._signing import NO_MESSAGES, chain
+
+        digest = chain(NO_MESSAGES, encoded)
     return {
         "format": FORMAT,
         "version": VERSION,
-        "messages": [m.to_dict() for m in messages],
+        "messages": encoded,
         "state": agent_state,
-        "pause": None if pause is None else encode_pause(pause, key, agent),
+        "pause": None if pause is None else encode_pause(pause, key, agent, digest),
         "tools": tools,
         "agent": agent,
         "audit": [e.to_dict() for e in audit or ()],
@@ -189,9 +195,11 @@ def _decode_state(data: Any, key: bytes | None, agent: str | None) -> Decoded:
     if not isinstance(raw_audit, list):
         raise StateFormatError(f"state.audit: expected a list, got {_show(raw_audit)}")
     if key is not None and raw_pause is not None:
-        from ._signing import verify
+        from ._signing import NO_MESSAGES, chain, verify
 
-        verify(raw_pause, key, agent)  # the loader's name: a stored name is not trusted
+        raw_messages = d.get("messages")
+        digest = chain(NO_MESSAGES, raw_messages if isinstance(raw_messages, list) else [])
+        verify(raw_pause, key, agent, digest)  # the loader's name: a stored name is not trusted
     messages = messages_from_dicts(d.get("messages"), "messages")
     pause = None if raw_pause is None else decode_pause(raw_pause, "pause")
     if pause is not None:
@@ -242,9 +250,13 @@ def check_answered(loaded: Decoded) -> None:
 
 
 def encode_pause(
-    pause: Position, key: bytes | None = None, agent: str | None = None
+    pause: Position,
+    key: bytes | None = None,
+    agent: str | None = None,
+    conversation: str | None = None,
 ) -> dict[str, JsonValue]:
-    """The pause as JSON data; signed (see ``_signing``) when a ``key`` is given."""
+    """The pause as JSON data; signed (see ``_signing``) when a ``key`` is given, for the agent
+    named ``agent`` and the conversation whose digest (``_signing.chain``) is ``conversation``."""
     p = pause.progress
     out: dict[str, JsonValue] = {
         "step": _encode_step(pause.step),
@@ -268,7 +280,9 @@ def encode_pause(
     if key is not None:
         from ._signing import sign
 
-        sign(out, key, agent)
+        if conversation is None:
+            raise ValueError("a signed pause needs the digest of its conversation")
+        sign(out, key, agent, conversation)
     return out
 
 

@@ -23,6 +23,7 @@ from ..errors import SessionConflictError, SessionCorruptError, SessionError, St
 from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
 from ..sessions._protocol import SessionUpdate
 from ._codec import VERSION, encode_pause
+from ._signing import NO_MESSAGES, chain
 from ._standing import check_reserved
 
 if TYPE_CHECKING:
@@ -40,12 +41,15 @@ class SessionLink:
     """Where an agent's state lives, how much of it is stored, and the claim of a run."""
 
     __slots__ = (
+        "_chain",
+        "_chained",
         "_held",
         "_holding",
         "_inline",
         "_last",
         "_lock",
         "_no_pending",
+        "_pending_chain",
         "_renewer",
         "_store",
         "agent_name",
@@ -73,6 +77,9 @@ class SessionLink:
         self.agent_name: str | None = None  # the agent name stored with the session
         self.audit_saved = 0  # audit entries already stored
         self._last: object = None  # the pause slot as last saved
+        self._chain = NO_MESSAGES  # the digest of the first _chained saved messages (signing)
+        self._chained = 0
+        self._pending_chain: str | None = None  # the digest once the save in progress lands
         self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
         self._holding = False  # whether the stored claim is this run's
         self._inline: bool | None = None  # known once the store is open
@@ -117,6 +124,11 @@ class SessionLink:
             claim = {"owner": marker.get("owner"), "since": since, "expires_at": since + 600.0}
             legacy = marker.get("resumed")
         loaded = decode_stored(stored, key, name)
+        if key is not None and legacy is not None:  # a marker's pause is signed like any
+            from ._signing import verify
+
+            digest = chain(NO_MESSAGES, stored.messages)
+            verify(legacy, key, name, digest, "the stopped run's pause (pause.running.resumed)")
         try:
             _check_conversation(loaded.state)
             if isinstance(legacy, dict):
@@ -231,7 +243,14 @@ class SessionLink:
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        encoded = None if pause is None else encode_pause(pause, who.key, who.name)
+        new_messages = [m.to_dict() for m in messages[self.saved : count]]
+        digest = None
+        if who.key is not None:  # the digest of the conversation a signed pause belongs to
+            if self._chained != self.saved:  # first signed save of this link: from the start
+                saved = [m.to_dict() for m in messages[: self.saved]]
+                self._chain, self._chained = chain(NO_MESSAGES, saved), self.saved
+            digest = chain(self._chain, new_messages)
+        encoded = None if pause is None else encode_pause(pause, who.key, who.name, digest)
         audit = state.audit
         if (
             if_changed
@@ -255,7 +274,7 @@ class SessionLink:
         update = SessionUpdate(
             expected_version=self.version,
             first_index=self.saved,
-            new_messages=[m.to_dict() for m in messages[self.saved : count]],
+            new_messages=new_messages,
             pause=encoded,
             pending=pending,
             tools=list(who.tools),
@@ -266,6 +285,7 @@ class SessionLink:
             audit=[e.to_dict() for e in audit[self.audit_saved :]],
         )
         audited = len(audit)
+        self._pending_chain = digest
         if self._inline is None:
             self._inline = _saves_inline(self.store)
         if self._inline:  # runs to its end without suspending: nothing can cut it
@@ -305,6 +325,8 @@ class SessionLink:
         agent_name: str | None,
         audited: int,
     ) -> None:
+        if self._pending_chain is not None:
+            self._chain, self._chained = self._pending_chain, count
         self.version, self.saved, self._last, self.claim = version, count, encoded, claim
         self.audit_saved = audited
         if agent_name is not None:

@@ -1,10 +1,17 @@
-"""Signed pauses: an HMAC over a pause (its step, progress, answers and questions).
+"""Signed pauses: an HMAC over a pause (its step, progress, answers and questions) and the
+conversation it belongs to.
 
 With a signing key, every pause an agent exports or saves carries ``signature``, and a pause
 that does not verify with the key is refused (StateIntegrityError) before anything is loaded.
-The MAC covers the encoded pause and the agent's name; it does not cover the conversation
-(the tool calls that run, and their approvals, come from the pause) nor the audit trail,
-and it proves nothing against someone who holds the key.
+The MAC covers the encoded pause, the agent's name and a digest of the conversation up to the
+pause (a hash chain over its messages, extended at each save without reading the old ones
+again): a signed pause spliced onto another conversation (an older journal put back beside a
+conversation cut short, or the other way round) does not verify. It does not cover the audit
+trail (see ``_audit``'s chain), it cannot tell a whole session put back as it was earlier
+(pause and conversation together: tools de-duplicate that at the effect with
+``ToolContext.idempotency_key``), and it proves nothing against someone who holds the key.
+Pauses signed by versions before the conversation was covered (scheme ``hmac-sha256:``) still
+verify as they were signed; the next save signs them anew, covering it.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, StateIntegrityError
@@ -19,10 +27,22 @@ from ..errors import ConfigurationError, StateIntegrityError
 if TYPE_CHECKING:
     from .._messages import JsonValue
 
-__all__ = ["SIGNATURE", "as_key", "sign", "verify"]
+__all__ = ["NO_MESSAGES", "SIGNATURE", "as_key", "chain", "sign", "verify"]
 
 SIGNATURE = "signature"
-_SCHEME = "hmac-sha256:"
+_SCHEME = "hmac-sha256+conversation:"
+_LEGACY = "hmac-sha256:"  # before the conversation was covered
+NO_MESSAGES = ""
+"""The digest of an empty conversation (where a chain starts)."""
+
+
+def chain(digest: str, messages: Iterable[JsonValue]) -> str:
+    """The conversation digest ``digest`` extended by ``messages`` (their JSON data): each
+    link hashes the previous digest and one message's canonical JSON."""
+    for message in messages:
+        text = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        digest = hashlib.sha256(f"{digest}\n{text}".encode()).hexdigest()
+    return digest
 
 
 def as_key(key: object) -> bytes | None:
@@ -38,22 +58,36 @@ def as_key(key: object) -> bytes | None:
     return bytes(key)
 
 
-def _mac(pause: dict[str, JsonValue], key: bytes, agent: str | None) -> str:
+def _mac(
+    pause: dict[str, JsonValue], key: bytes, agent: str | None, conversation: str | None
+) -> str:
     body = {k: v for k, v in pause.items() if k != SIGNATURE}
-    text = json.dumps(
-        {"agent": agent, "pause": body}, sort_keys=True, separators=(",", ":"), allow_nan=False
-    )
-    return _SCHEME + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+    signed: dict[str, JsonValue] = {"agent": agent, "pause": body}
+    if conversation is not None:
+        signed["conversation"] = conversation
+    text = json.dumps(signed, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    scheme = _LEGACY if conversation is None else _SCHEME
+    return scheme + hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def sign(pause: dict[str, JsonValue], key: bytes, agent: str | None) -> dict[str, JsonValue]:
-    """``pause`` with its signature added (the same dict)."""
-    pause[SIGNATURE] = _mac(pause, key, agent)
+def sign(
+    pause: dict[str, JsonValue], key: bytes, agent: str | None, conversation: str
+) -> dict[str, JsonValue]:
+    """``pause`` with its signature added (the same dict), for the agent named ``agent`` and
+    the conversation whose digest (``chain``) is ``conversation``."""
+    pause[SIGNATURE] = _mac(pause, key, agent, conversation)
     return pause
 
 
-def verify(pause: object, key: bytes, agent: str | None, where: str = "pause") -> None:
-    """StateIntegrityError unless ``pause`` (an encoded pause) carries a valid signature."""
+def verify(
+    pause: object,
+    key: bytes,
+    agent: str | None,
+    conversation: str,
+    where: str = "pause",
+) -> None:
+    """StateIntegrityError unless ``pause`` (an encoded pause) carries a valid signature for
+    the agent named ``agent`` and the conversation whose digest is ``conversation``."""
     if not isinstance(pause, dict):
         return  # not a pause: the decoder reports it
     given = pause.get(SIGNATURE)
@@ -61,8 +95,11 @@ def verify(pause: object, key: bytes, agent: str | None, where: str = "pause") -
         raise StateIntegrityError(
             f"{where} is not signed, and this agent requires signed pauses (signing_key)"
         )
-    if not hmac.compare_digest(given, _mac(pause, key, agent)):
+    legacy = given.startswith(_LEGACY)
+    expected = _mac(pause, key, agent, None if legacy else conversation)
+    if not hmac.compare_digest(given, expected):
         raise StateIntegrityError(
-            f"{where}: the signature does not verify: the pause or its answers were changed, "
-            "or it was signed with another key or for another agent"
+            f"{where}: the signature does not verify: the pause, its answers or the "
+            "conversation it belongs to were changed, or it was signed with another key or for "
+            "another agent"
         )

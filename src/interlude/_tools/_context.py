@@ -85,6 +85,21 @@ class ToolContext(Interrupter):
             ) from None
         self._checkpoint = text
 
+    @property
+    def idempotency_key(self) -> str:
+        """A key naming this tool call for good: the same each time its body runs (re-run after
+        a question, after a crash and ``recover``, in another process, after "rerun" settles an
+        in-doubt call), and different for every other call. Give it to the system the tool acts
+        on (a payment API's idempotency key, a unique column) so an effect that already
+        happened is not made twice, even when a whole session is put back as it was earlier
+        (which no signature can tell). Made from the session id, the agent's name and the
+        tool use's id (unique in its conversation)."""
+        import hashlib
+
+        agent = self.agent
+        text = f"interlude-call\0{agent.session_id or ''}\0{agent.name or ''}\0{self.tool_use.id}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
     def relayed_id(self, question: Interrupt) -> str:
         """The id ``question`` (asked elsewhere, e.g. by a sub-agent) has once relayed by this
         call: ``interrupt_id("tool_call", <tool use id>, question.id)``."""
