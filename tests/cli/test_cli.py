@@ -1242,3 +1242,8 @@ def test_a_signed_agent_of_an_app_without_a_name_is_answered_from_the_cli(
     ]
     shown = run(tmp_path, "show", "signed", "--json", env=env)
     assert shown.returncode == 0, str(shown)
+
+
+def test_an_answer_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    ran = run(tmp_path, "answer", "any", "v1:x", '{"approve": false, "approve": true}')
+    assert_one_line_error(ran, "'approve' appears twice")

@@ -4,10 +4,11 @@ delete."""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._json import DuplicateKeyError
+from .._json import loads as strict_json
 from .._sync import run_sync
 from ._apps import _session_agent
 from ._errors import CliError, _run
@@ -77,7 +78,9 @@ def _pending(args: argparse.Namespace, out: Output) -> int:
 
 def _answer(args: argparse.Namespace, out: Output) -> int:
     try:
-        answer = json.loads(args.answer)
+        answer = strict_json(args.answer)
+    except DuplicateKeyError as exc:
+        raise CliError(f"the answer {args.answer!r:.80}: {exc}") from None
     except ValueError:
         raise CliError(
             f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'

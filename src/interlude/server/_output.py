@@ -16,6 +16,9 @@ from typing import Any
 from markupsafe import Markup
 from starlette.responses import JSONResponse
 
+from .._json import DuplicateKeyError
+from .._json import loads as strict_json
+
 __all__ = [
     "MAX_DEPTH",
     "JSON",
@@ -72,9 +75,11 @@ def loads(text: str | bytes) -> Any:
     """``json.loads`` that raises UnsafeJson (never RecursionError) for what it cannot read,
     and for JSON that :func:`check_posted` refuses."""
     try:
-        value = json.loads(text)
+        value = strict_json(text)
     except RecursionError:
         raise UnsafeJson(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    except DuplicateKeyError as exc:
+        raise UnsafeJson(str(exc)) from None
     except (ValueError, UnicodeDecodeError):
         raise UnsafeJson("not JSON") from None
     check_posted(value)

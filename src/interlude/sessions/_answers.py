@@ -3,10 +3,10 @@ back what a store kept, and the work order of ``sessions_to_resume``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeGuard
 
+from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 from ._protocol import RecordedAnswer
@@ -91,7 +91,7 @@ def read_answer(session_id: str, seq: object, raw: object, where: str = "") -> R
     data: Any = raw
     if isinstance(raw, bytes | str):
         try:
-            data = json.loads(raw)
+            data = strict_json(raw)
         except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nested too deeply
             raise corrupt(f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict):

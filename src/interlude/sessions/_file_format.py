@@ -4,12 +4,12 @@ opening files in a session folder without following a symbolic link."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import SessionCorruptError
 from ._answers import read_answer
@@ -61,7 +61,7 @@ def _count(value: object) -> bool:
 
 def parse_head(session_id: str, path: Path, raw: bytes) -> Head:
     try:
-        d: Any = json.loads(raw)
+        d: Any = strict_json(raw)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise corrupt(session_id, path, f"is not valid JSON ({exc})") from None
     if not isinstance(d, dict):
@@ -114,7 +114,7 @@ def lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> lis
     values = []
     for number, line in enumerate(lines, 1):
         try:
-            values.append(json.loads(line))
+            values.append(strict_json(line))
         except (ValueError, RecursionError) as exc:
             raise corrupt(session_id, path, f"line {number} is not valid JSON ({exc})") from None
     return values
@@ -132,7 +132,7 @@ def audit_entries(session_id: str, path: Path, raw: bytes, head: Head) -> list[A
 def parse_answers(session_id: str, path: Path, raw: bytes) -> tuple[int, list[RecordedAnswer]]:
     """The highest seq given and the recorded answers of an ``answers.json``."""
     try:
-        d: Any = json.loads(raw)
+        d: Any = strict_json(raw)
     except (ValueError, RecursionError) as exc:
         raise corrupt(session_id, path, f"is not valid JSON ({exc})") from None
     if not isinstance(d, dict) or not _count(d.get("last_seq")):

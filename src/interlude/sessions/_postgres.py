@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from .._interrupt import Interrupt
+from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
@@ -87,7 +88,7 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
+        return strict_json(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise SessionCorruptError(
             f"session {session_id!r}: stored {what} is not valid JSON ({exc})"

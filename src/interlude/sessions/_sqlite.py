@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
 from .._interrupt import Interrupt
+from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
@@ -64,7 +65,7 @@ def _json(session_id: str, what: str, raw: object) -> Any:
     if not isinstance(raw, bytes | str):
         raise _corrupt(session_id, f"{what} is not JSON text ({type(raw).__name__})")
     try:
-        return json.loads(raw)
+        return strict_json(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nested too deeply
         raise _corrupt(session_id, f"{what} is not valid JSON ({exc})") from None
 

@@ -1,0 +1,35 @@
+"""Reading JSON strictly: an object that names a key twice is refused, not resolved.
+
+``json.loads`` keeps the last of two equal keys, so ``{"approve": false, "approve": true}``
+reads as true to Python while another reader (a log, an audit tool, a database's own JSON
+functions) may take the first. Everything Interlude reads from outside (stored sessions, answer
+bodies, the CLI's answers) goes through :func:`loads`, which raises :class:`DuplicateKeyError`
+(a ``ValueError``, like every other JSON error) naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["DuplicateKeyError", "loads"]
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"the key {key[:80]!r} appears twice in one JSON object")
+            seen.add(key)
+    return obj
+
+
+def loads(text: str | bytes | bytearray) -> Any:
+    """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError)."""
+    return json.loads(text, object_pairs_hook=_object)
