@@ -144,3 +144,18 @@ def test_a_session_put_back_whole_replays_a_call_under_the_same_idempotency_key(
     [q2] = _payer(SQLiteStore(db), "s2", other)("pay ana").interrupts
     _payer(SQLiteStore(db), "s2", other).resume({q2.id: True})
     assert other[0][1] != first  # another session's call: another key
+
+
+def test_a_signed_agent_refuses_an_audit_trail_whose_links_do_not_hold(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    paid: list[tuple[int, str]] = []
+    [question] = _payer(SQLiteStore(db), "s1", paid)("pay ana").interrupts
+    _payer(SQLiteStore(db), "s1", paid).resume({question.id: True}, by="ana")
+    with sqlite3.connect(db) as conn:
+        (data,) = conn.execute("SELECT entry FROM audit").fetchone()
+        entry = json.loads(data)
+        assert entry["chain"].startswith("hmac-sha256:")
+        entry["by"] = "mallory"
+        conn.execute("UPDATE audit SET entry = ?", (json.dumps(entry),))
+    with pytest.raises(StateIntegrityError, match=r"audit\[0\]"):
+        _payer(SQLiteStore(db), "s1", paid).messages  # noqa: B018

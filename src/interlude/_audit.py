@@ -5,6 +5,14 @@ with the agent (``agent.audit``, ``export_state()["audit"]``) and with its sessi
 only ever append them. ``shown`` is a digest of exactly what the question showed: its name,
 reason, source and tool use (name and input), and for a sub-agent's question the calls it came
 through (``via``), so a later reader can check which question an answer covered.
+
+Each entry is chained to the one before it: ``chain`` is a digest of the previous entry's
+``chain`` and this entry's fields, an HMAC with the agent's signing key where it has one
+(``hmac-sha256:``), else a plain SHA-256 (``sha256:``). An edited, removed or reordered entry
+breaks the chain from there on (:func:`check_chain`; ``interlude show`` reports it, and a signed
+agent refuses to load a trail whose signed links do not verify). Entries written before the
+chain existed carry none: they may only come first. A plain chain shows accidents and naive
+edits; only a signed one stands against someone who can write the store.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from ._interrupt import Interrupt
 from ._messages import JsonValue, tool_use_to_dict
 from .errors import StateFormatError
 
-__all__ = ["AuditEntry", "shown_digest"]
+__all__ = ["AuditEntry", "ChainProblem", "check_chain", "chained", "shown_digest"]
 
 EXPIRY = "expiry"
 """The ``by`` of an answer given by a deadline passing."""
@@ -57,6 +65,9 @@ class AuditEntry:
     at: float
     shown: str
     expired: bool = False
+    chain: str | None = None
+    """The link to the entry before (see the module's docstring); None for an entry written
+    before the chain existed."""
 
     def __post_init__(self) -> None:
         from ._frozen import freeze
@@ -87,6 +98,12 @@ class AuditEntry:
         )
 
     def to_dict(self) -> dict[str, JsonValue]:
+        out = self._fields()
+        if self.chain is not None:  # only when chained: an older entry reads as before
+            out["chain"] = self.chain
+        return out
+
+    def _fields(self) -> dict[str, JsonValue]:
         return {
             "interrupt_id": self.interrupt_id,
             "name": self.name,
@@ -108,6 +125,9 @@ class AuditEntry:
         expired = d.get("expired", False)
         if not isinstance(expired, bool):
             raise StateFormatError(f"{where}.expired: expected true or false")
+        chain = d.get("chain")
+        if chain is not None and not isinstance(chain, str):
+            raise StateFormatError(f"{where}.chain: expected a digest")
         return cls(
             interrupt_id=_str(d, "interrupt_id", where),
             name=_str(d, "name", where),
@@ -116,4 +136,69 @@ class AuditEntry:
             at=float(at),
             shown=_str(d, "shown", where),
             expired=expired,
+            chain=chain,
         )
+
+
+def _link(previous: str, entry: AuditEntry, key: bytes | None) -> str:
+    import hashlib
+    import hmac
+    import json
+
+    text = json.dumps(entry._fields(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    data = f"{previous}\n{text}".encode("utf-8", "surrogatepass")
+    if key is not None:
+        return "hmac-sha256:" + hmac.new(key, data, hashlib.sha256).hexdigest()
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def chained(
+    trail: tuple[AuditEntry, ...] | list[AuditEntry],
+    entries: list[AuditEntry],
+    key: bytes | None,
+) -> list[AuditEntry]:
+    """``entries`` linked in order after ``trail`` (signed with ``key`` if given)."""
+    from dataclasses import replace
+
+    previous = (trail[-1].chain or "") if trail else ""
+    out: list[AuditEntry] = []
+    for entry in entries:
+        entry = replace(entry, chain=_link(previous, entry, key))
+        previous = entry.chain or ""
+        out.append(entry)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChainProblem:
+    """Where a trail's chain breaks: entry ``index`` (from 0), and why."""
+
+    index: int
+    problem: str
+
+
+def check_chain(
+    trail: list[AuditEntry] | tuple[AuditEntry, ...], key: bytes | None = None
+) -> ChainProblem | None:
+    """The first break in ``trail``'s chain, or None if every link holds. Signed links are
+    checked with ``key``; without it they are taken as they are (the plain links, and where
+    unlinked entries stand, still are checked)."""
+    previous = ""
+    seen_chain = seen_signed = False
+    for i, entry in enumerate(trail):
+        if entry.chain is None:
+            if seen_chain:
+                return ChainProblem(i, "an entry without a link follows linked entries")
+            continue
+        seen_chain = True
+        signed = entry.chain.startswith("hmac-sha256:")
+        if seen_signed and not signed:
+            return ChainProblem(i, "an unsigned link follows signed ones")
+        seen_signed = seen_signed or signed
+        if signed and key is None:
+            previous = entry.chain  # cannot check a signed link without the key
+            continue
+        if entry.chain != _link(previous, entry, key if signed else None):
+            return ChainProblem(i, "the entry or the one before it was changed, removed or moved")
+        previous = entry.chain
+    return None

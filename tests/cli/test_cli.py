@@ -1247,3 +1247,27 @@ def test_a_signed_agent_of_an_app_without_a_name_is_answered_from_the_cli(
 def test_an_answer_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
     ran = run(tmp_path, "answer", "any", "v1:x", '{"approve": false, "approve": true}')
     assert_one_line_error(ran, "'approve' appears twice")
+
+
+def test_show_checks_the_audit_chain_and_delete_keeps_a_trail_unless_told(
+    tmp_path: Path,
+) -> None:
+    first = demo_json(tmp_path)
+    run(tmp_path, "answer", first["session"], first["interrupts"][0]["id"], "true").ok()
+    shown = run(tmp_path, "show", first["session"], "--json").json()
+    [entry] = shown["audit"]
+    assert entry["chain"].startswith("sha256:") and shown["audit_chain"] == "verified"
+    db = tmp_path / ".interlude" / "demo.db"
+    with sqlite3.connect(db) as conn:  # a store writer changes who answered
+        (data,) = conn.execute("SELECT entry FROM audit").fetchone()
+        conn.execute(
+            "UPDATE audit SET entry = ?", (data.replace('"by":', '"by": "mallory", "x":'),)
+        )
+    tampered = run(tmp_path, "show", first["session"])
+    assert "chain: broken at entry 1" in tampered.ok().stdout, str(tampered)
+
+    refused = run(tmp_path, "delete", first["session"])
+    assert_one_line_error(refused, "audit trail", "--with-audit")
+    assert run(tmp_path, "show", first["session"], "--json").json()["audit"]
+    run(tmp_path, "delete", first["session"], "--with-audit").ok()
+    assert run(tmp_path, "show", first["session"]).returncode != 0

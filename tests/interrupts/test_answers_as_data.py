@@ -363,8 +363,10 @@ def test_the_audit_trail_records_who_when_what_and_what_was_shown(tmp_path: Path
         by="ana",
         at=clock.now,
         shown=shown_digest(question),
+        chain=entry.chain,
     )
     assert entry.shown.startswith("sha256:")
+    assert entry.chain is not None and entry.chain.startswith("sha256:")  # linked, unsigned
     assert later.export_state()["audit"] == [entry.to_dict()]
     assert Inbox(store).audit("s") == [entry.to_dict()]
 

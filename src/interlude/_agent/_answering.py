@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._audit import EXPIRY, AuditEntry
+from .._audit import EXPIRY, AuditEntry, chained
 from .._interrupt import Interrupt
 from .._messages import Image, JsonValue, Message, Reasoning, Text, ToolResult, ToolUse
 from ..errors import (
@@ -105,6 +105,7 @@ def resume_plan(
         merged = merged.with_expired(i)
     # Questions with a deadline keep their first raising when asked again.
     merged = merged.with_asked(q for q in asked.values() if q.expires_at is not None)
+    audit = chained(agent._state.audit, audit, agent._key)  # each linked to the one before
     return pause.step, p.but(answers=merged), True, audit
 
 

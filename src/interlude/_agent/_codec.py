@@ -32,7 +32,7 @@ from .._messages import (
 )
 from .._result import AgentResult
 from .._stream import ModelResponse
-from ..errors import SessionCorruptError, StateFormatError
+from ..errors import SessionCorruptError, StateFormatError, StateIntegrityError
 from ._output import OutputState
 from ._state import (
     AfterInvocation,
@@ -205,6 +205,12 @@ def _decode_state(data: Any, key: bytes | None, agent: str | None) -> Decoded:
     if pause is not None:
         _check_step(pause.step, messages, "pause.step")
     audit = [AuditEntry.from_dict(e, f"audit[{i}]") for i, e in enumerate(raw_audit)]
+    if key is not None:  # a signed agent's trail: its signed links must hold
+        from .._audit import check_chain
+
+        broken = check_chain(audit, key)
+        if broken is not None:
+            raise StateIntegrityError(f"audit[{broken.index}]: {broken.problem}")
     return Decoded(messages, dict(agent_state), pause, list(tools), name, audit)
 
 

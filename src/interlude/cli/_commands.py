@@ -188,8 +188,27 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         claim=_live_claim(stored),
         agent=stored.agent,
         audit=list(stored.audit),
+        chain=_audit_chain(args.session, list(stored.audit)),
     )
     return 0
+
+
+def _audit_chain(session_id: str, audit: list[Any]) -> str:
+    """What the audit trail's chain says: "verified", "signed" (its links need the agent's
+    key), "unlinked" (written before the chain existed) or "broken at entry N: why"."""
+    from .._audit import AuditEntry, check_chain
+    from ..errors import StateFormatError
+
+    try:
+        entries = [AuditEntry.from_dict(e, f"audit[{i}]") for i, e in enumerate(audit)]
+    except StateFormatError as exc:
+        raise CliError(f"session {session_id!r}: its audit trail is corrupt ({exc})") from None
+    broken = check_chain(entries)
+    if broken is not None:
+        return f"broken at entry {broken.index + 1}: {broken.problem}"
+    if any(e.chain and e.chain.startswith("hmac-") for e in entries):
+        return "signed (its links are checked by the agent, which holds the key)"
+    return "verified" if any(e.chain for e in entries) else "unlinked"
 
 
 def _sessions(args: argparse.Namespace, out: Output) -> int:
@@ -236,6 +255,11 @@ def _delete(args: argparse.Namespace, out: Output) -> int:
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
     _refuse_if_running(args.session, _live_claim(stored))
+    if stored.audit and not args.with_audit:
+        raise CliError(
+            f"session {args.session!r} has an audit trail of {len(stored.audit)} answer(s), "
+            "which deleting it removes too: add --with-audit to delete both"
+        )
     run_sync(store.delete(args.session))
     out.deleted(args.session)
     return 0

@@ -288,6 +288,11 @@ def _session_commands(sub: _Commands) -> None:
         sub, "delete", _delete, "delete a session from the store (refused while a run holds it)"
     )
     delete.add_argument("session")
+    delete.add_argument(
+        "--with-audit",
+        action="store_true",
+        help="also when the session has an audit trail (deleted with it)",
+    )
 
 
 def _service_commands(sub: _Commands) -> None:

@@ -254,8 +254,10 @@ class Output:
         claim: dict[str, Any] | None = None,
         agent: str | None = None,
         audit: list[dict[str, Any]] | None = None,
+        chain: str | None = None,
     ) -> None:
-        """A session: its conversation, state of play and audit trail (answers given)."""
+        """A session: its conversation, state of play and audit trail (answers given), with
+        what its chain says (``chain``)."""
         audit = audit or []
         interrupts = [] if pause is None else pause.interrupts
         stopped = pause is not None and not interrupts and claim is None
@@ -272,6 +274,7 @@ class Output:
                     "state": state,
                     "agent": agent,
                     "audit": audit,
+                    "audit_chain": chain,
                 }
             )
             return
@@ -300,6 +303,9 @@ class Output:
             self._say(f"\nAudit trail ({len(audit)}):", "bold")
             for entry in audit:
                 self._say(f"  {audit_line(entry)}")
+            if chain is not None:
+                broken = chain.startswith("broken")
+                self._say(f"  chain: {chain}", "red" if broken else "dim")
 
     def serving(self, url: str, token: str | None, name: str, store: str, *, worker: bool) -> None:
         """Where the inbox listens, and how to sign in (a made-up token is printed once)."""
