@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from ._agent import Asked, Raised, Returned, install
+from .models._traced import TRACED_CALL
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -214,6 +215,7 @@ class _Tracing:
         except BaseException:  # KeyboardInterrupt and the like: the call never runs
             call.close()
             raise
+        traced = TRACED_CALL.set(True)  # a provider SDK's own span for it would count twice
         try:
             response = await call
         except asyncio.CancelledError:
@@ -230,6 +232,7 @@ class _Tracing:
                 _usage(span, response.usage)
             return response
         finally:
+            TRACED_CALL.reset(traced)
             with self._safely("ending a model call's span"):
                 self._end(span, token)
 
@@ -295,9 +298,9 @@ def _model_attributes(model: object) -> dict[str, AttributeValue]:
     model_id = getattr(model, "model_id", None)
     if isinstance(model_id, str) and model_id:
         out[_MODEL] = model_id
-    provider = _PROVIDERS.get(type(model).__module__)
-    if provider == "openai" and not getattr(model, "_official", True):
-        provider = None  # an OpenAI-compatible server of someone else's
+    provider = getattr(model, "provider_name", None)  # a model that says who serves it
+    if not isinstance(provider, str) or not provider:
+        provider = _PROVIDERS.get(type(model).__module__)
     if provider is not None:
         out[_PROVIDER] = provider
     return out

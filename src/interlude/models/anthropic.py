@@ -45,6 +45,7 @@ from ._errors import classify, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
 from ._schema import closed_objects
 from ._stop import with_tool_uses
+from ._traced import TRACED_CALL
 
 __all__ = [
     "AnthropicModel",
@@ -113,6 +114,7 @@ class AnthropicModel:
             lambda: spare.pop() if spare else anthropic.AsyncAnthropic(**args),
             lambda c: c.close(),
         )
+        self._untraced: dict[int, tuple[anthropic.AsyncAnthropic, anthropic.AsyncAnthropic]] = {}
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.retry = retry if retry is not None else RetryPolicy()
@@ -133,10 +135,18 @@ class AnthropicModel:
 
     def client(self) -> anthropic.AsyncAnthropic:
         """The client for the running event loop (one built per loop: pooled connections
-        cannot move between loops; it is closed when its loop shuts down)."""
-        if self._client is not None:
-            return self._client
-        return self._loop_clients.get()
+        cannot move between loops; it is closed when its loop shuts down). While Interlude
+        traces the call (``models._traced``), a copy of it that makes no spans of its own."""
+        client = self._client if self._client is not None else self._loop_clients.get()
+        if not TRACED_CALL.get():
+            return client
+        untraced = self._untraced.get(id(client))
+        if untraced is None or untraced[0] is not client:
+            untraced = self._untraced[id(client)] = (
+                client,
+                client.with_options(open_telemetry=False),
+            )
+        return untraced[1]
 
     async def stream(
         self,
