@@ -84,9 +84,13 @@ def _validator(schema_text: str) -> Any:
 
     from jsonschema import Draft202012Validator
 
+    from ._patterns import bounded_validator, check_patterns
+
     schema = json.loads(schema_text)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    check_patterns(schema)  # every pattern runs in linear time, or the schema is unusable
+    cls = bounded_validator()
+    return cls(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def answer_problem(
@@ -101,10 +105,14 @@ def answer_problem(
     from jsonschema import SchemaError
     from jsonschema.exceptions import best_match
 
+    from ._patterns import UnboundedPattern
+
     try:
         validator = _validator(json.dumps(schema, sort_keys=True))
     except SchemaError as exc:
         return (), f"its question's response schema is not valid JSON Schema ({exc.message})"
+    except UnboundedPattern as exc:
+        return (), f"its question's response schema cannot be used: {exc}"
     except (ValueError, RecursionError):
         return (), "its question's response schema cannot be read"
     try:
