@@ -500,16 +500,24 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
             when = datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat(
                 timespec="seconds"
             )
+            from .._tools._context import idempotency_key
+
+            agent = run.agent
+            key = idempotency_key(agent.session_id, agent.name, call.tool_use.id)
             return call, Interrupt(
                 id=iid,
                 name="in_doubt",
                 reason={
                     "message": (
                         f"tool {call.tool_name or call.active_use.name!r} started at {when} and "
-                        "its process stopped before it returned: it may or may not have had "
-                        f"effects. Answer {IN_DOUBT_CHOICES}."
+                        "its run stopped before it kept the result (its process ended, or "
+                        "stalled past its lease: then it may still finish the call, but its "
+                        "result will be refused): it may or may not have had effects. Before "
+                        "answering 'rerun', check the system it acts on for the call's "
+                        f"idempotency key {key}. Answer {IN_DOUBT_CHOICES}."
                     ),
                     "started_at": started,
+                    "idempotency_key": key,
                 },
                 source="in_doubt",
                 tool_use=call.active_use,

@@ -13,7 +13,7 @@ from ..errors import InterruptError, InterruptSignal
 if TYPE_CHECKING:
     from .._view import AgentView
 
-__all__ = ["RelaySignal", "ToolContext"]
+__all__ = ["RelaySignal", "ToolContext", "idempotency_key"]
 
 
 class RelaySignal(InterruptSignal):
@@ -22,6 +22,15 @@ class RelaySignal(InterruptSignal):
     def __init__(self, interrupts: list[Interrupt]) -> None:
         super().__init__(interrupts[0])
         self.interrupts = interrupts
+
+
+def idempotency_key(session_id: str | None, agent_name: str | None, tool_use_id: str) -> str:
+    """The key of tool call ``tool_use_id`` of that agent's session (see
+    ``ToolContext.idempotency_key``)."""
+    import hashlib
+
+    text = f"interlude-call\0{session_id or ''}\0{agent_name or ''}\0{tool_use_id}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 class ToolContext(Interrupter):
@@ -94,11 +103,8 @@ class ToolContext(Interrupter):
         happened is not made twice, even when a whole session is put back as it was earlier
         (which no signature can tell). Made from the session id, the agent's name and the
         tool use's id (unique in its conversation)."""
-        import hashlib
-
         agent = self.agent
-        text = f"interlude-call\0{agent.session_id or ''}\0{agent.name or ''}\0{self.tool_use.id}"
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+        return idempotency_key(agent.session_id, agent.name, self.tool_use.id)
 
     def relayed_id(self, question: Interrupt) -> str:
         """The id ``question`` (asked elsewhere, e.g. by a sub-agent) has once relayed by this
