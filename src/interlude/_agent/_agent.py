@@ -28,7 +28,7 @@ from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
 from ._overlay import BODY_STATE
 from ._spec import AgentSpec, SpecField, tools_by_name
-from ._standing import AgentState, Identity, check_reserved
+from ._standing import AgentState, Conversation, Identity, check_reserved
 
 if TYPE_CHECKING:
     import asyncio
@@ -167,6 +167,9 @@ class Agent:
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._running = False
+        self._live: list[Message] | None = None
+        """The conversation of the run going now (its own list, only ever appended to), which
+        a look at the agent sees as far as it went (see :meth:`_loaded`)."""
         self._task: asyncio.Task[AgentResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_requested = False
@@ -289,10 +292,14 @@ class Agent:
         return self._spec.executor
 
     def _loaded(self) -> AgentState:
-        """Where the agent stands, its session loaded first if it was not yet."""
+        """Where the agent stands, its session loaded first if it was not yet; while a run
+        goes, with the run's conversation as far as it went (a view: nothing is written)."""
         if self._unloaded:
             self._load_now()
-        return self._state
+        state, live = self._state, self._live
+        if live is not None and len(live) != len(state.messages):
+            return state.with_messages(Conversation(live))
+        return state
 
     def detach_session(self) -> None:
         """Stop saving to the session: no journal, no claims (a durable engine keeps the

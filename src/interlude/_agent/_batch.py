@@ -333,8 +333,6 @@ async def _body(
         run.put_call(call)
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
-    else:
-        run.commit()  # what the body reads of the agent is where the run stands
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))

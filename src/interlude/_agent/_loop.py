@@ -115,7 +115,7 @@ class Run:
         self.progress = progress
         self.emit = emit
         self.journal = journal
-        self.messages = list(agent._state.messages)
+        self.messages = list(agent._loaded().messages)
         """The run's own copy of the conversation; each append is committed at once."""
         self.identity = agent._identity()
         self.spec = agent._spec
@@ -142,8 +142,10 @@ class Run:
 
     def commit(self, **changes: Any) -> None:
         """Commit where the agent stands: the run's own conversation, if it grew since the
-        last commit, and ``changes`` (see ``_standing``). Called at step boundaries: before
-        callbacks run, before a save, before a tool body, and when the run ends or pauses."""
+        last commit, and ``changes`` (see ``_standing``). Called before every save (a
+        checkpoint, a lease renewal), when the conversation manager decides, and when the run
+        ends or pauses. In between, a look at the agent (callbacks, tool bodies, a stream's
+        reader) sees the run's conversation as far as it went (``Agent._loaded``)."""
         if self.direct:
             return
         agent = self.agent
@@ -179,8 +181,6 @@ class Run:
         """Run an event's callbacks, once the journal holds everything before them."""
         if self.journal is not None:
             await self.checkpoint()
-        else:
-            self.commit()  # what the callbacks read of the agent is where the run stands
         interrupts = await hooks.invoke(event)
         if not interrupts:
             self.progressed = True  # callbacks that passed used their answers: no way back
@@ -318,8 +318,6 @@ class Run:
                 return _Paused(step, asked)
         if self.journal is not None:
             await self.checkpoint()
-        else:
-            self.commit()  # the conversation the model is sent is where the agent stands
         self.progressed = True
         try:
             manager = self.spec.conversation
@@ -460,9 +458,7 @@ class Run:
         """Append ``message``; the run then stands at its message-added step (one change, so
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
-        self.messages.append(message)  # committed at the next step boundary
-        if self.emit is not None:  # a stream's reader sees it in agent.messages
-            self.commit()
+        self.messages.append(message)  # a look at the agent sees it; saved at the next save
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)
         self.progressed = True
@@ -494,6 +490,7 @@ class Run:
         return True
 
     def _pause(self, paused: _Paused) -> AgentResult:
+        self.commit()  # the conversation as the run left it
         self.agent._commit(
             self.agent._state.at(Position(paused.step, paused.interrupts, self.progress))
         )

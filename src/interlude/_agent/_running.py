@@ -35,6 +35,7 @@ async def start(agent: Agent, plan: Plan, emit: Emit | None) -> AgentResult:
         agent._loop = asyncio.get_running_loop()
     link = agent._session
     run = Run(agent, progress, emit, link)
+    agent._live = run.messages  # a look at the agent sees the run's conversation
     run.step = step
     run.audit = audit
     try:
@@ -68,5 +69,6 @@ async def start(agent: Agent, plan: Plan, emit: Emit | None) -> AgentResult:
             await link.stop_renewing()
         with agent._lock:
             agent._running = False
+            agent._live = None
             agent._task = agent._loop = None
             agent._cancel_requested = False
