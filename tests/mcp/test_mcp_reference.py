@@ -13,6 +13,7 @@ from interlude.testing import ScriptedModel
 
 ASK = ToolUse("e1", "trigger-elicitation-request", {})
 ECHO = ToolUse("e2", "echo", {"message": "hi"})
+URL = "https://auth.example.com/authorize"
 
 
 @pytest.mark.parametrize("executor", ["concurrent", "sequential"])
@@ -62,3 +63,41 @@ def test_http_server_restarted_between_calls(everything_http) -> None:
             assert (result.status, result.text) == ("success", f"Echo: {n}")
             everything_http.kill()
             everything_http.start()  # the same port, a server that never saw our session
+
+
+def test_a_page_to_visit_first_is_a_question(everything: Callable[..., McpServer]) -> None:
+    """-32042 (the user must first visit a page, here a prerequisite sign-in) is a URL-mode
+    question; once the user has been there, the call is sent again."""
+    call = ToolUse("u1", "trigger-url-elicitation", {"url": URL, "errorPath": True})
+    agent = Agent(ScriptedModel([[call], "Signed in."]), tools=everything().tools())
+    [first] = agent("Sign me in").interrupts
+    assert first.tool_use == call
+    assert first.reason == {
+        "server": "everything",
+        "message": "Open this link to satisfy the prerequisite, then retry the request.",
+        "url": "https://modelcontextprotocol.io",
+    }
+    assert first.response_schema == {"enum": ["accept", "decline", "cancel"]}
+    result = agent.resume({first.id: "accept"})
+    while result.stop_reason == "interrupt":  # the server then sends the user to the page itself
+        [then] = result.interrupts
+        assert then.reason["url"] == URL
+        result = agent.resume({then.id: "accept"})
+    assert str(result) == "Signed in."
+    [done] = agent.messages[2].content
+    assert done.status == "success" and "User completed the URL elicitation flow" in done.text
+
+
+def test_a_page_the_user_will_not_visit(everything: Callable[..., McpServer]) -> None:
+    call = ToolUse("u1", "trigger-url-elicitation", {"url": URL, "errorPath": True})
+    server = everything()
+    agent = Agent(ScriptedModel([[call], "Not signed in."]), tools=server.tools())
+    [first] = agent("Sign me in").interrupts
+    server.close()  # as if answered in another process: a server that asks for the page again
+    agent.resume({first.id: "decline"})
+    [result] = agent.messages[2].content
+    assert result.status == "error"
+    assert result.text == (
+        "MCP server 'everything' needs the user to visit https://modelcontextprotocol.io before "
+        "'trigger-url-elicitation' can run; the user answered 'decline'"
+    )

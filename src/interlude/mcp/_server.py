@@ -266,15 +266,15 @@ class McpServer:
             call = _CALL.get()
             if call is None and len(conn.calls) == 1:  # a server request outside the call's task
                 call = next(iter(conn.calls))
-            if call is None:  # asked outside any call: refused, not answered for the user
-                from mcp.types import INVALID_REQUEST, ErrorData
+            from mcp.types import INVALID_REQUEST, ErrorData
 
+            if call is None:  # asked outside any call: refused, not answered for the user
                 return ErrorData(code=INVALID_REQUEST, message="no tool call to ask for")
             try:
                 return await call.ask(params)
             except QuestionWithdrawn:  # the run paused: the question stays unanswered until
                 await conn.stop.wait()  # the server drops it (or the connection closes)
-                raise
+                return ErrorData(code=INVALID_REQUEST, message="the question was withdrawn")
 
         transport = self._transport
         common: dict[str, Any] = {
