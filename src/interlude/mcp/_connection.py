@@ -70,9 +70,8 @@ class Connection:
 @asynccontextmanager
 async def watch_session(conn: Connection, http: httpx2.AsyncClient) -> AsyncIterator[None]:
     """Mark ``conn`` as gone when the server answers a request made in its session with "no
-    such session": 404 (the spec, the Python, TypeScript, Go and C# SDKs' transports), or 400
-    naming the session (what the TypeScript SDK's example servers, server-everything among
-    them, answer)."""
+    such session": 404 (what the spec asks for; the Python SDK's answer), or 400 naming the
+    session (what the TypeScript SDK's example servers, server-everything among them, answer)."""
 
     async def on_response(response: httpx2.Response) -> None:
         if "mcp-session-id" not in response.request.headers or response.request.method == "DELETE":
