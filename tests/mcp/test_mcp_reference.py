@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from interlude import Agent, ToolUse
+from interlude import Agent, ToolCallFinished, ToolCallProgress, ToolUse
 from interlude.mcp import McpServer
 from interlude.testing import ScriptedModel
 
@@ -101,3 +101,23 @@ def test_a_page_the_user_will_not_visit(everything: Callable[..., McpServer]) ->
         "MCP server 'everything' needs the user to visit https://modelcontextprotocol.io before "
         "'trigger-url-elicitation' can run; the user answered 'decline'"
     )
+
+
+async def test_progress_notifications_are_stream_events(
+    everything: Callable[..., McpServer],
+) -> None:
+    """Calls ask for progress (a progress token); the server's notifications reach the run's
+    stream as ToolCallProgress events, before the call's result."""
+    call = ToolUse("p1", "trigger-long-running-operation", {"duration": 0.6, "steps": 3})
+    server = everything()
+    agent = Agent(ScriptedModel([[call], "Done."]), tools=await server.list_tools())
+    events = [e async for e in agent.stream_async("Run the long operation")]
+    progress = [e for e in events if isinstance(e, ToolCallProgress)]
+    assert [(e.tool_use, e.progress, e.total) for e in progress] == [
+        (call, 1, 3),
+        (call, 2, 3),
+        (call, 3, 3),
+    ]
+    finished = next(i for i, e in enumerate(events) if isinstance(e, ToolCallFinished))
+    assert events.index(progress[-1]) < finished
+    assert agent.messages[2].content[0].text.startswith("Long running operation completed.")

@@ -7,6 +7,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -134,7 +135,7 @@ class McpTool:
     async def _run_once(
         self, tool_use: ToolUse, context: ToolContext, asked: dict[str, int]
     ) -> mcp.types.CallToolResult:
-        call = ActiveCall(asyncio.get_running_loop())
+        call = ActiveCall(asyncio.get_running_loop(), context.report_progress)
         future = call_in_thread(self.server._call(self.remote_name, tool_use.input, call))
         future.add_done_callback(call.finished)
         try:
@@ -252,16 +253,24 @@ class ActiveCall:
     thread to the tool's loop through ``queue`` (None: the call ended), answers come back
     through a future."""
 
-    __slots__ = ("loop", "queue")
+    __slots__ = ("loop", "on_progress", "queue")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_progress: Callable[[float, float | None, str | None], None],
+    ) -> None:
         self.loop = loop
+        self.on_progress = on_progress
         self.queue: asyncio.Queue[
             tuple[mcp.types.ElicitRequestParams, concurrent.futures.Future[Any]] | None
         ] = asyncio.Queue()
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """A progress notification from the server about this call (on the MCP loop)."""
+        """A progress notification from the server about this call (on the MCP loop): handed
+        to the tool's loop, where it becomes a ``ToolCallProgress`` stream event."""
+        with contextlib.suppress(RuntimeError):  # the tool's loop is gone: nobody streams
+            self.loop.call_soon_threadsafe(self.on_progress, progress, total, message)
 
     async def ask(self, params: mcp.types.ElicitRequestParams) -> mcp.types.ElicitResult:
         """Hand a question to the tool's body and wait for its answer (on the MCP loop)."""
