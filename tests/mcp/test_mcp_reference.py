@@ -121,3 +121,22 @@ async def test_progress_notifications_are_stream_events(
     finished = next(i for i, e in enumerate(events) if isinstance(e, ToolCallFinished))
     assert events.index(progress[-1]) < finished
     assert agent.messages[2].content[0].text.startswith("Long running operation completed.")
+
+
+def test_a_request_too_large_is_that_call_s_error(everything_http) -> None:
+    """server-everything refuses a 5 MB argument with HTTP 413 and JSON-RPC -32000: the call's
+    error result says so, and the session stays open (before: "not reachable", and the
+    session was dropped)."""
+    with McpServer.http(everything_http.url, name="everything") as server:
+        tools = server.tools()
+        big = ToolUse("b1", "echo", {"message": "x" * 5_000_000})
+        agent = Agent(ScriptedModel([[big], "Too big."]), tools=tools)
+        agent("Echo this")
+        [result] = agent.messages[2].content
+        assert result.status == "error"
+        assert result.text.startswith("MCP server 'everything' failed to run 'echo': ")
+        assert "Payload Too Large" in result.text
+        assert server.is_connected
+        agent = Agent(ScriptedModel([[ECHO], "ok"]), tools=tools)
+        agent("Echo hi")
+        assert agent.messages[2].content[0].text == "Echo: hi"
