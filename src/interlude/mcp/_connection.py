@@ -34,6 +34,8 @@ class Connection:
         self.task: asyncio.Task[None] | None = None
         self.session_gone = False
         """The HTTP server answered that it does not know this session (it restarted)."""
+        self.call_refused = False
+        """... and refused a ``tools/call`` for that reason (so that call did not run)."""
         self.retired = False
         """No new calls go here; it closes once the calls on it are done."""
         self._turn = asyncio.Lock()
@@ -74,17 +76,32 @@ async def watch_session(conn: Connection, http: httpx2.AsyncClient) -> AsyncIter
     session (what the TypeScript SDK's example servers, server-everything among them, answer)."""
 
     async def on_response(response: httpx2.Response) -> None:
-        if "mcp-session-id" not in response.request.headers or response.request.method == "DELETE":
+        request = response.request
+        if "mcp-session-id" not in request.headers or request.method == "DELETE":
             return
-        if response.status_code == 404:
-            conn.session_gone = True
-        elif response.status_code == 400:
+        if response.status_code == 400:
             body = await response.aread()
-            if b"session" in body[:2000].lower():
-                conn.session_gone = True
+            if b"session" not in body[:2000].lower():
+                return
+        elif response.status_code != 404:
+            return
+        conn.session_gone = True
+        if request.method == "POST" and _method(request.content) == "tools/call":
+            conn.call_refused = True
 
     http.event_hooks["response"].append(on_response)
     yield
+
+
+def _method(body: bytes) -> object:
+    """The JSON-RPC method of a request's body (None if it is not one request)."""
+    import json
+
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    return message.get("method") if isinstance(message, dict) else None
 
 
 def needs_back_channel(exc: BaseException) -> bool:

@@ -335,15 +335,21 @@ class McpServer:
         from mcp.shared.exceptions import MCPError
 
         async with conn.turn():
-            assert conn.client is not None
+            if conn.client is None or not conn.usable:  # ended while this call waited its turn
+                raise _Again
             token = _CALL.set(call)
             conn.calls.add(call)
             try:
                 return await conn.client.call_tool(name, arguments, progress_callback=call.progress)
             except Exception as exc:
-                if conn.session_gone:  # refused before it ran: a new session, the call again
+                if conn.session_gone:  # the server restarted: a new session for what follows
                     conn.stop.set()
-                    raise _Again from exc
+                    if conn.call_refused:  # this call was refused unrun: it goes there too
+                        raise _Again from exc
+                    raise McpServerError(
+                        f"MCP server {self.name!r} lost the session while {name!r} ran "
+                        f"({describe(exc)}); the next call opens a new one"
+                    ) from exc
                 if needs_back_channel(exc) and self.protocol == "auto" and not conn.legacy:
                     self._needs_legacy = True
                     raise _Again from exc
