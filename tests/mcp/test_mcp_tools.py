@@ -276,3 +276,25 @@ def test_a_server_error_is_not_a_lost_server(tmp_path) -> None:
         assert "Request Entity Too Large" in first.text and "not reachable" not in first.text
         assert (second.status, second.text) == ("success", "ok")
         assert server.is_connected and read_pid(pid_file) == pid  # the same process
+
+
+def test_a_call_cut_by_a_restart_is_not_sent_again(http, server_log) -> None:
+    """Only a call the server refused for an unknown session is sent again: one that was
+    running when the server restarted may have done its work, so it is that call's error."""
+    import threading
+
+    def restart() -> None:
+        time.sleep(0.5)
+        http.kill()
+        http.start()
+
+    with McpServer.http(http.url, name="web-notes", protocol="legacy") as server:
+        tools = server.tools()
+        restarter = threading.Thread(target=restart)
+        restarter.start()
+        [cut] = run_calls(tools, [ToolUse("t1", "slow", {"seconds": 3})])
+        restarter.join()
+        assert cut.status == "error" and "web-notes" in cut.text
+        [after] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
+        assert (after.status, after.text) == ("success", "note a: buy milk")
+    assert server_log.lines() == ["slow 3.0", "read a"]
