@@ -199,3 +199,24 @@ def everything_http(everything_js: str) -> Iterator[EverythingHttp]:
     server.start()
     yield server
     server.kill()
+
+
+@pytest.fixture
+def time_server() -> Iterator[Callable[..., McpServer]]:
+    """Makes stdio connections to mcp-server-time (PyPI, the official Python SDK's reference
+    time server, in the dev extra); all are closed at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp_server_time") is None:
+        require_service("mcp-server-time is not installed: pip install -e '.[dev]'")
+    made: list[McpServer] = []
+
+    def make(**kwargs: Any) -> McpServer:
+        args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+        server = McpServer.stdio(sys.executable, args, name="time", **kwargs)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.close()

@@ -140,3 +140,26 @@ def test_a_request_too_large_is_that_call_s_error(everything_http) -> None:
         agent = Agent(ScriptedModel([[ECHO], "ok"]), tools=tools)
         agent("Echo hi")
         assert agent.messages[2].content[0].text == "Echo: hi"
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+def test_the_python_reference_time_server(time_server, protocol: str) -> None:
+    """mcp-server-time (the official Python SDK's reference server, from PyPI) under either
+    protocol, two calls at once."""
+    calls = [
+        ToolUse("t1", "get_current_time", {"timezone": "Europe/Lisbon"}),
+        ToolUse(
+            "t2",
+            "convert_time",
+            {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+        ),
+    ]
+    tools = time_server(protocol=protocol).tools()
+    assert {t.name for t in tools} == {"get_current_time", "convert_time"}
+    assert all(t.annotations.read_only for t in tools)
+    agent = Agent(ScriptedModel([calls, "It is time."]), tools=tools)
+    assert str(agent("What time is it?")) == "It is time."
+    now, converted = agent.messages[2].content
+    assert now.status == "success" and now.content[0].value["timezone"] == "Europe/Lisbon"
+    assert converted.status == "success"
+    assert converted.content[0].value["target"]["datetime"].endswith("21:00:00+09:00")
