@@ -61,7 +61,10 @@ class McpServer:
     given, None to wait without end. ``max_output`` caps the text of a result the model
     sees (characters; 200,000 unless given, None for no cap): the rest is cut, with a note.
     ``protocol="legacy"`` speaks the handshake-era protocol (``initialize``) even to a server
-    that knows the newer one; ``"auto"`` picks the newest both sides speak.
+    that knows the newer one; ``"auto"`` picks the newest both sides speak, and moves to the
+    handshake-era one for good once a tool asks a question mid-call (``ctx.elicit``), which
+    only that protocol carries. A handshake-era session runs one call at a time, so that each
+    question the server asks belongs to the call in flight (see docs/mcp.md).
     """
 
     def __init__(
