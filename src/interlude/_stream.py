@@ -23,6 +23,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
     "ToolUseDelta",
     "ToolUseStart",
@@ -97,6 +98,17 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A running tool said how far it has got (``ToolContext.report_progress``; an MCP server's
+    progress notifications): ``progress`` out of ``total`` (None when unknown)."""
+
+    tool_use: ToolUse
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     """A tool use has its final result (after the after-tool hooks)."""
 
@@ -124,6 +136,7 @@ StreamEvent: TypeAlias = (
     | ToolUseDelta
     | MessageAppended
     | ToolCallStarted
+    | ToolCallProgress
     | ToolCallFinished
     | InterruptRaised
     | RunFinished

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -63,6 +64,20 @@ def free_port() -> int:
         return port
 
 
+def wait_listening(process: subprocess.Popen[bytes], port: int) -> None:
+    """Wait until ``process`` accepts connections on ``port`` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the MCP test server exited at start")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the MCP test server did not start listening in 60 s")
+
+
 class HttpServer:
     """tests/mcp/server.py serving streamable HTTP from a subprocess (uvicorn)."""
 
@@ -80,16 +95,7 @@ class HttpServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("the MCP test server exited at start")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("the MCP test server did not start listening in 60 s")
+        wait_listening(self.process, self.port)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -103,3 +109,114 @@ def http(server_log: ServerLog) -> Iterator[HttpServer]:
     server.start()
     yield server
     server.kill()
+
+
+def require_service(problem: str | None) -> None:
+    """Skip the calling test when ``problem`` names a missing server (fail instead when
+    ``INTERLUDE_REQUIRE_SERVICES=1``, as CI sets), as tests/server/conftest.py does."""
+    if problem is None:
+        return
+    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
+    pytest.skip(problem)
+
+
+EVERYTHING_VERSION = "2026.8.31"
+"""The npm reference server the tests run (the TypeScript SDK's handshake-era server)."""
+
+
+def _npm_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base, "interlude-tests", f"server-everything-{EVERYTHING_VERSION}")
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> str:
+    """The entry point of ``@modelcontextprotocol/server-everything`` from npm, installed once
+    into a cache directory keyed by its version (skips, or fails in CI, without node or npm)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        require_service("node and npm are needed for @modelcontextprotocol/server-everything")
+    prefix = _npm_cache()
+    entry = prefix / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+    if not entry.is_file():
+        package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+        done = subprocess.run(
+            [str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0 or not entry.is_file():
+            require_service(f"npm could not install {package}: {done.stderr.strip()[-500:]}")
+    return str(entry)
+
+
+@pytest.fixture
+def everything(everything_js: str) -> Iterator[Callable[..., McpServer]]:
+    """Makes stdio connections to server-everything; all are closed at the end."""
+    made: list[McpServer] = []
+
+    def make(**kwargs: Any) -> McpServer:
+        server = McpServer.stdio("node", [everything_js, "stdio"], name="everything", **kwargs)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.close()
+
+
+class EverythingHttp:
+    """server-everything serving streamable HTTP from a subprocess (``node index.js
+    streamableHttp``, on the port given by PORT), which can be restarted on the same port."""
+
+    def __init__(self, entry: str) -> None:
+        self.entry = entry
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "PORT": str(self.port)}
+        self.process = subprocess.Popen(
+            ["node", self.entry, "streamableHttp"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(self.process, self.port)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def everything_http(everything_js: str) -> Iterator[EverythingHttp]:
+    server = EverythingHttp(everything_js)
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def time_server() -> Iterator[Callable[..., McpServer]]:
+    """Makes stdio connections to mcp-server-time (PyPI, the official Python SDK's reference
+    time server, in the dev extra); all are closed at the end."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp_server_time") is None:
+        require_service("mcp-server-time is not installed: pip install -e '.[dev]'")
+    made: list[McpServer] = []
+
+    def make(**kwargs: Any) -> McpServer:
+        args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+        server = McpServer.stdio(sys.executable, args, name="time", **kwargs)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.close()

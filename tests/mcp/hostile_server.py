@@ -1,8 +1,10 @@
 """A hand-written MCP server (raw JSON-RPC over stdio) that misbehaves as ``argv[1]`` says:
-``ok``, ``hang_init`` (never answers the handshake), ``hang_call``, ``crash_list``, ``huge``
-(a 50 MB result) or ``elicit:<kind>`` (asks a hostile question during a call).
+``ok``, ``server_error`` (a -32000 error unless x is "1"), ``hang_init`` (never answers the
+handshake), ``hang_call``, ``crash_list``, ``huge`` (a 50 MB result) or ``elicit:<kind>`` (asks a
+hostile question during a call).
 
-It writes its process id to the file named by ``HOSTILE_PID_FILE`` (if set) when it starts.
+It writes its process id to the file named by ``HOSTILE_PID_FILE`` (if set) when it starts, and
+every message it receives to the file named by ``HOSTILE_LOG`` (if set).
 """
 
 import json
@@ -26,6 +28,9 @@ def recv() -> Any:
     line = sys.stdin.readline()
     if not line:
         sys.exit(0)
+    if os.environ.get("HOSTILE_LOG"):
+        with open(os.environ["HOSTILE_LOG"], "a") as f:
+            f.write(line if line.endswith("\n") else line + "\n")
     return json.loads(line)
 
 
@@ -66,6 +71,10 @@ while True:
     elif m == "tools/call":
         if mode == "hang_call":
             time.sleep(3600)
+        if mode == "server_error" and msg.get("params", {}).get("arguments", {}).get("x") != "1":
+            error = {"code": -32000, "message": "Request Entity Too Large"}
+            send({"jsonrpc": "2.0", "id": i, "error": error})
+            continue
         if mode == "huge":
             send(
                 {
@@ -114,6 +123,10 @@ while True:
                 r = recv()
                 if r.get("id") == 99:
                     break
+                if r.get("method") == "notifications/cancelled":  # the call was cancelled
+                    break
+            if r.get("id") != 99:
+                continue
             send(
                 {
                     "jsonrpc": "2.0",

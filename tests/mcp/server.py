@@ -129,6 +129,7 @@ async def slow(seconds: float) -> str:
     """Takes its time."""
     import anyio
 
+    log(f"slow {seconds}")
     await anyio.sleep(seconds)
     return "finally"
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from interlude import Agent, ToolUse, tool
 from interlude.mcp import McpServer, require_approval
 from interlude.testing import ScriptedModel
@@ -69,3 +71,12 @@ def test_any_rule_over_the_annotations(stdio: Callable[..., McpServer], server_l
     assert server_log.lines() == ["read a"]
     agent.resume({q.id: True for q in paused.interrupts})
     assert sorted(server_log.lines()) == ["append c eggs", "delete b", "read a"]
+
+
+def test_a_rule_that_is_not_callable_is_refused_at_once() -> None:
+    from interlude.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="'never'"):
+        require_approval("never")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="True"):
+        require_approval(True)  # type: ignore[arg-type]

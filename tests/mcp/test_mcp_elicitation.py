@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -221,3 +222,48 @@ def test_approval_then_questions_from_two_calls_at_once(
         "book Hamlet accept Booking(seats=1, name='Hamlet')",
         "book Lear accept Booking(seats=1, name='Lear')",
     ]
+
+
+def test_a_question_asked_mid_call_under_the_default_protocol(
+    stdio: Callable[..., McpServer], server_log
+) -> None:
+    """The official Python SDK's ``await ctx.elicit(...)`` needs a request back to the client,
+    which the current protocol has not: the default protocol ("auto") falls back to the
+    handshake-era one for this server and the question pauses the run."""
+    call = ToolUse("l1", "book_legacy", {"show": "Lear"})
+    server = stdio()  # protocol="auto"
+    agent = Agent(ScriptedModel([[call], "Booked."]), tools=server.tools())
+    paused = agent("Book Lear")
+    assert paused.stop_reason == "interrupt", agent.messages[2].content[0]
+    [question] = paused.interrupts
+    assert question.reason == {"server": "notes", "message": "How many seats for Lear?"}
+    assert str(agent.resume({question.id: {"seats": 1, "name": "Di"}})) == "Booked."
+    assert agent.messages[2].content[0].text == "booked 1 seats for Di"
+    assert server_log.lines()[-1] == "legacy Lear accept"
+    # the other kind of question still works on the same server
+    again = Agent(ScriptedModel([[BOOK], "Booked."]), tools=server.tools())
+    [form] = again("Book Hamlet").interrupts
+    again.resume({form.id: {"seats": 2, "name": "Ed"}})
+    assert again.messages[2].content[0].text == "booked 2 seats for Ed"
+
+
+def test_a_paused_server_never_receives_a_made_up_answer(tmp_path: Path) -> None:
+    """At the pause the server's call is ended (cancelled) and its question is left unanswered:
+    no "cancel" is sent in the user's name (before: every pause sent one, which a server that
+    had not yet dropped the question gave to its tool; 5 of 12 pauses on server-everything)."""
+    hostile = str(Path(__file__).with_name("hostile_server.py"))
+    log = tmp_path / "received.jsonl"
+    server = McpServer.stdio(
+        sys.executable, [hostile, "elicit:plain"], name="raw", env={"HOSTILE_LOG": str(log)}
+    )
+    with server:
+        tools = server.tools()
+        for n in range(3):
+            paused = Agent(ScriptedModel([[ToolUse(f"c{n}", "go", {"x": "1"})]]), tools=tools)("go")
+            assert paused.stop_reason == "interrupt"
+        time.sleep(0.3)  # an answer would have arrived by now
+        received = [json.loads(line) for line in log.read_text().splitlines()]
+        cancelled = [m for m in received if m.get("method") == "notifications/cancelled"]
+        assert len(cancelled) == 3  # each call was ended at its pause
+        answers = [m for m in received if m.get("id") == 99]
+        assert answers == [], answers

@@ -237,3 +237,64 @@ def test_agent_close_closes_every_tool_even_after_a_failure() -> None:
     with pytest.raises(OSError, match="a would not close"):
         agent.close()
     assert closed == ["a", "b"]
+
+
+def test_http_server_restarted_between_calls_legacy_session(http) -> None:
+    """A handshake-era session the restarted server does not know (the Python SDK answers 404
+    "Session not found"): a new session is opened and the call goes through, every time."""
+    with McpServer.http(http.url, name="web-notes", protocol="legacy") as server:
+        tools = server.tools()
+        pids = set()
+        for n in range(3):
+            [result] = run_calls(tools, [ToolUse(f"t{n}", "pid", {})])
+            assert result.status == "success", result.text
+            pids.add(int(result.text))
+            http.kill()
+            http.start()  # the same port, a server that never saw our session
+        assert len(pids) == 3
+
+
+def test_a_server_error_is_not_a_lost_server(tmp_path) -> None:
+    """JSON-RPC -32000 is the generic "server error" code (what a server answers to a request
+    it refuses, e.g. one too large); the connection goes on and the model reads the error."""
+    from test_mcp_hostile import HOSTILE, read_pid
+
+    pid_file = tmp_path / "pid"
+    server = McpServer.stdio(
+        sys.executable,
+        [HOSTILE, "server_error"],
+        name="raw",
+        env={"HOSTILE_PID_FILE": str(pid_file)},
+    )
+    with server:
+        tools = server.tools()
+        pid = read_pid(pid_file)
+        first, second = run_calls(
+            tools, [ToolUse("t1", "go", {"x": "too big"}), ToolUse("t2", "go", {"x": "1"})]
+        )
+        assert first.status == "error"
+        assert "Request Entity Too Large" in first.text and "not reachable" not in first.text
+        assert (second.status, second.text) == ("success", "ok")
+        assert server.is_connected and read_pid(pid_file) == pid  # the same process
+
+
+def test_a_call_cut_by_a_restart_is_not_sent_again(http, server_log) -> None:
+    """Only a call the server refused for an unknown session is sent again: one that was
+    running when the server restarted may have done its work, so it is that call's error."""
+    import threading
+
+    def restart() -> None:
+        time.sleep(0.5)
+        http.kill()
+        http.start()
+
+    with McpServer.http(http.url, name="web-notes", protocol="legacy") as server:
+        tools = server.tools()
+        restarter = threading.Thread(target=restart)
+        restarter.start()
+        [cut] = run_calls(tools, [ToolUse("t1", "slow", {"seconds": 3})])
+        restarter.join()
+        assert cut.status == "error" and "web-notes" in cut.text
+        [after] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
+        assert (after.status, after.text) == ("success", "note a: buy milk")
+    assert server_log.lines() == ["slow 3.0", "read a"]

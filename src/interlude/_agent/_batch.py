@@ -341,7 +341,7 @@ async def _body(
         tool=tool,
         tool_use=tool_use,
         answer_id=call.answer_id,
-        context=ToolContext(tool_use, agent, answers, call.checkpoint),
+        context=ToolContext(tool_use, agent, answers, call.checkpoint, run.emit),
         answers=answers,
         checkpoint=call.checkpoint,
         state=MappingProxyType(agent._data),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
@@ -11,6 +11,7 @@ from .._messages import JsonValue, ToolUse
 from ..errors import InterruptError, InterruptSignal
 
 if TYPE_CHECKING:
+    from .._stream import StreamEvent
     from .._view import AgentView
 
 __all__ = ["RelaySignal", "ToolContext", "idempotency_key"]
@@ -46,6 +47,7 @@ class ToolContext(Interrupter):
         "_answers",
         "_callback_index",
         "_checkpoint",
+        "_emit",
         "_names",
         "_scope",
         "_taken",
@@ -55,8 +57,14 @@ class ToolContext(Interrupter):
     _source: InterruptSource = "tool_call"
 
     def __init__(
-        self, tool_use: ToolUse, agent: AgentView, answers: Answers, checkpoint: str | None = None
+        self,
+        tool_use: ToolUse,
+        agent: AgentView,
+        answers: Answers,
+        checkpoint: str | None = None,
+        emit: Callable[[StreamEvent], None] | None = None,
     ) -> None:
+        self._emit = emit
         self.tool_use = tool_use
         self.agent = agent
         self._answers = answers
@@ -105,6 +113,16 @@ class ToolContext(Interrupter):
         tool use's id (unique in its conversation)."""
         agent = self.agent
         return idempotency_key(agent.session_id, agent.name, self.tool_use.id)
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell whoever reads the run's stream how far this call has got (a
+        ``ToolCallProgress`` event); nothing happens when no one streams the run."""
+        if self._emit is not None:
+            from .._stream import ToolCallProgress
+
+            self._emit(ToolCallProgress(self.tool_use, progress, total, message))
 
     def relayed_id(self, question: Interrupt) -> str:
         """The id ``question`` (asked elsewhere, e.g. by a sub-agent) has once relayed by this

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..errors import ConfigurationError
 from ..hooks import BeforeToolCallEvent, HookRegistry
 from ._tool import McpTool, ToolAnnotations
 
@@ -22,6 +23,12 @@ class RequireApproval:
     def __init__(
         self, when: Callable[[ToolAnnotations], bool] = _destructive, *, name: str = "approve"
     ) -> None:
+        if not callable(when):  # such as "never": refused now, not at the first call
+            raise ConfigurationError(
+                f"require_approval takes a function of a tool's annotations, got {when!r}: "
+                "ask before every tool with lambda a: True; to ask before none, leave the "
+                "hook out"
+            )
         self.when = when
         self.name = name
 

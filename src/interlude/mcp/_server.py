@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .._messages import JsonValue
 from ..errors import ConfigurationError, McpServerError
+from ._connection import Connection, describe, is_lost, needs_back_channel, watch_session
 from ._elicit import Elicitation
 from ._thread import _OPEN, block_on, call_in_thread, run_in_thread
-from ._tool import ActiveCall, McpTool
+from ._tool import ActiveCall, McpTool, QuestionWithdrawn, UrlElicitationRequired
 
 if TYPE_CHECKING:
     import mcp.types
@@ -44,17 +45,6 @@ class _Http:
     headers: Mapping[str, str] | None
 
 
-class _Connection:
-    """One open MCP session, held by a task on the MCP loop until ``stop`` is set."""
-
-    def __init__(self) -> None:
-        self.client: mcp.Client | None = None
-        self.stop = asyncio.Event()
-        self.alive = True
-        self.calls: set[ActiveCall] = set()
-        self.task: asyncio.Task[None] | None = None
-
-
 class McpServer:
     """An MCP server whose tools an agent can use: ``Agent(model, tools=server.tools())``.
 
@@ -71,7 +61,10 @@ class McpServer:
     given, None to wait without end. ``max_output`` caps the text of a result the model
     sees (characters; 200,000 unless given, None for no cap): the rest is cut, with a note.
     ``protocol="legacy"`` speaks the handshake-era protocol (``initialize``) even to a server
-    that knows the newer one; ``"auto"`` picks the newest both sides speak.
+    that knows the newer one; ``"auto"`` picks the newest both sides speak, and moves to the
+    handshake-era one for good once a tool asks a question mid-call (``ctx.elicit``), which
+    only that protocol carries. A handshake-era session runs one call at a time, so that each
+    question the server asks belongs to the call in flight (see docs/mcp.md).
     """
 
     def __init__(
@@ -100,7 +93,10 @@ class McpServer:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.max_output = max_output
-        self._conn: _Connection | None = None
+        self._conn: Connection | None = None
+        self._retired: set[Connection] = set()
+        self._needs_legacy = False
+        """Set (protocol "auto") once a tool asked mid-call: later sessions are handshake-era."""
         self._lock: asyncio.Lock | None = None
         self._pid = os.getpid()
 
@@ -180,43 +176,52 @@ class McpServer:
         return await run_in_thread(self._list(prefix))
 
     async def _list(self, prefix: str) -> list[McpTool]:
-        conn = await self._connected()
-        assert conn.client is not None
-        found: list[McpTool] = []
-        cursor: str | None = None
-        try:
-            while True:
-                page = await conn.client.list_tools(cursor=cursor)
-                found.extend(McpTool(self, t, prefix + t.name) for t in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return found
-        except Exception as exc:
-            if _is_lost(exc):
-                conn.stop.set()
-            raise McpServerError(
-                f"MCP server {self.name!r} did not list its tools: {_describe(exc)}"
-            ) from exc
+        for attempt in range(2):
+            conn = await self._connected()
+            assert conn.client is not None
+            found: list[McpTool] = []
+            cursor: str | None = None
+            try:
+                while True:
+                    page = await conn.client.list_tools(cursor=cursor)
+                    found.extend(McpTool(self, t, prefix + t.name) for t in page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        return found
+            except Exception as exc:
+                if conn.session_gone and attempt == 0:  # the server restarted: a new session
+                    conn.stop.set()
+                    continue
+                if is_lost(exc):
+                    conn.stop.set()
+                raise McpServerError(
+                    f"MCP server {self.name!r} did not list its tools: {describe(exc)}"
+                ) from exc
+        raise AssertionError("unreachable")
 
     # --- connection (on the MCP loop) -----------------------------------------------------
 
     @property
     def is_connected(self) -> bool:
-        return self._conn is not None and self._conn.alive and not self._conn.stop.is_set()
+        return self._conn is not None and self._conn.usable
 
     def _forget_if_forked(self) -> None:
         if self._pid != os.getpid():  # a forked child: the parent's connection is not ours
             self._conn, self._lock, self._pid = None, None, os.getpid()
+            self._retired = set()
 
-    async def _connected(self) -> _Connection:
+    async def _connected(self) -> Connection:
         self._forget_if_forked()
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             conn = self._conn
-            if conn is not None and conn.alive and not conn.stop.is_set():
-                return conn
-            conn = _Connection()
+            if conn is not None and conn.usable:
+                if not (self._needs_legacy and not conn.legacy):
+                    return conn
+                conn.retire()  # the calls on it finish there; new ones go to a new session
+                self._retired.add(conn)
+            conn = Connection()
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             conn.task = asyncio.create_task(self._hold(conn, ready))
             try:
@@ -236,7 +241,7 @@ class McpServer:
             _OPEN.add(self)
             return conn
 
-    async def _hold(self, conn: _Connection, ready: asyncio.Future[None]) -> None:
+    async def _hold(self, conn: Connection, ready: asyncio.Future[None]) -> None:
         """Open the session, keep it until told to stop (or until it breaks), then close it."""
         try:
             async with self._client(conn) as client:
@@ -246,15 +251,16 @@ class McpServer:
         except BaseException as exc:  # a connection that breaks ends here, for any reason
             if not ready.done():
                 ready.set_exception(
-                    McpServerError(f"MCP server {self.name!r} is not reachable: {_describe(exc)}")
+                    McpServerError(f"MCP server {self.name!r} is not reachable: {describe(exc)}")
                 )
             if not isinstance(exc, Exception):
                 raise
         finally:
             conn.alive = False
             conn.client = None
+            self._retired.discard(conn)
 
-    def _client(self, conn: _Connection) -> Any:
+    def _client(self, conn: Connection) -> Any:
         from contextlib import AsyncExitStack, asynccontextmanager
 
         from mcp import Client, StdioServerParameters
@@ -263,18 +269,22 @@ class McpServer:
             call = _CALL.get()
             if call is None and len(conn.calls) == 1:  # a server request outside the call's task
                 call = next(iter(conn.calls))
-            if call is None:
-                from mcp.types import ElicitResult
+            from mcp.types import INVALID_REQUEST, ErrorData
 
-                return ElicitResult(action="cancel")
-            return await call.ask(params)
+            if call is None:  # asked outside any call: refused, not answered for the user
+                return ErrorData(code=INVALID_REQUEST, message="no tool call to ask for")
+            try:
+                return await call.ask(params)
+            except QuestionWithdrawn:  # the run paused: the question stays unanswered until
+                await conn.stop.wait()  # the server drops it (or the connection closes)
+                return ErrorData(code=INVALID_REQUEST, message="the question was withdrawn")
 
         transport = self._transport
         common: dict[str, Any] = {
             "elicitation_callback": on_elicit,
             "read_timeout_seconds": self.timeout,
             "cache": None,
-            "mode": self.protocol,
+            "mode": "legacy" if self._needs_legacy else self.protocol,
         }
         if isinstance(transport, _Stdio):
             params = StdioServerParameters(
@@ -295,6 +305,7 @@ class McpServer:
                 http = await stack.enter_async_context(
                     create_mcp_http_client(headers=dict(transport.headers or {}))
                 )
+                await stack.enter_async_context(watch_session(conn, http))
                 streams = streamable_http_client(transport.url, http_client=http)
                 client = await stack.enter_async_context(Client(streams, **common))
                 yield client
@@ -304,33 +315,63 @@ class McpServer:
     async def _call(
         self, name: str, arguments: dict[str, JsonValue], call: ActiveCall
     ) -> mcp.types.CallToolResult:
-        """Call a tool (on the MCP loop); McpServerError naming the server if it is lost."""
-        try:
-            conn = await self._connected()
-        except McpServerError:
-            raise
-        assert conn.client is not None
-        token = _CALL.set(call)
-        conn.calls.add(call)
-        try:
-            return await conn.client.call_tool(name, arguments)
-        except Exception as exc:
-            from mcp.shared.exceptions import MCPError
+        """Call a tool (on the MCP loop); McpServerError naming the server if it is lost.
 
-            if _is_lost(exc):
-                conn.stop.set()
+        Twice at most, the call is made again on a new session: when the HTTP server no longer
+        knows the session (it restarted; the call was refused unrun), and (protocol "auto")
+        when the tool asked a question mid-call, which only a handshake-era session carries."""
+        for attempt in range(3):
+            conn = await self._connected()
+            try:
+                return await self._call_on(conn, name, arguments, call)
+            except _Again:
+                if attempt == 2:
+                    raise McpServerError(
+                        f"MCP server {self.name!r} failed to run {name!r}: the session was "
+                        "refused three times"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    async def _call_on(
+        self, conn: Connection, name: str, arguments: dict[str, JsonValue], call: ActiveCall
+    ) -> mcp.types.CallToolResult:
+        from mcp.shared.exceptions import MCPError
+
+        async with conn.turn():
+            if conn.client is None or not conn.usable:  # ended while this call waited its turn
+                raise _Again
+            token = _CALL.set(call)
+            conn.calls.add(call)
+            try:
+                return await conn.client.call_tool(name, arguments, progress_callback=call.progress)
+            except Exception as exc:
+                if conn.session_gone:  # the server restarted: a new session for what follows
+                    conn.stop.set()
+                    if conn.call_refused:  # this call was refused unrun: it goes there too
+                        raise _Again from exc
+                    raise McpServerError(
+                        f"MCP server {self.name!r} lost the session while {name!r} ran "
+                        f"({describe(exc)}); the next call opens a new one"
+                    ) from exc
+                if needs_back_channel(exc) and self.protocol == "auto" and not conn.legacy:
+                    self._needs_legacy = True
+                    raise _Again from exc
+                if isinstance(exc, MCPError) and UrlElicitationRequired.matches(exc):
+                    raise UrlElicitationRequired(exc) from exc
+                if is_lost(exc):
+                    conn.stop.set()
+                    raise McpServerError(
+                        f"MCP server {self.name!r} is not reachable ({describe(exc)}); the next "
+                        "call starts a new connection"
+                    ) from exc
+                if not isinstance(exc, MCPError):  # something unforeseen: start afresh next time
+                    conn.stop.set()
                 raise McpServerError(
-                    f"MCP server {self.name!r} is not reachable ({_describe(exc)}); the next "
-                    "call starts a new connection"
+                    f"MCP server {self.name!r} failed to run {name!r}: {describe(exc)}"
                 ) from exc
-            if not isinstance(exc, MCPError):  # something unforeseen: start afresh next time
-                conn.stop.set()
-            raise McpServerError(
-                f"MCP server {self.name!r} failed to run {name!r}: {_describe(exc)}"
-            ) from exc
-        finally:
-            conn.calls.discard(call)
-            _CALL.reset(token)
+            finally:
+                conn.leave(call)
+                _CALL.reset(token)
 
     # --- closing --------------------------------------------------------------------------
 
@@ -338,11 +379,11 @@ class McpServer:
         self._forget_if_forked()
         conn, self._conn = self._conn, None
         _OPEN.discard(self)
-        if conn is None:
-            return
-        conn.stop.set()
-        if conn.task is not None:
-            await asyncio.gather(conn.task, return_exceptions=True)
+        conns = [c for c in (conn, *self._retired) if c is not None]
+        self._retired = set()
+        for each in conns:
+            each.stop.set()
+        await asyncio.gather(*(c.task for c in conns if c.task), return_exceptions=True)
 
     async def aclose(self) -> None:
         """Close the connection (a stdio server's process ends); the next use opens a new one."""
@@ -350,7 +391,7 @@ class McpServer:
 
     def close(self, timeout: float | None = None) -> None:
         """Close the connection, from sync code."""
-        if self._conn is None:
+        if self._conn is None and not self._retired:
             return
         try:
             asyncio.get_running_loop()
@@ -372,30 +413,5 @@ class McpServer:
         await self.aclose()
 
 
-def _is_lost(exc: BaseException) -> bool:
-    """Whether an error means the connection is gone (rather than a refused request)."""
-    import anyio
-    import httpx2
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import CONNECTION_CLOSED
-
-    if isinstance(exc, BaseExceptionGroup):
-        return any(_is_lost(e) for e in exc.exceptions)
-    if isinstance(exc, MCPError):
-        return exc.error.code == CONNECTION_CLOSED
-    lost = (
-        anyio.ClosedResourceError,
-        anyio.BrokenResourceError,
-        anyio.EndOfStream,
-        OSError,
-        httpx2.TransportError,
-    )
-    return isinstance(exc, lost)
-
-
-def _describe(exc: BaseException) -> str:
-    """A one-line account of an error, looking inside exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+class _Again(Exception):
+    """The call was not run on this session and goes to a new one."""

@@ -7,6 +7,7 @@ import concurrent.futures
 import contextlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,7 +23,18 @@ if TYPE_CHECKING:
 
     from ._server import McpServer
 
-__all__ = ["McpTool", "ToolAnnotations", "result_from_mcp"]
+__all__ = [
+    "ActiveCall",
+    "McpTool",
+    "QuestionWithdrawn",
+    "ToolAnnotations",
+    "UrlElicitationRequired",
+    "result_from_mcp",
+]
+
+_URL_ROUNDS = 10
+"""How often one run of a tool may be sent again after the user visited the pages a server
+sent them to (-32042) before the call gives up."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,11 +110,34 @@ class McpTool:
 
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
         """Call the tool on the server; a question the server asks meanwhile is answered by
-        the server's ``elicitation`` callback or becomes an interrupt (see ``_elicit``)."""
-        call = ActiveCall(asyncio.get_running_loop())
+        the server's ``elicitation`` callback or becomes an interrupt (see ``_elicit``).
+
+        A server that answers -32042 (the user must first visit some pages) asks those as
+        URL-mode questions; once each is accepted, the call is sent again."""
+        asked: dict[str, int] = {}
+        for _ in range(_URL_ROUNDS):
+            try:
+                result = await self._run_once(tool_use, context, asked)
+            except UrlElicitationRequired as needed:
+                refused = await self._visit(needed, tool_use, context, asked)
+                if refused is None:
+                    continue
+                return ToolResult(tool_use.id, "error", [Text(refused)])
+            except McpServerError as exc:
+                return ToolResult(tool_use.id, "error", [Text(str(exc))])
+            return result_from_mcp(tool_use.id, result, limit=self.server.max_output)
+        text = (
+            f"MCP server {self.server.name!r} still sends the user to a web page after "
+            f"{_URL_ROUNDS} visits; {self.remote_name!r} was not run"
+        )
+        return ToolResult(tool_use.id, "error", [Text(text)])
+
+    async def _run_once(
+        self, tool_use: ToolUse, context: ToolContext, asked: dict[str, int]
+    ) -> mcp.types.CallToolResult:
+        call = ActiveCall(asyncio.get_running_loop(), context.report_progress)
         future = call_in_thread(self.server._call(self.remote_name, tool_use.input, call))
         future.add_done_callback(call.finished)
-        asked: dict[str, int] = {}
         try:
             while True:
                 item = await call.queue.get()
@@ -111,19 +146,32 @@ class McpTool:
                 params, reply = item
                 try:
                     answer = await self._answer(params, tool_use, context, asked)
-                except BaseException:  # an interrupt (or a failure): end the server's call
-                    future.cancel()  # first: the call's task is cancelled before it sees ...
-                    _settle(reply, to_elicit_result("cancel", url_mode=False))  # ... this
+                except BaseException:  # an interrupt (or a failure): end the server's call,
+                    future.cancel()  # and leave its question unanswered (never a made-up one)
+                    _settle(reply, QuestionWithdrawn())
                     raise
                 _settle(reply, answer)
         finally:
             if not future.done():
                 future.cancel()
-        try:
-            result = future.result()
-        except McpServerError as exc:
-            return ToolResult(tool_use.id, "error", [Text(str(exc))])
-        return result_from_mcp(tool_use.id, result, limit=self.server.max_output)
+        return future.result()
+
+    async def _visit(
+        self,
+        needed: UrlElicitationRequired,
+        tool_use: ToolUse,
+        context: ToolContext,
+        asked: dict[str, int],
+    ) -> str | None:
+        """Ask the user to visit each page; None when they all did, else why not."""
+        for params in needed.elicitations:
+            answer = await self._answer(params, tool_use, context, asked)
+            if answer.action != "accept":
+                return (
+                    f"MCP server {self.server.name!r} needs the user to visit {params.url} "
+                    f"before {self.remote_name!r} can run; the user answered {answer.action!r}"
+                )
+        return None
 
     async def _answer(
         self,
@@ -159,9 +207,32 @@ class McpTool:
 
 
 def _settle(reply: concurrent.futures.Future[Any], answer: Any) -> None:
-    """Answer the server's question, unless its call was cancelled meanwhile."""
+    """Answer the server's question (or withdraw it), unless its call ended meanwhile."""
     with contextlib.suppress(concurrent.futures.InvalidStateError):
-        reply.set_result(answer)
+        if isinstance(answer, BaseException):
+            reply.set_exception(answer)
+        else:
+            reply.set_result(answer)
+
+
+class QuestionWithdrawn(Exception):
+    """The run paused on a server's question: it is left unanswered (its call is ended)."""
+
+
+class UrlElicitationRequired(Exception):
+    """A call refused with -32042: the user must visit the pages in ``elicitations`` first."""
+
+    def __init__(self, error: Any) -> None:
+        from mcp.shared.exceptions import UrlElicitationRequiredError
+
+        super().__init__(error.message)
+        self.elicitations = UrlElicitationRequiredError.from_error(error.error).elicitations
+
+    @staticmethod
+    def matches(error: Any) -> bool:
+        from mcp_types import URL_ELICITATION_REQUIRED
+
+        return bool(error.code == URL_ELICITATION_REQUIRED)
 
 
 def _check_answer(question: Elicitation, answer: JsonValue) -> None:
@@ -182,13 +253,24 @@ class ActiveCall:
     thread to the tool's loop through ``queue`` (None: the call ended), answers come back
     through a future."""
 
-    __slots__ = ("loop", "queue")
+    __slots__ = ("loop", "on_progress", "queue")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_progress: Callable[[float, float | None, str | None], None],
+    ) -> None:
         self.loop = loop
+        self.on_progress = on_progress
         self.queue: asyncio.Queue[
             tuple[mcp.types.ElicitRequestParams, concurrent.futures.Future[Any]] | None
         ] = asyncio.Queue()
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """A progress notification from the server about this call (on the MCP loop): handed
+        to the tool's loop, where it becomes a ``ToolCallProgress`` stream event."""
+        with contextlib.suppress(RuntimeError):  # the tool's loop is gone: nobody streams
+            self.loop.call_soon_threadsafe(self.on_progress, progress, total, message)
 
     async def ask(self, params: mcp.types.ElicitRequestParams) -> mcp.types.ElicitResult:
         """Hand a question to the tool's body and wait for its answer (on the MCP loop)."""
