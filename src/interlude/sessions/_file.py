@@ -288,6 +288,8 @@ class FileStore:
                 f'"audit_bytes": {audit_offset + len(audit_blob)}}}'
             )
             self._replace_head(session_id, folder, dir_fd, text.encode())
+            if update.applied_answers:
+                self._drop_answers(session_id, folder, dir_fd, set(update.applied_answers))
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         self.bytes_written += sum(map(len, audit))
@@ -467,6 +469,15 @@ class FileStore:
     ) -> None:
         text = json.dumps({"last_seq": last, "answers": [a.to_dict() for a in kept]})
         self._replace_head(session_id, folder, dir_fd, text.encode(), (_ANSWERS_TEMP, _ANSWERS))
+
+    def _drop_answers(self, session_id: str, folder: Path, dir_fd: int, seqs: set[int]) -> None:
+        """Remove the answers a save applied, right after its head.json and under its lock (a
+        crash between the two leaves answers to questions no longer pending, which workers
+        drop). We hold the exclusive lock."""
+        last, kept = self._answers(session_id, folder, dir_fd)
+        left = [a for a in kept if a.seq not in seqs]
+        if len(left) != len(kept):
+            self._write_answers(session_id, folder, dir_fd, last, left)
 
     async def record_answers(
         self, session_id: str, answers: list[dict[str, JsonValue]]

@@ -328,6 +328,7 @@ class PostgresStore:
             "keep_pending": keep,
             "agent": update.agent,
             "audit": audit,
+            "applied": [int(seq) for seq in update.applied_answers],
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
@@ -358,6 +359,8 @@ class PostgresStore:
                     conn.execute(q["add_pending"], p)
                 if p["audit"]:
                     conn.execute(q["add_audit"], p)
+                if p["applied"]:  # recorded answers this save applies: gone with it
+                    conn.execute(q["applied_answers"], p)
                 return int(row[0])
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
