@@ -11,12 +11,14 @@ from interlude.sessions import SessionUpdate, SQLiteStore
 
 class FlakyStore:
     """``saves_fail`` saves in a row fail (before anything is written); ``queries_fail``
-    calls of ``sessions_to_resume`` in a row fail. Everything else is the SQLite store's."""
+    calls of ``sessions_to_resume`` in a row fail (with ``error``). Everything else is the
+    SQLite store's."""
 
     def __init__(self, inner: SQLiteStore) -> None:
         self.inner = inner
         self.saves_fail = 0
         self.queries_fail = 0
+        self.error: type[Exception] = SessionError
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -30,5 +32,5 @@ class FlakyStore:
     async def sessions_to_resume(self, now: Any, *, limit: int | None = None) -> list[str]:
         if self.queries_fail:
             self.queries_fail -= 1
-            raise SessionError("PostgreSQL failed to list sessions to resume: server closed")
+            raise self.error("PostgreSQL failed to list sessions to resume: server closed")
         return await self.inner.sessions_to_resume(now, limit=limit)

@@ -85,7 +85,7 @@ def test_a_worker_waits_out_store_errors_logs_each_once_and_goes_on(
     (question,) = app.start("payroll", "s1", store)("pay ana").interrupts
     Inbox(store).record("s1", {question.id: True}, by="ana")
     store.queries_fail = 4  # the store is down for four passes
-    worker = Worker(app, store, poll=0.02, max_backoff=0.1)
+    worker = Worker(app, store, poll=0.02)
     seen: list[bool] = []
 
     async def go() -> None:
