@@ -150,7 +150,11 @@ class Worker:
             async with gate:
                 return await self._carry_on(session_id)
 
-        done = sum(await asyncio.gather(*(one(i) for i in ids)))
+        results = await asyncio.gather(*(one(i) for i in ids), return_exceptions=True)
+        for r in results:  # a ConfigurationError, once every other session has finished
+            if isinstance(r, BaseException):
+                raise r
+        done = sum(r for r in results if not isinstance(r, BaseException))
         self.handled += done
         return done
 

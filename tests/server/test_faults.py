@@ -89,8 +89,8 @@ def test_a_database_outage_is_503_with_retry_after_quickly_not_404() -> None:
             db.start()
             # the pool's connections died with the server: new ones within seconds
             started = time.monotonic()
-            assert _until(lambda: http.get("/api/sessions/t1", headers=bearer()).is_success, 5)
-            assert time.monotonic() - started < 3
+            assert _until(lambda: http.get("/api/sessions/t1", headers=bearer()).is_success, 10)
+            assert time.monotonic() - started < 6
             r = http.post("/api/sessions/t1/answers", json=answer, headers=bearer())
             assert r.status_code == 202
             assert http.get("/healthz").json()["ok"] is True

@@ -19,7 +19,7 @@ def test_a_restart_costs_no_call_and_an_outage_is_unavailable_quickly() -> None:
     from interlude.testing.conformance._support import _text, _update
 
     with cluster() as db:
-        store = PostgresStore(db.dsn, min_size=2, max_size=2, pool_timeout=1.0)
+        store = PostgresStore(db.dsn, min_size=2, max_size=2)
         asyncio.run(store.save("s", _update(0, 0, [_text(0)])))
         for mode in ("fast", "immediate"):
             db.restart(mode)
@@ -33,7 +33,7 @@ def test_a_restart_costs_no_call_and_an_outage_is_unavailable_quickly() -> None:
             asyncio.run(store.load("s"))
         with pytest.raises(StoreUnavailableError):
             Inbox(store).session("s")  # not "no session 's' in the store"
-        assert time.monotonic() - started < 4  # two calls, each waiting 1 s at most
+        assert time.monotonic() - started < 8  # two calls, each waiting 3 s at most
         db.start()
         assert asyncio.run(store.load("s")) is not None
         store.close()
