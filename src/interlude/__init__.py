@@ -42,7 +42,7 @@ from ._stream import (
 from ._tools._context import ToolContext
 from ._tools._function import FunctionTool, tool
 from ._tools._spec import AgentTool, ToolSpec
-from ._worker import Worker
+from ._worker import Worker, WorkerHealth
 
 __version__ = "0.1.0"
 
@@ -87,6 +87,7 @@ __all__ = [
     "ToolUseStart",
     "Usage",
     "Worker",
+    "WorkerHealth",
     "__version__",
     "errors",
     "hooks",

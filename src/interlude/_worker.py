@@ -5,15 +5,20 @@ A worker asks the store which sessions have something to do (answers recorded by
 builds each one's agent through the operator's :class:`~interlude.App`, and applies it:
 ``resume`` with the recorded answers (as the person who gave them, checked against what they
 were shown), ``resume_expired``, or ``recover``. Many workers may share one store: a session's
-run claim lets exactly one of them run it; the others skip it. Recorded answers are cleared
-once applied; answers whose question is gone (applied by a worker that died, or settled) are
-dropped.
+run claim lets exactly one of them run it; the others skip it. A recorded answer is removed by
+the save that applies it (the resume's first commit), never before: a resume that fails leaves
+it recorded for the next try. Answers whose question is gone (settled, or refused) are dropped.
+
+A worker outlives its store's outages: a failing pass is retried with capped exponential backoff
+and jitter, each failure is logged once (and the recovery once), and only a
+ConfigurationError ends :meth:`Worker.run`. :attr:`Worker.health` says how it fares.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,7 +28,7 @@ if TYPE_CHECKING:
     from ._app import App
     from .sessions import InboxStore, RecordedAnswer
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "WorkerHealth"]
 
 
 def _log() -> Any:
@@ -32,13 +37,36 @@ def _log() -> Any:
     return logging.getLogger("interlude.worker")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerHealth:
+    """How a worker fares: ``ok`` unless its last pass over the store failed (then
+    ``failing_since``, ``failures`` in a row and ``last_error`` say how); ``last_pass`` is when
+    a pass last went through (None: none yet)."""
+
+    ok: bool
+    last_pass: float | None = None
+    failing_since: float | None = None
+    failures: int = 0
+    last_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "last_pass": self.last_pass,
+            "failing_since": self.failing_since,
+            "failures": self.failures,
+            "last_error": self.last_error,
+        }
+
+
 class Worker:
     """Carries on the sessions of ``store`` whose agents ``app`` builds.
 
     ``run_once()`` handles what is there now (up to ``concurrency`` sessions at a time) and
     returns how many sessions it carried on; ``run(stop)`` polls every ``poll`` seconds until
-    ``stop`` is set. ``handled`` counts the
-    sessions carried on, ``failed`` maps a session to its last error.
+    ``stop`` is set, and waits out store errors (from ``poll`` seconds, doubling, up to
+    ``max_backoff``, with jitter). ``handled`` counts the sessions carried on, ``failed`` maps
+    a session to its last error, ``health`` says whether the store answers.
     """
 
     def __init__(
@@ -50,6 +78,7 @@ class Worker:
         batch: int = 100,
         concurrency: int = 4,
         clock: Callable[[], float] | None = None,
+        max_backoff: float = 10.0,
     ) -> None:
         from .sessions import AnswerQueue, open_store
 
@@ -66,28 +95,36 @@ class Worker:
         self.batch = batch
         self.concurrency = max(1, concurrency)
         self.clock: Callable[[], float] = clock or time.time
+        self.max_backoff = max(max_backoff, poll)
         self.handled = 0
         self.conflicts = 0
         """Sessions another process was running when this worker came to them (skipped)."""
         self.failed: dict[str, str] = {}
+        self.health = WorkerHealth(ok=True)
         self._backoff: dict[str, float] = {}
         self._wake: asyncio.Event | None = None
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Work until ``stop`` is set (forever without one)."""
+        """Work until ``stop`` is set (forever without one). A pass that fails (the store is
+        down) is retried after a backoff; a ConfigurationError ends the run."""
         import asyncio
 
         stop = stop or asyncio.Event()
         wake = self._wake = asyncio.Event()
         while not stop.is_set():
             wake.clear()
-            done = await self.run_once()
+            try:
+                done = await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._pass_failed(exc)
+                await _wait(stop, None, _backoff(self.poll, self.max_backoff, self.health))
+                continue
+            self._pass_done()
             if done:
                 continue  # there may be more right away
-            waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
-            await asyncio.wait(waits, timeout=self.poll, return_when=asyncio.FIRST_COMPLETED)
-            for w in waits:
-                w.cancel()
+            await _wait(stop, wake, self.poll)
 
     def wake(self) -> None:
         """Look for work now rather than at the next poll (e.g. right after recording an
@@ -96,7 +133,9 @@ class Worker:
             self._wake.set()
 
     async def run_once(self) -> int:
-        """Carry on every session that has something to do now; return how many."""
+        """Carry on every session that has something to do now; return how many. The store's
+        errors listing the sessions propagate (:meth:`run` waits them out); a session's own
+        failure is noted in ``failed`` and the session is tried again later."""
         now = self.clock()
         ids = await self.store.sessions_to_resume(now, limit=self.batch)
         ids = [i for i in ids if self._backoff.get(i, 0.0) <= now]
@@ -111,19 +150,24 @@ class Worker:
             async with gate:
                 return await self._carry_on(session_id)
 
-        done = sum(await asyncio.gather(*(one(i) for i in ids)))
+        results = await asyncio.gather(*(one(i) for i in ids), return_exceptions=True)
+        for r in results:  # a ConfigurationError, once every other session has finished
+            if isinstance(r, BaseException):
+                raise r
+        done = sum(r for r in results if not isinstance(r, BaseException))
         self.handled += done
         return done
 
     async def _carry_on(self, session_id: str) -> bool:
-        from .errors import InterludeError, SessionConflictError
+        from .errors import ConfigurationError, InterludeError, SessionConflictError
 
         try:
-            agent = await self.app.open_async(session_id, self.store)
-            worked = await self._apply(session_id, agent)
+            worked = await self._apply(session_id)
         except SessionConflictError:
             self.conflicts += 1
             return False  # another worker (or process) runs it: theirs
+        except ConfigurationError:
+            raise  # the operator's App or store is wrong: no retry mends that
         except InterludeError as exc:
             self._failed(session_id, exc)
             return False
@@ -134,25 +178,20 @@ class Worker:
         self._backoff.pop(session_id, None)
         return worked
 
-    async def _apply(self, session_id: str, agent: Agent) -> bool:
+    async def _apply(self, session_id: str) -> bool:
+        from ._applying import ApplyingStore
+
+        recorded = await self.store.recorded_answers(session_id)
+        view = ApplyingStore(self.store, recorded)
+        agent = await self.app.open_async(session_id, view)
         worked = False
         if agent.needs_recovery:
             await agent.recover_async()
             worked = True
-        recorded = await self.store.recorded_answers(session_id)
         if recorded:
-            from .errors import SessionConflictError
-
-            last = max(r.seq for r in recorded)
-            try:
-                worked = await self._answer(agent, recorded) or worked
-            except SessionConflictError:
-                raise  # another process runs the session: the answers are not ours to drop
-            except BaseException:
-                await self.store.clear_answers(session_id, last)  # the run used them
-                raise
-            # Applied (the run's journal holds them now), or about questions that are gone.
-            await self.store.clear_answers(session_id, last)
+            worked = await self._answer(agent, recorded) or worked
+            if view.waiting:  # about questions that are gone, or refused: never to apply
+                await self.store.clear_answers(session_id, max(r.seq for r in recorded))
         now = self.clock()
         if agent.is_paused and any(
             i.expires_at is not None and i.expires_at <= now for i in agent.interrupts
@@ -190,6 +229,56 @@ class Worker:
         return worked
 
     def _failed(self, session_id: str, exc: BaseException) -> None:
-        self.failed[session_id] = f"{type(exc).__name__}: {exc}"
+        why = f"{type(exc).__name__}: {exc}"
+        if self.failed.get(session_id) != why:  # the same failure again is not news
+            _log().warning("session %r: %s", session_id, why)
+        self.failed[session_id] = why
         self._backoff[session_id] = self.clock() + max(self.poll * 10, 5.0)
-        _log().warning("session %r: %s: %s", session_id, type(exc).__name__, exc)
+
+    def _pass_failed(self, exc: Exception) -> None:
+        from .errors import ConfigurationError
+
+        if isinstance(exc, ConfigurationError):
+            _log().error("worker stopped: %s", exc)
+            raise exc
+        why = f"{type(exc).__name__}: {exc}"
+        h = self.health
+        if h.last_error != why:  # logged once, not at every retry
+            _log().warning("the store failed (%s); retrying with backoff", why)
+        self.health = WorkerHealth(
+            ok=False,
+            last_pass=h.last_pass,
+            failing_since=h.failing_since if h.failing_since is not None else self.clock(),
+            failures=h.failures + 1,
+            last_error=why,
+        )
+
+    def _pass_done(self) -> None:
+        h = self.health
+        if not h.ok:
+            _log().warning(
+                "the store answers again after %d failed pass(es) (%.1f s)",
+                h.failures,
+                self.clock() - (h.failing_since or self.clock()),
+            )
+        self.health = WorkerHealth(ok=True, last_pass=self.clock())
+
+
+def _backoff(base: float, cap: float, health: WorkerHealth) -> float:
+    """The wait before the next try after ``health.failures`` failures in a row: doubling
+    from ``base`` up to ``cap``, with "equal jitter" (half fixed, half random) so workers that
+    failed together do not retry together."""
+    import random
+
+    delay = min(cap, base * 2 ** min(health.failures - 1, 30))
+    return float(delay / 2 + random.uniform(0, delay / 2))
+
+
+async def _wait(stop: asyncio.Event, wake: asyncio.Event | None, seconds: float) -> None:
+    """Sleep ``seconds``, or less if ``stop`` (or ``wake``) is set meanwhile."""
+    import asyncio
+
+    waits = [asyncio.ensure_future(e.wait()) for e in (stop, wake) if e is not None]
+    await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        w.cancel()

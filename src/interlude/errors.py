@@ -38,7 +38,8 @@ Exception
     ├── SessionError
     │   ├── SessionConflictError    another process saved the session first (optimistic lock)
     │   ├── SessionCorruptError     (also StateFormatError) a stored session cannot be read
-    │   └── InvalidSessionIdError   (also ValueError) an id that could escape the store
+    │   ├── InvalidSessionIdError   (also ValueError) an id that could escape the store
+    │   └── StoreUnavailableError   the store cannot be reached or write now: try again later
     └── ReplayedException           stands in for a pre-pause exception that cannot be rebuilt
 
 BaseException
@@ -94,6 +95,7 @@ __all__ = [
     "StateFormatError",
     "StateIntegrityError",
     "StateMismatchError",
+    "StoreUnavailableError",
     "ToolInputError",
     "UnknownAgentError",
     "UnknownInterruptError",
@@ -315,6 +317,12 @@ class SessionCorruptError(SessionError, StateFormatError):
 
 class InvalidSessionIdError(SessionError, ValueError):
     """A session id that is empty, too long, or could escape the store (``../x``, ``/abs``)."""
+
+
+class StoreUnavailableError(SessionError):
+    """The store cannot be reached or cannot write just now (its database is down or
+    restarting, its connections are exhausted, its disk is full); nothing was written. Unlike
+    "no such session", it says nothing about the session: try again later."""
 
 
 class ReplayedException(InterludeError):

@@ -318,6 +318,18 @@ def _service_commands(sub: _Commands) -> None:
         help="also run a worker in this process: it carries sessions on once answered",
     )
     serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send a request's headers before it is cut off (10)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        help="connections held at once; more are closed at once (1000)",
+    )
     _task_queue_option(serve, "with --temporal: only workflows on this task queue")
     serve.set_defaults(on_temporal=_serve)
 

@@ -32,6 +32,11 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         ) from None
     if not args.poll > 0:
         raise CliError(f"--poll takes seconds > 0, got {args.poll}")
+    if not args.header_timeout > 0 or args.max_connections < 1:
+        raise CliError(
+            f"--header-timeout takes seconds > 0 and --max-connections a number >= 1, got "
+            f"{args.header_timeout} and {args.max_connections}"
+        )
     if getattr(args, "temporal", None):
         if args.worker:
             raise CliError(
@@ -130,15 +135,19 @@ def _url(args: argparse.Namespace) -> str:
 def _run_server(args: argparse.Namespace, asgi: Any) -> None:
     import uvicorn
 
-    config = uvicorn.Config(
+    from ..server import uvicorn_config
+    from ..server._app import stop_streams
+
+    config = uvicorn_config(
         asgi,
         host=args.host,
         port=args.port,
+        header_timeout=args.header_timeout,
+        max_connections=args.max_connections,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=3,
     )
-    from ..server._app import stop_streams
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:

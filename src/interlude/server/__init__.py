@@ -11,5 +11,6 @@ from __future__ import annotations
 from ._app import create_app
 from ._auth import load_tokens
 from ._backend import InboxBackend, WorkflowView
+from ._serving import uvicorn_config
 
-__all__ = ["InboxBackend", "WorkflowView", "create_app", "load_tokens"]
+__all__ = ["InboxBackend", "WorkflowView", "create_app", "load_tokens", "uvicorn_config"]

@@ -5,8 +5,9 @@ returns 202 at once: a worker applies the answers (on Temporal: the workflow has
 and carries the run on). Status codes: 400 a body that is not the expected JSON; 404 no such
 session; 409 the session waits on no such question (not paused, unknown id, deadline passed)
 or the question already has a recorded answer; 422 an answer that does not fit its question
-(``path`` names the field) or a stale ``shown`` digest; 504 no one took the answer (or
-answered the query) in time (Temporal: no worker on the workflow's task queue).
+(``path`` names the field) or a stale ``shown`` digest; 503 (with ``Retry-After``) the store
+is unavailable; 504 no one took the answer (or answered the query) in time (Temporal: no
+worker on the workflow's task queue).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..errors import (
     SessionConflictError,
     SessionCorruptError,
     SessionError,
+    StoreUnavailableError,
 )
 from ._output import JSON, UnsafeJson, loads
 from ._views import pending_json, session_json
@@ -106,6 +108,8 @@ def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
         return 409, body
     if isinstance(exc, TimeoutError):  # e.g. no Temporal worker took the answer in time
         return 504, body
+    if isinstance(exc, StoreUnavailableError):
+        return None  # an outage, not an answer about the session: 503 (``_health.outage``)
     if isinstance(exc, InvalidSessionIdError):
         return 404, body
     if isinstance(exc, SessionError) and not isinstance(exc, SessionCorruptError):

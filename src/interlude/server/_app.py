@@ -44,12 +44,19 @@ def create_app(
     everyone out). ``stream_seconds`` bounds one ``/events`` stream. ``worker=True`` needs a
     store: Temporal workflows carry themselves on (their workers are ``interlude
     temporal-worker``). The application closes the backend when it stops.
+
+    The worker is supervised: if it stops with an error it is logged at once and started again
+    after a backoff; ``GET /healthz`` says whether the store answers and the worker runs (503
+    when not), and the pages' header says so too. A store outage on any route is 503 with
+    ``Retry-After`` and a JSON body.
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
+    from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
     from ._events import Hub, event_routes
+    from ._health import health_routes, outage
     from ._limits import BodyLimit
     from ._pages import page_routes
     from ._state import ServerState
@@ -66,8 +73,9 @@ def create_app(
     )
     state.hub = Hub(state)
     starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes()],
+        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()],
         middleware=[Middleware(BodyLimit)],
+        exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
     )
     starlette.state.interlude = state
@@ -127,9 +135,11 @@ def _lifespan(
         task: asyncio.Task[None] | None = None
         if worker and app is not None and isinstance(backend, StoreBackend):
             from .._worker import Worker
+            from ._health import Supervisor
 
             state.worker = Worker(app, backend.store, poll=poll)
-            task = asyncio.create_task(state.worker.run(state.stopping))
+            state.supervisor = Supervisor(state.worker, state.stopping)
+            task = asyncio.create_task(state.supervisor.run())
         try:
             yield
         finally:

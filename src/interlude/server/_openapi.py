@@ -13,6 +13,7 @@ _ERROR: dict[str, Any] = {
         "error": {"type": "string"},
         "interrupt_id": {"type": ["string", "null"]},
         "path": {"type": ["array", "null"], "items": {"type": ["string", "integer"]}},
+        "retry_after": {"type": "integer", "description": "with 503: seconds to wait"},
     },
 }
 
@@ -177,6 +178,14 @@ def _unauthorized() -> dict[str, Any]:
     return _error("no token, or a wrong one")
 
 
+def _unavailable() -> dict[str, Any]:
+    response = _error("the session store is unavailable just now (try again after Retry-After)")
+    response["headers"] = {
+        "Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}
+    }
+    return response
+
+
 def _list_pending() -> dict[str, Any]:
     """``GET /api/pending``."""
     seconds = {"type": "number", "minimum": 0}
@@ -207,6 +216,7 @@ def _list_pending() -> dict[str, Any]:
             ),
             "400": _error("a malformed query parameter"),
             "401": _unauthorized(),
+            "503": _unavailable(),
         },
     }
 
@@ -221,6 +231,7 @@ def _show_session() -> dict[str, Any]:
             "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
             "401": _unauthorized(),
             "404": _error("no such session"),
+            "503": _unavailable(),
             "504": _error("on Temporal: the workflow did not answer its query in time"),
         },
     }
@@ -267,6 +278,7 @@ def _record_answers() -> dict[str, Any]:
                 "an answer does not fit its question (path names the field), or "
                 "the question changed since it was shown"
             ),
+            "503": _unavailable(),
             "504": _error(
                 "on Temporal: no worker took the answer in time (it may still be applied later)"
             ),

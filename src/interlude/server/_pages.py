@@ -19,6 +19,7 @@ from ._api import error_for
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
 from ._backend import WorkflowView
 from ._forms import FormError, answer_from_form, form_for
+from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub
 from ._views import fingerprint, shown_digest
 
@@ -51,8 +52,9 @@ def _render(
     state = _state(request)
     nonce = secrets.token_urlsafe(16)
     logout_csrf = "" if approver is None else state.auth.csrf(approver.cookie, "logout")
+    health = None if approver is None else health_line(state)
     body = state.templates.get_template(template).render(
-        nonce=nonce, approver=approver, logout_csrf=logout_csrf, **context
+        nonce=nonce, approver=approver, logout_csrf=logout_csrf, health=health, **context
     )
     headers = {
         "Content-Security-Policy": (

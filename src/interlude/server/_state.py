@@ -31,6 +31,8 @@ class ServerState:
     """The event streams' shared poller (``_events.Hub``)."""
     worker: Any = None
     """The in-process worker (``serve --worker``), woken when an answer is recorded."""
+    supervisor: Any = None
+    """What keeps the in-process worker running (``_health.Supervisor``), for ``/healthz``."""
 
     def stop(self) -> None:
         """The server is about to stop: end the event streams and the worker now, rather than

@@ -39,6 +39,7 @@ from ._file_format import (
     parse_answers,
     parse_head,
     read_in,
+    store_errors,
     write_all,
 )
 from ._memory import expired_first, resume_times, select_pending
@@ -206,6 +207,7 @@ class FileStore:
                     parts.append(b"")
         return folder, head, parts[0], parts[1]
 
+    @store_errors
     async def load(self, session_id: str) -> StoredSession | None:
         read = self._read(session_id, messages=True)
         if read is None:
@@ -227,6 +229,7 @@ class FileStore:
             audit=audit_entries(session_id, folder / _AUDIT, audit, head),
         )
 
+    @store_errors
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
         read = self._read(session_id, messages=False)
         if read is None:
@@ -237,6 +240,7 @@ class FileStore:
     _saves_inline = True
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
 
+    @store_errors
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         folder = self._folder(session_id)
         for i, p in enumerate(update.pending or ()):  # the check SQLiteStore needs for its index
@@ -288,6 +292,8 @@ class FileStore:
                 f'"audit_bytes": {audit_offset + len(audit_blob)}}}'
             )
             self._replace_head(session_id, folder, dir_fd, text.encode())
+            if update.applied_answers:
+                self._drop_answers(session_id, folder, dir_fd, set(update.applied_answers))
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         self.bytes_written += sum(map(len, audit))
@@ -368,6 +374,7 @@ class FileStore:
     :meth:`expired_interrupts`, or :meth:`sessions_to_resume`) call left out entries of,
     because they could not be read (empty when everything was read)."""
 
+    @store_errors
     async def pending_interrupts(self, query: PendingQuery | None = None) -> list[PendingInterrupt]:
         """Pending interrupts across sessions, oldest first, that pass ``query`` (None: all).
 
@@ -379,6 +386,7 @@ class FileStore:
         """
         return select_pending(self._pending(), query or PendingQuery())
 
+    @store_errors
     async def expired_interrupts(
         self, now: datetime | float, *, limit: int | None = None
     ) -> list[PendingInterrupt]:
@@ -427,9 +435,11 @@ class FileStore:
         self.skipped = tuple(sorted(skipped.items()))
         return found
 
+    @store_errors
     async def list_sessions(self) -> list[str]:
         return self._session_ids()
 
+    @store_errors
     async def delete(self, session_id: str) -> None:
         """Remove the session. A session folder that is, or holds, a symbolic link is removed
         too (the links themselves, never what they point to)."""
@@ -468,6 +478,16 @@ class FileStore:
         text = json.dumps({"last_seq": last, "answers": [a.to_dict() for a in kept]})
         self._replace_head(session_id, folder, dir_fd, text.encode(), (_ANSWERS_TEMP, _ANSWERS))
 
+    def _drop_answers(self, session_id: str, folder: Path, dir_fd: int, seqs: set[int]) -> None:
+        """Remove the answers a save applied, right after its head.json and under its lock (a
+        crash between the two leaves answers to questions no longer pending, which workers
+        drop). We hold the exclusive lock."""
+        last, kept = self._answers(session_id, folder, dir_fd)
+        left = [a for a in kept if a.seq not in seqs]
+        if len(left) != len(kept):
+            self._write_answers(session_id, folder, dir_fd, last, left)
+
+    @store_errors
     async def record_answers(
         self, session_id: str, answers: list[dict[str, JsonValue]]
     ) -> list[RecordedAnswer]:
@@ -492,6 +512,7 @@ class FileStore:
         self.bytes_written += sum(len(json.dumps(e)) for e in entries)
         return new
 
+    @store_errors
     async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
         folder = self._folder(session_id)
         with self._locked(session_id, folder, exclusive=False, create=False) as dir_fd:
@@ -500,6 +521,7 @@ class FileStore:
             self._check_links(session_id, folder, dir_fd)
             return self._answers(session_id, folder, dir_fd)[1]
 
+    @store_errors
     async def clear_answers(self, session_id: str, upto_seq: int) -> None:
         folder = self._folder(session_id)
         with self._locked(session_id, folder, exclusive=True, create=False) as dir_fd:
@@ -511,6 +533,7 @@ class FileStore:
             if len(left) != len(kept):
                 self._write_answers(session_id, folder, dir_fd, last, left)
 
+    @store_errors
     async def sessions_to_resume(
         self, now: datetime | float, *, limit: int | None = None
     ) -> list[str]:

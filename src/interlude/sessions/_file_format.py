@@ -4,14 +4,16 @@ opening files in a session folder without following a symbolic link."""
 from __future__ import annotations
 
 import errno
+import functools
 import os
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from .._json import loads as strict_json
 from .._messages import JsonValue
-from ..errors import SessionCorruptError
+from ..errors import SessionCorruptError, SessionError, StoreUnavailableError
 from ._answers import read_answer
 from ._protocol import RecordedAnswer
 
@@ -26,11 +28,47 @@ __all__ = [
     "parse_answers",
     "parse_head",
     "read_in",
+    "store_errors",
     "write_all",
 ]
 
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)  # O_NOFOLLOW on a link: ELOOP (EMLINK on BSDs)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_UNWELL = _FULL | {errno.EIO, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
+
+
+def os_failure(exc: OSError) -> SessionError:
+    """An OSError the file system gave, as the store reports it: StoreUnavailableError when
+    the disk is full (or read-only, failing, out of file handles), SessionError otherwise."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    what = exc.strerror or str(exc)
+    if exc.errno in _FULL:
+        return StoreUnavailableError(
+            f"the file store cannot write: {what}{where}; nothing of this call was kept, free "
+            "space and try again"
+        )
+    if exc.errno in _UNWELL:
+        return StoreUnavailableError(f"the file store is unavailable: {what}{where}")
+    return SessionError(f"the file store failed: {what}{where}")
+
+
+def store_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """A FileStore method whose OSErrors are reported as the other stores report theirs."""
+
+    @functools.wraps(fn)
+    async def method(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except OSError as exc:
+            raise os_failure(exc) from exc
+
+    return method
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,6 +149,9 @@ class MemoryStore:
                 r.pending = pending
             r.format_version = update.format_version
             r.audit.extend(audit)
+            if update.applied_answers:  # applied by this save: gone with it
+                applied = set(update.applied_answers)
+                r.answers = [(seq, t) for seq, t in r.answers if seq not in applied]
             if update.agent is not None:
                 r.agent = update.agent
             if state is not None:

@@ -27,6 +27,7 @@ from ..errors import (
     SessionCorruptError,
     SessionError,
     StateFormatError,
+    StoreUnavailableError,
 )
 from ._answers import (
     answer_entries,
@@ -143,13 +144,26 @@ class PostgresStore:
     constructor and ``close()`` block: they connect, migrate, and open or close the pool.
     A cancelled save may still commit; load the session to see where it stands.
 
+    Pooled connections are checked before use, so those a server restart killed are replaced
+    rather than failing a call; a call waits at most ``pool_timeout`` seconds for a connection.
+    When the server cannot be reached (down, restarting, no connection within that time) calls
+    raise StoreUnavailableError (a SessionError), never "no such session".
+
     ``bytes_written`` counts the JSON bytes saved, as in MemoryStore.
     """
 
     def __init__(
-        self, dsn: str, *, schema: str = "interlude", min_size: int = 1, max_size: int = 4
+        self,
+        dsn: str,
+        *,
+        schema: str = "interlude",
+        min_size: int = 1,
+        max_size: int = 4,
+        pool_timeout: float = 3.0,
     ) -> None:
         dsn, schema = _options(dsn, schema, min_size, max_size)
+        if not (isinstance(pool_timeout, int | float) and pool_timeout > 0):
+            raise ConfigurationError(f"pool_timeout is seconds > 0, got {pool_timeout!r}")
         try:
             import psycopg
             from psycopg import conninfo, sql
@@ -161,6 +175,7 @@ class PostgresStore:
             ) from None
         self._psycopg_error = psycopg.Error
         self._integrity_error = psycopg.IntegrityError
+        self._down_errors = (psycopg.OperationalError, psycopg.InterfaceError)
         self.schema = schema
         self.bytes_written = 0
         self._lock = threading.Lock()
@@ -189,6 +204,11 @@ class PostgresStore:
             kwargs={"autocommit": True, **timeout},
             name=f"interlude-{schema}",
             open=False,
+            timeout=pool_timeout,
+            check=ConnectionPool.check_connection,  # a restart's dead connections: replaced
+            # After an outage the pool's own reconnection backs off (1, 2, 4 ... s); giving it
+            # up soon lets the next call connect at once, so service resumes within seconds.
+            reconnect_timeout=max(pool_timeout, 1.0),
         )
         try:
             self._pool.open(wait=True, timeout=30)
@@ -221,6 +241,10 @@ class PostgresStore:
             return await asyncio.to_thread(fn, *args)
         except SessionError:
             raise
+        except self._down_errors as exc:  # unreachable, restarting, no connection in time
+            raise StoreUnavailableError(
+                f"PostgreSQL is unavailable, could not {what}: {_redact(str(exc)).strip()}"
+            ) from exc
         except self._psycopg_error as exc:
             raise SessionError(f"PostgreSQL failed to {what}: {_redact(str(exc)).strip()}") from exc
 
@@ -329,6 +353,7 @@ class PostgresStore:
             "keep_pending": keep,
             "agent": update.agent,
             "audit": audit,
+            "applied": [int(seq) for seq in update.applied_answers],
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
@@ -359,6 +384,8 @@ class PostgresStore:
                     conn.execute(q["add_pending"], p)
                 if p["audit"]:
                     conn.execute(q["add_audit"], p)
+                if p["applied"]:  # recorded answers this save applies: gone with it
+                    conn.execute(q["applied_answers"], p)
                 return int(row[0])
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc

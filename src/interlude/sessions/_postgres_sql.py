@@ -141,6 +141,7 @@ FROM unnest(%(ids)s::text[], %(ats)s::float8[], %(data)s::text[])
     WITH ORDINALITY AS t(iid, at, data, k)"""
 ANSWERS = "SELECT seq, interrupt_id, data FROM {s}.answers WHERE session_id = %(id)s ORDER BY seq"
 CLEAR_ANSWERS = "DELETE FROM {s}.answers WHERE session_id = %(id)s AND seq <= %(upto)s"
+APPLIED_ANSWERS = "DELETE FROM {s}.answers WHERE session_id = %(id)s AND seq = ANY(%(applied)s)"
 # Each session with work, by when its oldest work became due: its first recorded answer, its
 # earliest overdue question (the partial deadline index), a lapsed run claim (the partial
 # lease index). The answers table holds only answers not yet applied, so it stays small.
@@ -185,6 +186,7 @@ STATEMENTS: dict[str, LiteralString] = {
     "add_answers": ADD_ANSWERS,
     "answers": ANSWERS,
     "clear_answers": CLEAR_ANSWERS,
+    "applied_answers": APPLIED_ANSWERS,
     "to_resume": TO_RESUME,
 }
 

@@ -108,6 +108,10 @@ class SessionUpdate:
     ``agent`` is the agent's name, stored when not None (None leaves the stored name).
     ``audit`` entries are appended to the session's audit trail, in order, in the same
     transaction; stored entries are never changed or removed (but with the session).
+    ``applied_answers`` are the seqs of recorded answers (:class:`AnswerQueue`) this save
+    applies (a worker's resume with them): a store with an answer queue removes them in the
+    same transaction, so a recorded answer is gone only once a commit holds it; a store without
+    one ignores them.
     """
 
     expected_version: int
@@ -121,6 +125,7 @@ class SessionUpdate:
     claim: dict[str, JsonValue] | None = None
     agent: str | None = None
     audit: list[dict[str, JsonValue]] = field(default_factory=list)
+    applied_answers: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

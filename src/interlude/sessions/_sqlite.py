@@ -284,6 +284,11 @@ class SQLiteStore:
             if not self._swap(conn, session_id, update, row):
                 raise self._conflict(conn, session_id, update)
             self._append(conn, session_id, update.first_index, messages, pending, audit)
+            if update.applied_answers:  # applied by this save: gone with it
+                conn.executemany(
+                    "DELETE FROM answers WHERE session_id = ? AND seq = ?",
+                    [(session_id, int(seq)) for seq in update.applied_answers],
+                )
         self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
         self.bytes_written += sum(len(p[-1]) for p in pending or ())
         self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))

@@ -27,8 +27,9 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
   that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a sequence
   of ``(session_id, why)``).
 - ``AnswerQueue`` (optional): recorded answers (seq order, the first answer wins, cleared up
-  to a seq that is never reused, gone with the session, untouched by saves, corrupt ones
-  reported) and the sessions a worker has to resume.
+  to a seq that is never reused, gone with the session, untouched by saves but removed by the
+  save that applies them, ``SessionUpdate.applied_answers``, corrupt ones reported) and the
+  sessions a worker has to resume.
 
 An optional part's checks run when the store meets its protocol and are skipped otherwise; a
 test class may say instead which optional parts its store provides (``provides = (PendingIndex,)``),

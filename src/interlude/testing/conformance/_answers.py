@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import SessionConflictError, SessionCorruptError, SessionError
 from ...sessions._protocol import AnswerQueue
 from ._base import StoreHooks
-from ._support import _question, _text, _update
+from ._support import _question, _refused, _text, _update
 
 __all__ = ["AnswerChecks"]
 
@@ -93,6 +93,37 @@ class AnswerChecks(StoreHooks):
             await store.save("s", _update(0, 0, []))  # a new session: nothing carried over
             assert await store.recorded_answers("s") == []
             assert [a.seq for a in await store.record_answers("s", [answer("d")])] == [1]
+
+        asyncio.run(go())
+
+    def test_a_save_removes_the_answers_it_applies_and_only_those(self, tmp_path: Path) -> None:
+        store = self.store_for(AnswerQueue, tmp_path)
+
+        def answer(iid: str) -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": iid, "by": "ann", "at": 1.0, "shown": None}
+
+        async def go() -> None:
+            asks = [_question("a", None), _question("b", None), _question("c", None)]
+            await store.save("s", _update(0, 0, [_text(0)], pending=asks))
+            await store.save("t", _update(0, 0, [], pending=asks))
+            await store.record_answers("s", [answer("a"), answer("b"), answer("c")])
+            await store.record_answers("t", [answer("a")])
+            # a save that does not land (a stale version) removes nothing
+            await _refused(store, "s", _update(5, 1, [], applied_answers=[1, 2, 3]))
+            assert [a.seq for a in await store.recorded_answers("s")] == [1, 2, 3]
+            audit = [{"interrupt_id": "a", "by": "ann"}, {"interrupt_id": "c", "by": "ann"}]
+            left = [_question("b", None)]
+            v = await store.save(
+                "s", _update(1, 1, [_text(1)], pending=left, audit=audit, applied_answers=[1, 3])
+            )
+            assert [a.interrupt_id for a in await store.recorded_answers("s")] == ["b"]
+            assert [a.seq for a in await store.recorded_answers("t")] == [1]  # untouched
+            assert len(await store.audit_trail("s")) == 2
+            # seqs no longer (or never) recorded are no error; saves without any keep answers
+            await store.save("s", _update(v, 2, [], pending=None, applied_answers=[1, 99]))
+            await store.save("s", _update(v + 1, 2, [], pending=None))
+            assert [a.seq for a in await store.recorded_answers("s")] == [2]
+            assert [a.seq for a in await store.record_answers("s", [answer("d")])] == [4]
 
         asyncio.run(go())
 

@@ -77,6 +77,7 @@ def _update(version: int, first: int, messages: list[Any], **kw: Any) -> Session
         claim=kw.get("claim"),
         agent=kw.get("agent"),
         audit=kw.get("audit", []),
+        applied_answers=kw.get("applied_answers", []),
     )
 
 
