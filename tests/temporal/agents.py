@@ -200,6 +200,20 @@ def build_approve(session: AgentSession) -> Agent:
     return agent
 
 
+@app.agent("approve_signed")
+def build_approve_signed(session: AgentSession) -> Agent:
+    """As "approve", signing its pauses; no name= (the app names it "approve_signed")."""
+    agent = Agent(
+        FunctionModel(_reply),
+        tools=[touch],
+        session=session.store,
+        session_id=session.id,
+        signing_key=b"k" * 32,
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return agent
+
+
 @app.agent("typed")
 def build_typed(session: AgentSession) -> Agent:
     agent = _agent(session)

@@ -193,3 +193,24 @@ async def test_continues_as_new_after_an_answer_with_the_update_finished(
         assert _runs(log) == 2
         assert [e["by"] for e in result["state"]["audit"]] == ["alice", "bob"]
         assert len(await _runs_of(env, wid)) == 3
+
+
+async def test_a_signed_agent_of_an_app_without_a_name_continues_as_new(
+    env: Env, tmp_path: Path
+) -> None:
+    """The state a continued run carries is signed under the app's name for the agent, and
+    the next run, built by the same factory, verifies it: the answer is applied."""
+    from interlude.temporal import Limits
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    calls = [("touch", {"path": str(p)}) for p in (a, b)]
+    wid, first = await start(
+        env, "approve_signed", _prompt(*calls), Limits(continue_after_model_calls=1)
+    )
+    questions = await _pending(env, wid, 2)
+    assert (await env.client.get_workflow_handle(wid).describe()).run_id != first
+    outcome = await env.agents.answer(
+        wid, {questions[0].id: True, questions[1].id: True}, by="alice"
+    )
+    assert outcome["stop_reason"] == "end_turn"
+    assert (_runs(a), _runs(b)) == (1, 1)
