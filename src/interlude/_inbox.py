@@ -66,8 +66,17 @@ class Inbox:
     """
 
     def __init__(
-        self, store: InboxStore | str, *, clock: Callable[[], float] | None = None
+        self,
+        store: InboxStore | str,
+        *,
+        clock: Callable[[], float] | None = None,
+        signing_key: bytes | str | None = None,
     ) -> None:
+        from ._agent import as_key
+
+        self._key = as_key(signing_key)
+        """With a key (the agents' ``signing_key``), a pause is verified before its questions
+        are shown or answers are checked against them (StateIntegrityError if it does not)."""
         self._owned = isinstance(store, str)
         self.store: InboxStore = open_store(store) if isinstance(store, str) else store
         self.clock: Callable[[], float] = clock or time.time
@@ -151,7 +160,7 @@ class Inbox:
         SessionError if there is no such session; SessionCorruptError if it cannot be read."""
         stored = await self._load(session_id)
         recorded = await self.store.recorded_answers(session_id)
-        return _view(session_id, stored, recorded)
+        return _view(session_id, stored, recorded, self._key)
 
     def session(self, session_id: str) -> SessionView:
         """:meth:`session_async`, from sync code."""
@@ -179,7 +188,7 @@ class Inbox:
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
         check_by(by)
-        view = _view(session_id, await self._load(session_id), [])
+        view = _view(session_id, await self._load(session_id), [], self._key)
         if not view.interrupts:
             raise NotPausedError(
                 f"session {session_id!r} waits on no question"
@@ -241,12 +250,18 @@ class Inbox:
         self.close()
 
 
-def _view(session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]) -> SessionView:
-    """The stored session decoded (SessionCorruptError if it cannot be)."""
+def _view(
+    session_id: str,
+    stored: StoredSession,
+    recorded: list[RecordedAnswer],
+    key: bytes | None = None,
+) -> SessionView:
+    """The stored session decoded (SessionCorruptError if it cannot be); with a signing
+    ``key``, its pause verified for the agent the session names (StateIntegrityError)."""
     from ._agent import decode_stored
     from .sessions._claims import claim_is_live, split_marker
 
-    loaded = decode_stored(stored)
+    loaded = decode_stored(stored, key, stored.agent)
     _, marker = split_marker(stored.pause)
     claim = stored.claim
     live = isinstance(claim, dict) and claim_is_live(claim)

@@ -31,6 +31,7 @@ from ._observe import Observer, RunInfo, install
 if TYPE_CHECKING:
     from ._answering import check_answers, check_by, resume_plan
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
+    from ._signing import as_key
     from ._standing import AgentState
     from ._state import Position
 
@@ -56,6 +57,7 @@ __all__ = [
     "ToolCaller",
     "ToolOutcome",
     "ToolRequest",
+    "as_key",
     "check_answers",
     "check_by",
     "decode_state",
@@ -71,6 +73,7 @@ _LAZY = {
     "Decoded": "._codec",
     "decode_state": "._codec",
     "decode_stored": "._codec",
+    "as_key": "._signing",
     "check_answers": "._answering",
     "check_by": "._answering",
     "resume_plan": "._answering",

@@ -330,6 +330,12 @@ def _service_commands(sub: _Commands) -> None:
         default=1000,
         help="connections held at once; more are closed at once (1000)",
     )
+    serve.add_argument(
+        "--signing-key-env",
+        metavar="VAR",
+        help="verify every pause with the signing key in environment variable VAR (the agents' "
+        "signing_key) before showing its questions or checking answers against them",
+    )
     _task_queue_option(serve, "with --temporal: only workflows on this task queue")
     serve.set_defaults(on_temporal=_serve)
 

@@ -5,6 +5,7 @@ once answered, expired or stopped)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,14 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
     tokens = _tokens(args)
     made = _made_token(args, tokens)
     app = _load_app(args.app)[0] if args.worker else None
-    asgi = create_app(store, app, tokens=tokens, worker=args.worker, poll=args.poll)
+    key = None
+    if args.signing_key_env:
+        key = os.environ.get(args.signing_key_env)
+        if not key:
+            raise CliError(f"--signing-key-env {args.signing_key_env}: that variable is not set")
+    asgi = create_app(
+        store, app, tokens=tokens, worker=args.worker, poll=args.poll, signing_key=key
+    )
     url = _url(args)
     out.serving(url, made, tokens.get(made or "", ""), args.store, worker=args.worker)
     _run_server(args, asgi)

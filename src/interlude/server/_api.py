@@ -28,6 +28,7 @@ from ..errors import (
     SessionConflictError,
     SessionCorruptError,
     SessionError,
+    StateIntegrityError,
     StoreUnavailableError,
 )
 from ._output import JSON, UnsafeJson, loads
@@ -112,6 +113,8 @@ def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
         return None  # an outage, not an answer about the session: 503 (``_health.outage``)
     if isinstance(exc, InvalidSessionIdError):
         return 404, body
+    if isinstance(exc, StateIntegrityError):  # a forged or unsigned pause: never answered
+        return 409, body
     if isinstance(exc, SessionError) and not isinstance(exc, SessionCorruptError):
         return 404, body
     return None

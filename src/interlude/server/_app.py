@@ -32,6 +32,7 @@ def create_app(
     poll: float = 0.5,
     secret: bytes | None = None,
     stream_seconds: float = 300.0,
+    signing_key: bytes | str | None = None,
 ) -> Starlette:
     """The inbox on ``store`` (a store, a store URL, or an :class:`InboxBackend` such as
     ``interlude.temporal.TemporalInbox`` for paused Temporal workflows) as a Starlette
@@ -43,7 +44,9 @@ def create_app(
     signs the session cookies and CSRF tokens (default: random per process, so a restart signs
     everyone out). ``stream_seconds`` bounds one ``/events`` stream. ``worker=True`` needs a
     store: Temporal workflows carry themselves on (their workers are ``interlude
-    temporal-worker``). The application closes the backend when it stops.
+    temporal-worker``). The application closes the backend when it stops. ``signing_key``
+    (the agents' key) has every pause verified before its questions are shown or an answer is
+    checked against them: a forged or unsigned pause is refused (409), its schema never used.
 
     The worker is supervised: if it stops with an error it is logged at once and started again
     after a backoff; ``GET /healthz`` says whether the store answers and the worker runs (503
@@ -61,7 +64,7 @@ def create_app(
     from ._pages import page_routes
     from ._state import ServerState
 
-    backend = _backend(store)
+    backend = _backend(store, signing_key)
     _check_options(backend, app, worker=worker, poll=poll)
     auth = Auth(tokens, secret)
     state = ServerState(
@@ -82,12 +85,14 @@ def create_app(
     return starlette
 
 
-def _backend(store: InboxStore | str | InboxBackend) -> InboxBackend:
+def _backend(
+    store: InboxStore | str | InboxBackend, signing_key: bytes | str | None = None
+) -> InboxBackend:
     """``store`` as a backend: a store or a store URL goes in a :class:`StoreBackend`."""
     from ._backend import InboxBackend, StoreBackend
 
     if isinstance(store, str) or not isinstance(store, InboxBackend):
-        return StoreBackend(store)
+        return StoreBackend(store, signing_key=signing_key)
     return store
 
 

@@ -92,10 +92,10 @@ class StoreBackend:
     applies = "a worker"
     taken = "Your answer is recorded; a worker carries the run on."
 
-    def __init__(self, store: InboxStore | str) -> None:
+    def __init__(self, store: InboxStore | str, *, signing_key: bytes | str | None = None) -> None:
         from .._inbox import Inbox
 
-        self.inbox = Inbox(store)
+        self.inbox = Inbox(store, signing_key=signing_key)
         self.clock: Callable[[], float] = self.inbox.clock
 
     @property
