@@ -167,9 +167,7 @@ class Agent:
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._running = False
-        self._live: list[Message] | None = None
-        """The conversation of the run going now (its own list, only ever appended to), which
-        a look at the agent sees as far as it went (see :meth:`_loaded`)."""
+        self._live: list[Message] | None = None  # the running run's own list (see _loaded)
         self._task: asyncio.Task[AgentResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_requested = False
