@@ -181,8 +181,8 @@ def _worker(args: argparse.Namespace, out: Output) -> int:
 
     if not args.poll > 0:
         raise CliError(f"--poll takes seconds > 0, got {args.poll}")
-    store = _store(args.store)
     app, which = _load_app(args.app)
+    store = _store(args.store) if args.once else _store_when_up(args.store)
     worker = Worker(app, store, poll=args.poll)
     if args.once:
         handled = asyncio.run(worker.run_once())
@@ -194,3 +194,34 @@ def _worker(args: argparse.Namespace, out: Output) -> int:
         asyncio.run(worker.run())
     out.worked(worker.handled, dict(worker.failed))
     return 0
+
+
+def _store_when_up(url: str, *, max_wait: float = 10.0) -> Any:
+    """The store at ``url``, waiting (backoff with jitter, up to ``max_wait`` s between tries,
+    each failure streak logged once) while it cannot be reached: a worker started during a
+    database outage waits it out, as one already running does. A store that is wrong rather
+    than down (a bad URL, a missing file, a missing driver) ends it at once."""
+    import random
+    import time
+
+    from ..errors import StoreUnavailableError
+    from ..sessions._url import local_store_path
+
+    delay, told = 0.5, False
+    while True:
+        try:
+            store = _store(url)
+        except (StoreUnavailableError, CliError) as exc:
+            if isinstance(exc, CliError) and (
+                local_store_path(url) is not None or "cannot open store" not in str(exc)
+            ):
+                raise  # not an outage: a local store that is missing, a bad setting
+            if not told:
+                print(f"the store cannot be reached ({exc}); waiting for it", file=sys.stderr)
+                told = True
+            time.sleep(delay * (0.5 + random.random() / 2))
+            delay = min(delay * 2, max_wait)
+            continue
+        if told:
+            print("the store answers again", file=sys.stderr)
+        return store

@@ -193,7 +193,11 @@ class PostgresStore:
                 self._migrate(conn, sql.Identifier(schema))
                 self._sql = self._statements(conn, sql.Identifier(schema))
         except psycopg.Error as exc:
-            raise SessionError(
+            # The server cannot be reached (down, restarting): an outage, which a caller may
+            # wait out; anything else (a refused login, a failed migration) is not.
+            down = isinstance(exc, psycopg.OperationalError) and "authentication" not in str(exc)
+            kind = StoreUnavailableError if down else SessionError
+            raise kind(
                 f"cannot open PostgreSQL session store at {shown!r}, schema {schema!r}: "
                 f"{_redact(str(exc)).strip()}"
             ) from None

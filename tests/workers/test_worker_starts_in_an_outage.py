@@ -1,0 +1,58 @@
+"""``interlude worker`` started while its PostgreSQL server is down waits for it (logging that
+once) and then works, as a worker already running waits out an outage; a store that is wrong
+rather than down ends it at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from interlude.sessions import Inbox, open_store
+
+from .payroll_app import app
+from .test_pg_restarts import _env
+
+from sessions.pg_cluster import cluster, wait_until  # isort: skip
+
+
+def test_a_worker_started_in_an_outage_waits_for_the_store(tmp_path: Path) -> None:
+    with cluster() as db:
+        url = db.dsn
+        open_store(url).close()  # the schema exists; then the server goes away
+        db.stop()
+        log = tmp_path / "worker.log"
+        with log.open("wb") as sink:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "interlude", "worker", "--store", url, "--poll", "0.1"],
+                env=_env(tmp_path),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            time.sleep(2.0)
+            assert worker.poll() is None, log.read_text()  # still there, waiting
+            db.start()
+            store = open_store(url)
+            (question,) = app.start("payroll", "s1", store)("pay ana").interrupts
+            Inbox(store).record("s1", {question.id: True}, by="ana")
+            assert wait_until(lambda: not Inbox(store).session("s1").interrupts, 30), (
+                log.read_text()
+            )
+            assert [e["by"] for e in Inbox(store).audit("s1")] == ["ana"]
+            assert log.read_text().count("cannot be reached") == 1  # said once, not per try
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+
+def test_a_worker_on_a_store_that_is_wrong_ends_at_once(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "interlude", "worker", "--store", "postgresql://x:y@[::1"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode != 0 and "Traceback" not in ran.stderr, ran.stderr
