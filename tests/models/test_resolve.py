@@ -29,7 +29,7 @@ def test_a_missing_sdk_says_which_extra_to_install(provider: str) -> None:
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert f"pip install 'interlude[{provider}]'" in out.stdout, out.stdout + out.stderr
+    assert f"pip install 'interlude-agents[{provider}]'" in out.stdout, out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("spec", ["gpt-4.1", "nope:model", "openai:", ""])

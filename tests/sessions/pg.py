@@ -28,7 +28,7 @@ def _problem() -> str | None:
         import psycopg
         import psycopg_pool  # noqa: F401
     except ImportError as exc:
-        return f"psycopg is not installed ({exc}): pip install 'interlude[postgres]'"
+        return f"psycopg is not installed ({exc}): pip install 'interlude-agents[postgres]'"
     try:
         psycopg.connect(DSN, connect_timeout=3).close()
     except psycopg.Error as exc:

@@ -495,7 +495,7 @@ def test_a_missing_server_is_a_clear_error_without_the_password() -> None:
 
 def test_a_missing_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ConfigurationError, match=r"pip install 'interlude\[postgres\]'"):
+    with pytest.raises(ConfigurationError, match=r"pip install 'interlude-agents\[postgres\]'"):
         PostgresStore(DSN)
 
 

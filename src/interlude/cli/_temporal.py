@@ -64,7 +64,7 @@ def _require() -> None:
     except ImportError as exc:
         raise CliError(
             f"--temporal needs the [temporal] extra ({exc.name} is missing): "
-            "pip install 'interlude[temporal]'"
+            "pip install 'interlude-agents[temporal]'"
         ) from None
 
 

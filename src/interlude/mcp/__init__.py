@@ -1,4 +1,4 @@
-"""Tools from MCP servers (``pip install 'interlude[mcp]'``).
+"""Tools from MCP servers (``pip install 'interlude-agents[mcp]'``).
 
 ``McpServer.stdio(...)`` or ``McpServer.http(...)`` names a server; ``server.tools()`` lists its
 tools as Interlude tools (connecting on first use); ``require_approval(...)`` asks a person

@@ -82,7 +82,7 @@ class McpServer:
 
         if importlib.util.find_spec("mcp") is None:
             raise ConfigurationError(
-                "MCP servers need the mcp package: pip install 'interlude[mcp]'"
+                "MCP servers need the mcp package: pip install 'interlude-agents[mcp]'"
             )
         if protocol not in ("auto", "legacy"):
             raise ConfigurationError(f"protocol must be 'auto' or 'legacy', got {protocol!r}")

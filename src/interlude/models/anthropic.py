@@ -1,6 +1,6 @@
 """Anthropic's Messages API, streamed through the official ``anthropic`` SDK.
 
-Install with ``pip install 'interlude[anthropic]'``. The SDK's own retries are turned off:
+Install with ``pip install 'interlude-agents[anthropic]'``. The SDK's own retries are turned off:
 opening a stream is retried here by :func:`with_retries`; a failure after the reply has started
 is raised as a typed :class:`~interlude.errors.ModelError`.
 

@@ -1,4 +1,4 @@
-"""PostgresStore: sessions in PostgreSQL, shared by many workers (extra ``interlude[postgres]``).
+"""PostgresStore: sessions in PostgreSQL, shared by many workers (extra ``interlude-agents[postgres]``).
 
 Every JSON piece is stored as ``text`` holding exactly the ``json.dumps`` output MemoryStore keeps,
 not as ``jsonb``: jsonb rejects strings with ``\\u0000`` or lone surrogates and rewrites floats
@@ -171,7 +171,7 @@ class PostgresStore:
         except ImportError as exc:
             raise ConfigurationError(
                 f"PostgresStore needs psycopg 3 and psycopg-pool ({exc}): "
-                "pip install 'interlude[postgres]'"
+                "pip install 'interlude-agents[postgres]'"
             ) from None
         self._psycopg_error = psycopg.Error
         self._integrity_error = psycopg.IntegrityError

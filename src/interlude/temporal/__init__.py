@@ -1,5 +1,5 @@
 """Agents as Temporal workflows: the loop in workflow code, model calls and tool bodies as
-activities, pauses as durable waits answered by an Update (``pip install 'interlude[temporal]'``).
+activities, pauses as durable waits answered by an Update (``pip install 'interlude-agents[temporal]'``).
 
 ::
 
