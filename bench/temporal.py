@@ -154,7 +154,8 @@ def main() -> None:
         import temporalio  # noqa: F401
     except ImportError:
         print(
-            "Temporal benchmark skipped: temporalio is missing (pip install 'interlude-agents[temporal]')"
+            "Temporal benchmark skipped: temporalio is missing "
+            "(pip install 'interlude-agents[temporal]')"
         )
         return
     if binary is None:

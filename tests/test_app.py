@@ -14,6 +14,10 @@ from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import MemoryStore
 from interlude.testing import FunctionModel, ScriptedModel
 
+# These apps run their scripts in one process, turn by turn, as written: the warning about
+# scripts opened on a conversation under way is for apps carried on elsewhere (tested below).
+pytestmark = pytest.mark.filterwarnings("ignore:agent .* runs on a ScriptedModel")
+
 
 def _app(built: list[str] | None = None) -> App:
     """Two agents, "ops" and "support", each noting in ``built`` that it ran."""
@@ -263,3 +267,42 @@ def test_a_worker_applies_answers_to_a_signed_agent_of_an_app_without_a_name(
     assert asyncio.run(Worker(app, store).run_once()) == 1
     assert ran == ["act"]
     assert [e["by"] for e in inbox.audit("s1")] == ["ana"]
+
+
+def test_an_app_agent_on_a_resumable_script_carries_on_in_a_new_process(tmp_path: Path) -> None:
+    """Answered from another process (a new build of the agent, a new script), the run goes on
+    from the conversation: the approved tool runs once and nothing is asked again."""
+    from interlude.sessions import SQLiteStore
+
+    ran: list[str] = []
+
+    @tool
+    def act() -> str:
+        """Act."""
+        ran.append("act")
+        return "ok"
+
+    def build_on(resumable: bool) -> App:
+        app = App()
+
+        @app.agent("ops")
+        def build(session: AgentSession) -> Agent:
+            script = ScriptedModel([[ToolUse("t1", "act", {})], "done"], resumable=resumable)
+            agent = Agent(script, tools=[act], session=session.store, session_id=session.id)
+            agent.hooks.add_callback(BeforeToolCallEvent, lambda e: e.interrupt("approve"))
+            return agent
+
+        return app
+
+    db = tmp_path / "s.db"
+    app = build_on(resumable=True)
+    [question] = app.start("ops", "s1", SQLiteStore(db))("go").interrupts
+    fresh = build_on(resumable=True).open("s1", SQLiteStore(db))  # as another process would
+    result = fresh.resume({question.id: True})
+    assert result.stop_reason == "end_turn" and str(result) == "done"
+    assert ran == ["act"]
+
+    plain = build_on(resumable=False)
+    [question] = plain.start("ops", "s2", SQLiteStore(db))("go").interrupts
+    with pytest.warns(UserWarning, match="resumable=True"):
+        plain.open("s2", SQLiteStore(db))  # carried on elsewhere, it would start over

@@ -150,7 +150,10 @@ class App:
                 f"session {session_id!r} records agent {name!r}, which this app does not "
                 f"register (its agents: {list(self._factories)!r})"
             )
-        return self._build(name, session_id, store)
+        agent = self._build(name, session_id, store)
+        if any(m.get("role") == "assistant" for m in stored.messages if isinstance(m, dict)):
+            _warn_if_scripted(agent.model, name)  # it carries on a conversation under way
+        return agent
 
     def _start(
         self, name: str, session_id: str, store: SessionStore, stored: StoredSession | None
@@ -201,3 +204,20 @@ def _describe(factory: object) -> str:
     if module and qualname:
         return f"{module}:{qualname}"
     return repr(factory)
+
+
+def _warn_if_scripted(model: object, name: str) -> None:
+    """A warning for a ScriptedModel that starts its script over in every process, opened on a
+    conversation under way: it would ask for its first tool call again."""
+    from .testing._models import ScriptedModel
+
+    if isinstance(model, ScriptedModel) and not model.resumable:
+        import warnings
+
+        warnings.warn(
+            f"agent {name!r} of this App runs on a ScriptedModel, which plays its turns from the "
+            "first in every process: a paused session carried on in another process would ask "
+            "for the first tool call again. Build it with ScriptedModel(..., resumable=True) "
+            "(the turn that fits the conversation) or a FunctionModel",
+            stacklevel=5,
+        )

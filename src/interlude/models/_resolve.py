@@ -37,7 +37,8 @@ def model_from_string(spec: str) -> Model:
     except ModuleNotFoundError as exc:
         if exc.name and not exc.name.startswith("interlude"):
             raise ConfigurationError(
-                f"model {spec!r} needs the {exc.name!r} package: pip install 'interlude-agents[{extra}]'"
+                f"model {spec!r} needs the {exc.name!r} package: "
+                f"pip install 'interlude-agents[{extra}]'"
             ) from None
         raise
     model: Model = getattr(module, class_name).from_env(model_id)

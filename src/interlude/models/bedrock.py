@@ -1,4 +1,5 @@
-"""Amazon Bedrock models through the ConverseStream API (``pip install 'interlude-agents[bedrock]'``).
+"""Amazon Bedrock models through the ConverseStream API
+(``pip install 'interlude-agents[bedrock]'``).
 
 boto3 is synchronous: each call runs in a daemon worker thread that opens the stream and reads
 its events, handing them to the event loop through an ``asyncio.Queue``. The loop is never

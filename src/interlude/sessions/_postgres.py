@@ -1,4 +1,5 @@
-"""PostgresStore: sessions in PostgreSQL, shared by many workers (extra ``interlude-agents[postgres]``).
+"""PostgresStore: sessions in PostgreSQL, shared by many workers
+(extra ``interlude-agents[postgres]``).
 
 Every JSON piece is stored as ``text`` holding exactly the ``json.dumps`` output MemoryStore keeps,
 not as ``jsonb``: jsonb rejects strings with ``\\u0000`` or lone surrogates and rewrites floats

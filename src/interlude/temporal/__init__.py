@@ -1,5 +1,6 @@
 """Agents as Temporal workflows: the loop in workflow code, model calls and tool bodies as
-activities, pauses as durable waits answered by an Update (``pip install 'interlude-agents[temporal]'``).
+activities, pauses as durable waits answered by an Update
+(``pip install 'interlude-agents[temporal]'``).
 
 ::
 

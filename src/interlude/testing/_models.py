@@ -71,12 +71,25 @@ class ScriptedModel:
     the output schema and answers with JSON text (a string turn); with ``native_output=False``
     it is given the ``final_result`` tool instead, and answers by calling it
     (``[ToolUse(id, "final_result", {...})]``).
+
+    By default the script starts at its first turn in every process. With ``resumable=True``
+    it plays the turn that fits the conversation it is sent instead: turn *n* for a
+    conversation that holds *n* replies of the model so far. Use that for an agent an
+    :class:`~interlude.App` factory builds, which a fresh process builds anew to carry a paused
+    session on (the default would start the script over and ask for the first tool call
+    again); a call for the same conversation then gets the same turn again.
     """
 
     def __init__(
-        self, turns: Sequence[Turn], *, usage: Usage | None = None, native_output: bool = True
+        self,
+        turns: Sequence[Turn],
+        *,
+        usage: Usage | None = None,
+        native_output: bool = True,
+        resumable: bool = False,
     ) -> None:
         self.native_output = native_output
+        self.resumable = resumable
         self._turns = list(turns)
         self._usage = usage or Usage(10, 5)
         for i, turn in enumerate(self._turns):
@@ -109,6 +122,8 @@ class ScriptedModel:
     ) -> AsyncIterator[ModelEvent]:
         request = ModelRequest(tuple(messages), tuple(tool_specs), system_prompt, output_schema)
         self.requests.append(request)
+        if self.resumable:  # the turn that fits the conversation, whatever played before
+            self._position = sum(1 for m in messages if m.role == "assistant")
         if self._position >= len(self._turns):
             last = messages[-1] if messages else None
             raise ScriptError(
