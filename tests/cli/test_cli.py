@@ -1271,3 +1271,20 @@ def test_show_checks_the_audit_chain_and_delete_keeps_a_trail_unless_told(
     assert run(tmp_path, "show", first["session"], "--json").json()["audit"]
     run(tmp_path, "delete", first["session"], "--with-audit").ok()
     assert run(tmp_path, "show", first["session"]).returncode != 0
+
+
+def test_run_starts_a_session_of_your_own_agent_and_carries_it_on(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    app = ["--app", "user_agent:app"]
+    started = run(tmp_path, "run", "user", "mine", "Tell Ana and Bob.", *app, "--json", env=env)
+    [first] = started.json()["interrupts"]
+    again = run(tmp_path, "run", "user", "mine", "And Carl?", *app, env=env)
+    assert_one_line_error(again, "mine", "waits on questions")
+    run(tmp_path, "answer", "mine", first["id"], "true", *app, env=env).ok()
+    shown = run(tmp_path, "show", "mine", "--json", env=env).json()
+    [second] = shown["interrupts"]
+    run(tmp_path, "answer", "mine", second["id"], "true", *app, env=env).ok()
+    more = run(tmp_path, "run", "user", "mine", "Anything else?", *app, "--json", env=env).json()
+    assert more["stop_reason"] == "end_turn"
+    unknown = run(tmp_path, "run", "nobody", "x", "hi", *app, env=env)
+    assert_one_line_error(unknown, "no agent 'nobody'", "--app")

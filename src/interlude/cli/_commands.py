@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from .._json import DuplicateKeyError
 from .._json import loads as strict_json
 from .._sync import run_sync
+from ..errors import InterludeError
 from ._apps import _session_agent
-from ._errors import CliError, _run
+from ._errors import CliError, _run, _what
 from ._render import Output, program, short_id
 from ._stores import _await, _decode, _live_claim, _refuse_if_running, _store
 
@@ -27,6 +28,7 @@ __all__ = [
     "_operator",
     "_pending",
     "_recover",
+    "_run_agent",
     "_sessions",
     "_show",
 ]
@@ -57,6 +59,42 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
     out.intro(args.store, session_id, PROMPT)
     result = _run(out, lambda: agent(PROMPT), session_id, args.store, agent)
     out.outcome(session_id, result, agent.messages, args.store, first=True)
+    return 0
+
+
+def _run_agent(args: argparse.Namespace, out: Output) -> int:
+    """``run AGENT SESSION PROMPT``: start a session of the --app's agent AGENT on PROMPT, or
+    carry a session of it that is not waiting on anything on with a new prompt."""
+    from ._apps import _load_app
+
+    app, which = _load_app(args.app)
+    if args.agent_name not in app:
+        raise CliError(
+            f"{which} has no agent {args.agent_name!r} (its agents: "
+            f"{', '.join(map(repr, app.names)) or 'none'}): pass --app module:attribute naming "
+            "the interlude.App that registers it"
+        )
+    store = _store(args.store, create=True)
+    stored = _await(store.load(args.session))
+    try:
+        if stored is None:
+            agent = app.start(args.agent_name, args.session, store)
+        else:
+            agent = app.open(args.session, store, unnamed=args.agent_name)
+    except InterludeError as exc:
+        raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
+    if stored is not None:
+        _refuse_if_running(args.session, _live_claim(stored))
+        if agent.is_paused or agent.needs_recovery:
+            waits = (
+                "questions: answer them first"
+                if agent.is_paused
+                else "a stopped run: carry it on with `recover` first"
+            )
+            raise CliError(f"session {args.session!r} waits on {waits}", session=args.session)
+    before = len(agent.messages)
+    result = _run(out, lambda: agent(args.prompt), args.session, args.store, agent)
+    out.outcome(args.session, result, agent.messages[before:], args.store, first=stored is None)
     return 0
 
 

@@ -36,6 +36,7 @@ from ._commands import (
     _expire,
     _pending,
     _recover,
+    _run_agent,
     _sessions,
     _show,
 )
@@ -219,6 +220,16 @@ def _run_commands(sub: _Commands) -> None:
         demo, f"with --temporal: the task queue to start it on ({DEFAULT_TASK_QUEUE})"
     )
     demo.set_defaults(on_temporal=temporal_demo)
+
+    run = _command_parser(
+        sub,
+        "run",
+        _run_agent,
+        "start a session of your own agent (--app) on a prompt, or carry one on with a new one",
+    )
+    run.add_argument("agent_name", metavar="AGENT", help="the agent's name in the --app")
+    run.add_argument("session", metavar="SESSION", help="the session id (new, or not waiting)")
+    run.add_argument("prompt", metavar="PROMPT", help="what to ask the agent")
 
     pending = _command_parser(sub, "pending", _pending, "list the interrupts waiting for an answer")
     pending.add_argument("--name", help="only interrupts with this name")
