@@ -766,7 +766,8 @@ def test_file_urls_are_absolute_and_global_options_go_before_the_command(tmp_pat
     helped = run(tmp_path, "--help").ok().stdout + run(tmp_path, "pending", "--help").ok().stdout
     flat = " ".join(helped.split())
     for fragment in ("three slashes: relative", "four slashes: absolute", "RFC 8089"):
-        assert flat.count(fragment) == 2, helped
+        assert flat.count(fragment) == 1, helped  # explained by `interlude --help` only
+    assert "--store URL" in run(tmp_path, "pending", "--help").ok().stdout  # and named there
 
 
 def test_read_only_commands_never_create_a_store(tmp_path: Path) -> None:
@@ -1288,3 +1289,19 @@ def test_run_starts_a_session_of_your_own_agent_and_carries_it_on(tmp_path: Path
     assert more["stop_reason"] == "end_turn"
     unknown = run(tmp_path, "run", "nobody", "x", "hi", *app, env=env)
     assert_one_line_error(unknown, "no agent 'nobody'", "--app")
+
+
+def test_a_command_s_help_shows_its_own_options_and_an_example(tmp_path: Path) -> None:
+    helped = run(tmp_path, "answer", "--help").ok().stdout
+    assert "--by NAME" in helped and "example:\n  interlude answer" in helped
+    assert "--store STORE" not in helped  # the global options are named once, not explained
+    assert "--store URL, --app MODULE:ATTR" in helped
+
+
+def test_demo_says_it_ignores_an_app_and_suggests_commands_that_work(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    ran = run(tmp_path, "demo", "--app", "user_agent:app", env=env).ok()
+    assert "ignores --app user_agent:app" in ran.stderr
+    assert "--app" not in ran.stdout  # its suggested answer command runs the demo's agent
+    missing = run(tmp_path, "pending", "--store", "sqlite:///elsewhere.db")
+    assert_one_line_error(missing, "check --store")

@@ -46,8 +46,17 @@ def _next_demo_session(store: SessionStore) -> str:
 
 
 def _demo(args: argparse.Namespace, out: Output) -> int:
+    import sys
+
     from ._demo import NAME, PROMPT, app, choose_model
 
+    if args.app:  # the demo is the built-in app's; the commands it suggests must be too
+        print(
+            f"demo runs the built-in demo agent and ignores --app {args.app} (start your own "
+            f"agent with `{program()} run --app {args.app} AGENT SESSION PROMPT`)",
+            file=sys.stderr,
+        )
+        out.app = None
     store = _store(args.store, create=True)
     session_id = args.session or _next_demo_session(store)
     if _await(store.load(session_id)) is not None:

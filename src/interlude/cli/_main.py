@@ -185,16 +185,45 @@ def _command_parser(
 ) -> argparse.ArgumentParser:
     """The parser of command ``name``, which runs ``fn``; the global options given after the
     command's name override those given before it."""
-    p = sub.add_parser(name, help=help, description=help)
-    p.set_defaults(command=fn)
-    p.add_argument("--store", default=argparse.SUPPRESS, help=STORE_HELP)
-    p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=APP_HELP)
-    p.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+    example = EXAMPLES.get(name)
+    epilog = (
+        ("example:\n  " + example + "\n\n" if example else "")
+        + "global options (also before the command; `interlude --help` explains them):\n"
+        "  --store URL, --app MODULE:ATTR, --json, --temporal HOST:PORT, --namespace NAME"
     )
-    p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=TEMPORAL_HELP)
-    p.add_argument("--namespace", default=argparse.SUPPRESS, help="the Temporal namespace")
+    p = sub.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(command=fn)
+    hidden = argparse.SUPPRESS  # each is explained once, by `interlude --help`
+    p.add_argument("--store", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument("--namespace", default=argparse.SUPPRESS, help=hidden)
     return p
+
+
+EXAMPLES = {
+    "demo": "interlude demo",
+    "run": 'interlude run --app myapp:app billing invoice-8 "Charge acme 42 EUR"',
+    "pending": "interlude pending --older-than 1h",
+    "answer": "interlude answer demo-1 3f2a9c1b true --by ana",
+    "expire": "interlude expire demo-1",
+    "recover": "interlude recover --app myapp:app invoice-8",
+    "show": "interlude show demo-1",
+    "sessions": "interlude sessions --json",
+    "discard": "interlude discard demo-1",
+    "delete": "interlude delete demo-1 --with-audit",
+    "serve": "interlude serve --worker --app myapp:app",
+    "worker": "interlude worker --app myapp:app --store postgresql://localhost/agents",
+    "temporal-worker": "interlude --temporal localhost:7233 temporal-worker --app myapp:app",
+}
+"""One example per command, shown by its ``--help``."""
 
 
 def _task_queue_option(p: argparse.ArgumentParser, help: str) -> None:

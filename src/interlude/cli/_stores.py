@@ -33,7 +33,12 @@ def _store(url: str, *, create: bool = False) -> InboxStore:
     if local is not None and not create:
         kind, path, _ = local
         if not (os.path.isfile(path) if kind == "sqlite" else os.path.isdir(path)):
-            hint = "run `interlude demo` to create one" if url == DEFAULT_STORE else "check --store"
+            hint = (
+                "pass --store URL (or set INTERLUDE_STORE) naming your store, or run "
+                "`interlude demo` to create the demo's"
+                if url == DEFAULT_STORE
+                else "check --store"
+            )
             raise CliError(f"no store at {path} ({url}): {hint}")
     try:
         return open_store(url)
