@@ -36,11 +36,26 @@ def _blocks(language: str) -> list[tuple[int, str]]:
     ]
 
 
-PYTHON_BLOCKS = _blocks("python")
+TOUR = ROOT / "docs" / "tour.md"
+"""The README's tour: its examples, run here (with the provider keys they read) rather than
+by test_docs."""
+
+
+def _tour_blocks() -> list[tuple[int, str]]:
+    text = TOUR.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, m.start()) + 1, m.group(2))
+        for m in _FENCE.finditer(text)
+        if m.group(1) == "python"
+    ]
+
+
+PYTHON_BLOCKS = _blocks("python") + _tour_blocks()
 
 
 def test_readme_has_python_examples() -> None:
     assert len(PYTHON_BLOCKS) >= 6
+    assert "(docs/tour.md)" in README.read_text(encoding="utf-8")  # the README links its tour
 
 
 @pytest.mark.parametrize(
