@@ -19,7 +19,7 @@ from .._tools._context import ToolContext
 from ..errors import RetryLimitError
 from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ..models._assemble import INVALID_JSON_KEY
-from ._executor import Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
+from ._executor import LOCAL, Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
 from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
@@ -337,22 +337,26 @@ async def _body(
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
     answers = run.progress.answers
-    request = ToolRequest(
-        tool=tool,
-        tool_use=tool_use,
-        answer_id=call.answer_id,
-        context=ToolContext(tool_use, agent, answers, call.checkpoint, run.emit),
-        answers=answers,
-        checkpoint=call.checkpoint,
-        state=MappingProxyType(agent._data),
-        now=call.started_at,  # type: ignore[arg-type]  # set just above
-        at_most_once=spec.in_doubt == "ask" and not getattr(tool, "idempotent", False),
-    )
+    context = ToolContext(tool_use, agent, answers, call.checkpoint, run.emit)
     run.in_flight += 1
     try:
-        body = spec.executor.run_tool(request)
-        if run.observer is not None:
-            body = run.observer.observe_tool(request, body)
+        if spec.executor is LOCAL and run.observer is None:  # no one needs the request value
+            body = LOCAL.run_body(tool, tool_use, context)
+        else:
+            request = ToolRequest(
+                tool=tool,
+                tool_use=tool_use,
+                answer_id=call.answer_id,
+                context=context,
+                answers=answers,
+                checkpoint=call.checkpoint,
+                state=MappingProxyType(agent._data),
+                now=call.started_at,  # type: ignore[arg-type]  # set just above
+                at_most_once=spec.in_doubt == "ask" and not getattr(tool, "idempotent", False),
+            )
+            body = spec.executor.run_tool(request)
+            if run.observer is not None:
+                body = run.observer.observe_tool(request, body)
         outcome = await body
     except Exception as exc:
         return call, (_error(tool_use, f"{type(exc).__name__}: {exc}"), exc)

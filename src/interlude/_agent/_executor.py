@@ -12,7 +12,7 @@ faster than a frozen dataclass); build them by keyword.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
@@ -24,7 +24,7 @@ from ..models._assemble import assemble
 from ._overlay import BODY_STATE, Body
 
 if TYPE_CHECKING:
-    from .._stream import ModelResponse
+    from .._stream import ModelResponse, StreamEvent
     from .._tools._spec import AgentTool, ToolSpec
     from ..models import Model
 
@@ -159,24 +159,42 @@ class LocalExecutor:
     """Model calls and tool bodies in this process."""
 
     async def call_model(self, call: ModelCall) -> ModelResponse:
-        model = call.model
-        messages, tools = call.messages, call.tools
+        return await self.answer(
+            call.model, call.messages, call.tools, call.system_prompt, call.options, call.emit
+        )
+
+    async def answer(
+        self,
+        model: Model,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        system_prompt: str | None,
+        options: Mapping[str, Any],
+        emit: Callable[[StreamEvent], None] | None,
+    ) -> ModelResponse:
+        """The model's reply, streamed here (the loop calls this directly when nothing needs
+        the :class:`ModelCall` value: no other executor, no observer)."""
         stream = model.stream(
             messages if type(messages) is list else list(messages),
             tools if type(tools) is list else list(tools),
-            call.system_prompt,
-            **call.options,
+            system_prompt,
+            **options,
         )
-        return await assemble(stream, call.emit, model)
+        return await assemble(stream, emit, model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
+        return await self.run_body(request.tool, request.tool_use, request.context)
+
+    async def run_body(
+        self, tool: AgentTool, tool_use: ToolUse, context: ToolContext
+    ) -> ToolOutcome:
         """Run the body here; the answers it took come back as ``used``, what it changed of its
-        own copy of ``agent.state`` as ``state``."""
-        context = request.context
+        own copy of ``agent.state`` as ``state`` (the loop calls this directly when nothing
+        needs the :class:`ToolRequest` value: no other executor, no observer)."""
         body = Body(context.agent)  # its own agent.state, made when it first looks at it
         token = BODY_STATE.set(body)
         try:
-            result = await request.tool.run(request.tool_use, context)
+            result = await tool.run(tool_use, context)
         except RelaySignal as signal:
             return Asked(
                 interrupts=tuple(signal.interrupts),

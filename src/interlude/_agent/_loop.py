@@ -32,7 +32,7 @@ from ..hooks._events import (
     MessageAddedEvent,
 )
 from ._batch import run_batch
-from ._executor import ModelCall
+from ._executor import LOCAL, ModelCall
 from ._observe import observer_for
 from ._output import after_reply, finish, model_request
 from ._results import answered, close_batch, closing_message
@@ -321,7 +321,13 @@ class Run:
         self.progressed = True
         try:
             manager = self.spec.conversation
-            if manager is None:
+            if manager is None and self.spec.executor is LOCAL and self.observer is None:
+                specs, options = model_request(self)  # no one needs the ModelCall value
+                spec = self.spec
+                call = LOCAL.answer(
+                    spec.model, self.model_view(), specs, spec.system_prompt, options, self.emit
+                )
+            elif manager is None:
                 call = self.spec.executor.call_model(self.model_call())
             else:
                 from ._conversation import call_managed
