@@ -112,7 +112,7 @@ async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
             {
                 "session": e.session_id,
                 "agent": e.agent,
-                "name": i.name,
+                "name": _wording(i.reason)[0] or i.name,
                 "short": _short(i.id),
                 "tool": None if i.tool_use is None else i.tool_use.name,
                 "summary": _summary(i),
@@ -280,16 +280,21 @@ async def session_page(
     by = {r.interrupt_id: r.by for r in view.recorded}
     questions = []
     for i in view.interrupts:
+        title, rest = _wording(i.reason)
         questions.append(
             {
                 "interrupt": i,
+                "title": title or i.name,
+                "reason_text": None if rest is None else rest,
                 "short": _short(i.id),
                 "shown": shown_digest(i) or "",
                 "form": form_for(i.response_schema),
                 "input_json": None
                 if i.tool_use is None
                 else json.dumps(i.tool_use.input, indent=2, ensure_ascii=False),
-                "reason_json": json.dumps(i.reason, indent=2, ensure_ascii=False),
+                "reason_json": None
+                if rest is not None or (title and not isinstance(i.reason, dict))
+                else _rest_json(i.reason, title),
                 "schema_json": None
                 if i.response_schema is None
                 else json.dumps(i.response_schema, indent=2, ensure_ascii=False),
@@ -378,3 +383,29 @@ def page_routes() -> list[Route]:
         Route("/sessions/{session_id}", session_page, methods=["GET"]),
         Route("/sessions/{session_id}/answer", answer, methods=["POST"]),
     ]
+
+
+def _wording(reason: object) -> tuple[str | None, str | None]:
+    """(a title, a sentence) a person reads for a question's reason: text is the sentence
+    (and the title, when short); an object's ``question`` (or ``message``) is the title."""
+    if isinstance(reason, str) and reason.strip():
+        text = reason.strip()
+        return (text if len(text) <= 120 else None), (None if len(text) <= 120 else text)
+    if isinstance(reason, dict):
+        for key in ("question", "message"):
+            value = reason.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip(), None
+    return None, None
+
+
+def _rest_json(reason: object, title: str | None) -> str | None:
+    """The reason as JSON, without the key that gave the title (None when nothing is left)."""
+    if reason is None:
+        return None
+    if isinstance(reason, dict) and title is not None:
+        rest = {k: v for k, v in reason.items() if not (isinstance(v, str) and v.strip() == title)}
+        if not rest:
+            return None
+        reason = rest
+    return json.dumps(reason, indent=2, ensure_ascii=False)
