@@ -28,7 +28,7 @@ def test_a_person_approves_in_chromium_and_the_tool_runs_once(store_url: str) ->
     from playwright.sync_api import expect, sync_playwright
 
     iid = inbox_app.pause("ops", "demo-1", store_url)
-    inbox_app.pause("refunds", "refund-7", store_url)
+    refund = inbox_app.pause("refunds", "refund-7", store_url)
     asgi = create_app(store_url, inbox_app.app, tokens=TOKENS, poll=0.1)
     with serving(asgi) as url, sync_playwright() as p:
         browser = p.chromium.launch(
@@ -64,10 +64,18 @@ def test_a_person_approves_in_chromium_and_the_tool_runs_once(store_url: str) ->
             expect(page.locator("#pending")).not_to_contain_text("demo-1")
             inbox_app.pause("ops", "demo-2", store_url)  # a new question arrives, live
             expect(page.locator("#pending")).to_contain_text("demo-2", timeout=10_000)
+
+            # An open session page updates when its question is answered elsewhere.
+            page.goto(f"{url}/sessions/refund-7")
+            expect(page.locator("section.question h4")).to_contain_text("refund")
+            Inbox(store_url).record("refund-7", {refund: {"approve": True, "cap": 900}}, by="bo")
+            expect(page.locator("section.question")).to_contain_text(
+                "Answered by bo", timeout=10_000
+            )
         finally:
             browser.close()
-    assert _work(store_url) == 0
-    assert inbox_app.RUNS == ["deploy web 1.2.3"]
+    assert _work(store_url) == 1  # bo's answer to refund-7
+    assert inbox_app.RUNS[0] == "deploy web 1.2.3" and len(inbox_app.RUNS) == 2
 
 
 def _work(store_url: str) -> int:
