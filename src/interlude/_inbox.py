@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ._messages import JsonValue, Message
 from ._sync import run_sync
+from .errors import SessionConflictError
 from .sessions import (
     InboxStore,
     PendingInterrupt,
@@ -181,7 +182,8 @@ class Inbox:
         InterruptExpiredError; nothing is recorded then). ``by`` is who answers, for the audit
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
-        if a question already has a recorded answer (the first one wins)."""
+        if a question already has a recorded answer (the first one wins); both it and a
+        question answered and applied already say who answered first."""
         from ._agent import check_answers, check_by
         from .errors import NotPausedError, ResumeInputError
 
@@ -189,6 +191,11 @@ class Inbox:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
         check_by(by)
         view = _view(session_id, await self._load(session_id), [], self._key)
+        first = {
+            e.interrupt_id: e.by for e in view.audit if e.interrupt_id in answers and not e.expired
+        }
+        if first:  # answered and applied while this person's page was open
+            raise _answered_first(session_id, first)
         if not view.interrupts:
             raise NotPausedError(
                 f"session {session_id!r} waits on no question"
@@ -198,6 +205,24 @@ class Inbox:
         now = self.clock()
         check_answers(asked, answers, now, shown)
         digests = dict(shown or {})
+        try:
+            return await self._record(session_id, answers, by, now, digests, asked)
+        except SessionConflictError:
+            recorded = await self.store.recorded_answers(session_id)
+            first = {r.interrupt_id: r.by for r in recorded if r.interrupt_id in answers}
+            if first:
+                raise _answered_first(session_id, first) from None
+            raise
+
+    async def _record(
+        self,
+        session_id: str,
+        answers: Mapping[str, JsonValue],
+        by: str,
+        now: float,
+        digests: dict[str, str],
+        asked: Mapping[str, Interrupt],
+    ) -> list[RecordedAnswer]:
         return await self.store.record_answers(
             session_id,
             [
@@ -276,4 +301,13 @@ def _view(
         recorded=recorded,
         running=live,
         stopped=not live and (journal or marker is not None),
+    )
+
+
+def _answered_first(session_id: str, first: Mapping[str, str]) -> SessionConflictError:
+    """The error for answers to questions someone answered first (named, by question)."""
+    who = "; ".join(f"{iid} by {by}" for iid, by in first.items())
+    return SessionConflictError(
+        f"session {session_id!r}: already answered ({who}): the first answer wins; nothing "
+        "was recorded"
     )

@@ -45,3 +45,24 @@ def test_a_question_is_titled_by_what_it_asks(client: TestClient, store_url: str
     assert 'value="approve" selected' not in page and " required>" in page
     text = client.get("/sessions/s2").text
     assert "<h4>The report is late; send it anyway?</h4>" in text and "Details:" not in text
+
+
+def test_a_stale_page_s_answer_says_who_answered_first(client: TestClient, store_url: str) -> None:
+    """Two approvers have the page open; the second's answer (recorded, or already applied by
+    the worker) is refused with the first approver's name."""
+    import asyncio
+
+    from interlude import Worker
+    from interlude.sessions import Inbox
+
+    from . import inbox_app
+    from .conftest import BO, bearer
+
+    iid = inbox_app.pause("ops", "s3", store_url)
+    Inbox(store_url).record("s3", {iid: True}, by="ana")
+    h = {**bearer(BO), "Content-Type": "application/json"}
+    late = client.post("/api/sessions/s3/answers", json={"answers": {iid: False}}, headers=h)
+    assert late.status_code == 409 and "by ana" in late.json()["error"], late.text
+    asyncio.run(Worker(inbox_app.app, store_url).run_once())  # applied: the question is gone
+    later = client.post("/api/sessions/s3/answers", json={"answers": {iid: False}}, headers=h)
+    assert later.status_code == 409 and "by ana" in later.json()["error"], later.text
