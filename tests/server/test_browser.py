@@ -2,7 +2,7 @@
 
 Skipped with the reason when Chromium or Playwright is missing, except in CI
 (``INTERLUDE_REQUIRE_SERVICES=1``), where ``.ci/run`` installs Chromium. With
-``INTERLUDE_SCREENSHOT=1`` it saves the inbox page to ``docs/inbox.png``.
+``INTERLUDE_SCREENSHOT=1`` the README's demo, served, is saved to ``docs/inbox.png``.
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ def test_a_person_approves_in_chromium_and_the_tool_runs_once(store_url: str) ->
             expect(page.locator("#pending")).to_contain_text("demo-1")
             expect(page.locator("#pending")).to_contain_text("refund-7")
             expect(page.locator("header")).to_contain_text("signed in as ana")
-            if os.environ.get("INTERLUDE_SCREENSHOT") == "1":
-                page.screenshot(path=str(ROOT / "docs" / "inbox.png"), full_page=True)
 
             page.click("a[href='/sessions/demo-1#q-" + _short(iid) + "']")
             page.wait_for_url(f"{url}/sessions/demo-1*")
@@ -91,3 +89,33 @@ def _short(interrupt_id: str) -> str:
     import hashlib
 
     return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
+
+
+def test_the_readme_s_demo_in_the_inbox(tmp_path: Path) -> None:
+    """What the README's browser line shows: the demo's question, titled by what it asks (with
+    INTERLUDE_SCREENSHOT=1 this is the README's picture, docs/inbox.png)."""
+    executable = chromium()
+    from playwright.sync_api import expect, sync_playwright
+
+    from interlude.cli._demo import NAME, PROMPT
+    from interlude.cli._demo import app as demo_app
+
+    store_url = f"sqlite:///{tmp_path / 'demo.db'}"
+    demo_app.start(NAME, "demo-1", store_url)(PROMPT)
+    asgi = create_app(store_url, demo_app, tokens=TOKENS, poll=0.1)
+    with serving(asgi) as url, sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 420})
+            page.goto(f"{url}/login")
+            page.fill("#token", TOKEN)
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{url}/")
+            expect(page.locator("#pending")).to_contain_text("May the agent run delete_files?")
+            expect(page.locator("#pending")).to_contain_text("demo-1")
+            if os.environ.get("INTERLUDE_SCREENSHOT") == "1":
+                page.screenshot(path=str(ROOT / "docs" / "inbox.png"), full_page=True)
+        finally:
+            browser.close()
