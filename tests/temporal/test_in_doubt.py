@@ -83,8 +83,8 @@ async def _killed_mid_slow(
             return _runs(started)
 
         await _until(has_started, "start of the slow body")
+        await wait_until_only_slow_runs(client, wid)  # the fast tool ran: in parallel, maybe last
         assert _runs(started) == 1 and _runs(fast) == 1
-        await wait_until_only_slow_runs(client, wid)
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body: the slow tool has not finished
         doomed.wait()
         sticky = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1)}

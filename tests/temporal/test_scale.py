@@ -80,8 +80,8 @@ async def test_a_worker_killed_mid_idempotent_tool_another_finishes(
             if _runs(started):
                 break
             await asyncio.sleep(0.05)
+        await wait_until_only_slow_runs(client, wid)  # the fast tool ran: in parallel, maybe last
         assert _runs(started) == 1 and _runs(fast) == 1
-        await wait_until_only_slow_runs(client, wid)
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body: the slow tool has not finished
         doomed.wait()
         release(slow)  # the body run again finishes at once
