@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -139,16 +140,21 @@ def everything_js() -> str:
         require_service("node and npm are needed for @modelcontextprotocol/server-everything")
     prefix = _npm_cache()
     entry = prefix / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-    if not entry.is_file():
-        package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-        done = subprocess.run(
-            [str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0 or not entry.is_file():
-            require_service(f"npm could not install {package}: {done.stderr.strip()[-500:]}")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    # One install at a time: parallel test workers (pytest-xdist) share the cache directory.
+    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not entry.is_file():
+            package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+            done = subprocess.run(
+                [str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if done.returncode != 0 or not entry.is_file():
+                problem = f"npm could not install {package}: {done.stderr.strip()[-500:]}"
+                require_service(problem)
     return str(entry)
 
 

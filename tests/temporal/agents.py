@@ -29,8 +29,12 @@ RUNS_DIR: Path | None = None
 """Where relative paths given to the tools are (None: the working directory)."""
 
 
+def _full(path: str) -> Path:
+    return Path(path) if RUNS_DIR is None else RUNS_DIR / path
+
+
 def _record(path: str, what: str) -> int:
-    full = Path(path) if RUNS_DIR is None else RUNS_DIR / path
+    full = _full(path)
     with open(full, "a", encoding="utf-8") as f:
         f.write(f"{os.getpid()} {what}\n")
     return len(full.read_text(encoding="utf-8").splitlines())
@@ -59,16 +63,26 @@ def flaky(path: str) -> str:
     return "ok"
 
 
+def release(path: str | Path) -> None:
+    """Let every ``slow`` body on ``path`` (running or to come) finish at once."""
+    _full(str(path) + ".release").touch()
+
+
 @tool
 def slow(path: str, seconds: float) -> str:
-    """Take a while, then record a run (a worker may die meanwhile).
+    """Take a while, then record a run (a worker may die meanwhile): ``seconds``, or until the
+    test calls ``release(path)`` (so a body is surely still running when its worker is killed,
+    and one run again after that finishes without waiting).
 
     Args:
         path: The file.
         seconds: How long.
     """
     _record(path + ".started", "slow")
-    time.sleep(seconds)
+    released = _full(path + ".release")
+    deadline = time.monotonic() + seconds
+    while not released.exists() and (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(0.02, left))
     _record(path, "slow")
     return "slow done"
 

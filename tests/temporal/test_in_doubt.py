@@ -19,8 +19,25 @@ import pytest
 from interlude import ToolUse
 
 from .conftest import Env
-from .test_scale import _start_worker_process
+from .test_scale import _start_worker_process, wait_until_only_slow_runs
 from .test_workflow import _prompt, _runs
+
+BODY_SECONDS = 60
+"""How long the ``slow`` body would run: far longer than any test waits, so it is surely still
+running when its worker is killed; the test releases it (``agents.release``) once in doubt."""
+
+
+async def _until(check: Any, what: str, within: float = 60.0) -> Any:
+    """Poll ``await check()`` until it returns something true (load makes each step slower:
+    the test waits on the condition, up to ``within`` seconds, not on a number of polls)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        found = await check()
+        if found:
+            return found
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"no {what} within {within} s")
+        await asyncio.sleep(0.05)
 
 
 async def _scheduled(client: Any, workflow_id: str) -> list[tuple[str, str, int]]:
@@ -57,13 +74,16 @@ async def _killed_mid_slow(
     try:
         assert doomed.stdout is not None and doomed.stdout.readline().strip() == "ready"
         fast, slow = tmp_path / "fast", tmp_path / "slow"
-        calls = [("touch", {"path": str(fast)}), ("slow", {"path": str(slow), "seconds": 3})]
+        body = {"path": str(slow), "seconds": BODY_SECONDS}
+        calls = [("touch", {"path": str(fast)}), ("slow", body)]
         wid = await agents.start("plain", _prompt(*calls), limits=limits)
         started = Path(str(slow) + ".started")
-        for _ in range(400):
-            if _runs(started):
-                break
-            await asyncio.sleep(0.05)
+
+        async def has_started() -> int:
+            return _runs(started)
+
+        await _until(has_started, "start of the slow body")
+        await wait_until_only_slow_runs(client, wid)  # the fast tool ran: in parallel, maybe last
         assert _runs(started) == 1 and _runs(fast) == 1
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body: the slow tool has not finished
         doomed.wait()
@@ -79,12 +99,13 @@ async def _killed_mid_slow(
 
 
 async def _question(env: Env, workflow_id: str) -> Any:
-    for _ in range(400):  # the lost attempt is noticed after its 1 s heartbeat timeout
-        found = await env.agents.pending(workflow_id)
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError("no in-doubt question")
+    """The in-doubt question (the lost attempt is noticed after its 1 s heartbeat timeout);
+    then the killed body is released: were it run again on its own, it would finish."""
+    from .agents import release
+
+    found = await _until(lambda: env.agents.pending(workflow_id), "in-doubt question")
+    release(Path(found[0].tool_use.input["path"]))
+    return found
 
 
 @pytest.mark.parametrize("answer", ["rerun", "fail", {"result": "done by hand"}])
@@ -101,7 +122,8 @@ async def test_a_tool_killed_mid_body_is_in_doubt_and_a_person_decides(
         # the embedded engine's question: same id scheme, name, source, tool use and reason
         assert question.id == interrupt_id("in_doubt", "call_1", "in_doubt")
         assert (question.name, question.source) == ("in_doubt", "in_doubt")
-        assert question.tool_use == ToolUse("call_1", "slow", {"path": str(slow), "seconds": 3})
+        body = {"path": str(slow), "seconds": BODY_SECONDS}
+        assert question.tool_use == ToolUse("call_1", "slow", body)
         assert isinstance(question.reason["started_at"], float)
         assert "'rerun', 'fail' or {'result'" in question.reason["message"]
         assert _runs(started) == 1 and _runs(slow) == 0  # not run again on its own
@@ -174,11 +196,12 @@ async def test_an_in_doubt_pause_continues_as_new_and_means_the_same(
     limits = Limits(continue_after_model_calls=1)
     async with _killed_mid_slow(temporal_address, tmp_path, limits) as (env, wid):
         [question] = await _question(env, wid)
-        for _ in range(100):
-            if len(await _runs_of(env, wid)) == 2:
-                break
-            await asyncio.sleep(0.05)
-        assert len(await _runs_of(env, wid)) == 2  # continued as new while in doubt
+
+        async def two_runs() -> bool:
+            return len(await _runs_of(env, wid)) == 2
+
+        await _until(two_runs, "second run")  # continued as new while in doubt
+        assert len(await _runs_of(env, wid)) == 2
         assert [q.id for q in await env.agents.pending(wid)] == [question.id]
         outcome = await env.agents.answer(wid, {question.id: "fail"}, by="alice")
         assert outcome["stop_reason"] == "end_turn"

@@ -10,6 +10,7 @@ import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from .conftest import Env
 from .test_workflow import _pending, _prompt, _runs
@@ -26,6 +27,32 @@ def _start_worker_process(address: str, queue: str) -> subprocess.Popen[str]:
     )
 
 
+async def wait_until_only_slow_runs(client: Any, workflow_id: str, within: float = 60.0) -> None:
+    """Wait until the run waits on its slow tool's body alone: the other tool's completion is in
+    the history and no workflow task is scheduled or running. Killing the worker before that
+    (a fixed time after the bodies ran, as the tests once did) can lose more than the slow
+    attempt under load: the other tool's completion still on its way (then it too is in doubt),
+    or a workflow task the dead worker holds (then it waits for its 10 s timeout)."""
+    from temporalio.api.enums.v1 import EventType
+
+    handle = client.get_workflow_handle(workflow_id)
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        scheduled = completed = 0
+        async for e in handle.fetch_history_events():
+            scheduled += e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            completed += e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+        # the model call and the fast tool completed, the slow tool's activity is scheduled;
+        # then (the history read first) no workflow task is scheduled or running
+        if (scheduled, completed) == (3, 2) and not (
+            await handle.describe()
+        ).raw_description.HasField("pending_workflow_task"):
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{workflow_id} never waited on the slow body alone")
+        await asyncio.sleep(0.05)
+
+
 def _pids(path: Path) -> set[str]:
     return {line.split()[0] for line in path.read_text().splitlines()}
 
@@ -37,7 +64,7 @@ async def test_a_worker_killed_mid_idempotent_tool_another_finishes(
 
     from interlude.temporal import AgentClient, worker
 
-    from .agents import KILL_TEST_TOOLS, app
+    from .agents import KILL_TEST_TOOLS, app, release
 
     queue = f"kill-{uuid.uuid4().hex[:8]}"
     client = await Client.connect(temporal_address)
@@ -46,16 +73,18 @@ async def test_a_worker_killed_mid_idempotent_tool_another_finishes(
     try:
         assert doomed.stdout is not None and doomed.stdout.readline().strip() == "ready"
         fast, slow = tmp_path / "fast", tmp_path / "slow"
-        calls = [("touch", {"path": str(fast)}), ("slow_safe", {"path": str(slow), "seconds": 3})]
+        calls = [("touch", {"path": str(fast)}), ("slow_safe", {"path": str(slow), "seconds": 60})]
         wid = await agents.start("plain", _prompt(*calls))
         started = Path(str(slow) + ".started")
         for _ in range(400):
             if _runs(started):
                 break
             await asyncio.sleep(0.05)
+        await wait_until_only_slow_runs(client, wid)  # the fast tool ran: in parallel, maybe last
         assert _runs(started) == 1 and _runs(fast) == 1
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body: the slow tool has not finished
         doomed.wait()
+        release(slow)  # the body run again finishes at once
         sticky = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1)}
         async with worker(client, app, task_queue=queue, tools=KILL_TEST_TOOLS, **sticky):
             result = await asyncio.wait_for(agents.result(wid), 60)
