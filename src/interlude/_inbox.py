@@ -205,37 +205,24 @@ class Inbox:
         now = self.clock()
         check_answers(asked, answers, now, shown)
         digests = dict(shown or {})
+        entries: list[dict[str, JsonValue]] = [
+            {
+                "interrupt_id": iid,
+                "answer": answer,
+                "by": by,
+                "at": now,
+                "shown": digests.get(iid) or asked[iid].digest,
+            }
+            for iid, answer in answers.items()
+        ]
         try:
-            return await self._record(session_id, answers, by, now, digests, asked)
+            return await self.store.record_answers(session_id, entries)
         except SessionConflictError:
             recorded = await self.store.recorded_answers(session_id)
             first = {r.interrupt_id: r.by for r in recorded if r.interrupt_id in answers}
             if first:
                 raise _answered_first(session_id, first) from None
             raise
-
-    async def _record(
-        self,
-        session_id: str,
-        answers: Mapping[str, JsonValue],
-        by: str,
-        now: float,
-        digests: dict[str, str],
-        asked: Mapping[str, Interrupt],
-    ) -> list[RecordedAnswer]:
-        return await self.store.record_answers(
-            session_id,
-            [
-                {
-                    "interrupt_id": iid,
-                    "answer": answer,
-                    "by": by,
-                    "at": now,
-                    "shown": digests.get(iid) or asked[iid].digest,
-                }
-                for iid, answer in answers.items()
-            ],
-        )
 
     def record(
         self,

@@ -48,18 +48,21 @@ def _search(pattern: str, text: str) -> bool:
 
 def check_patterns(schema: Any) -> None:
     """UnboundedPattern if a pattern in ``schema`` cannot be checked in linear time."""
-    for node in _nodes(schema):
+    nodes = list(_nodes(schema))
+    keyed = False
+    for node in nodes:
         pattern = node.get("pattern")
         if isinstance(pattern, str):
             _compiled(pattern)
         props = node.get("patternProperties")
         if isinstance(props, Mapping):
+            keyed = True
             for key in props:
                 _compiled(key)
-            if _has_key(schema, "unevaluatedProperties"):
-                raise UnboundedPattern(
-                    "patternProperties with unevaluatedProperties cannot be checked safely"
-                )
+    if keyed and any("unevaluatedProperties" in node for node in nodes):
+        raise UnboundedPattern(
+            "patternProperties with unevaluatedProperties cannot be checked safely"
+        )
 
 
 def _nodes(schema: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
@@ -72,10 +75,6 @@ def _nodes(schema: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
     elif isinstance(schema, list):
         for value in schema:
             yield from _nodes(value, depth + 1)
-
-
-def _has_key(schema: Any, key: str) -> bool:
-    return any(key in node for node in _nodes(schema))
 
 
 @functools.cache

@@ -200,22 +200,18 @@ def _store_when_up(url: str, *, max_wait: float = 10.0) -> Any:
     """The store at ``url``, waiting (backoff with jitter, up to ``max_wait`` s between tries,
     each failure streak logged once) while it cannot be reached: a worker started during a
     database outage waits it out, as one already running does. A store that is wrong rather
-    than down (a bad URL, a missing file, a missing driver) ends it at once."""
+    than down (a bad URL, a refused login, a missing file or driver) ends it at once: only
+    the store's own ``StoreUnavailableError`` is waited out."""
     import random
     import time
 
     from ..errors import StoreUnavailableError
-    from ..sessions._url import local_store_path
 
     delay, told = 0.5, False
     while True:
         try:
             store = _store(url)
-        except (StoreUnavailableError, CliError) as exc:
-            if isinstance(exc, CliError) and (
-                local_store_path(url) is not None or "cannot open store" not in str(exc)
-            ):
-                raise  # not an outage: a local store that is missing, a bad setting
+        except StoreUnavailableError as exc:
             if not told:
                 print(f"the store cannot be reached ({exc}); waiting for it", file=sys.stderr)
                 told = True

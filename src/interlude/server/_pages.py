@@ -112,7 +112,7 @@ async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
             {
                 "session": e.session_id,
                 "agent": e.agent,
-                "name": _wording(i.reason)[0] or i.name,
+                "name": _worded(i.reason)[0] or i.name,
                 "short": _short(i.id),
                 "tool": None if i.tool_use is None else i.tool_use.name,
                 "summary": _summary(i),
@@ -280,21 +280,19 @@ async def session_page(
     by = {r.interrupt_id: r.by for r in view.recorded}
     questions = []
     for i in view.interrupts:
-        title, rest = _wording(i.reason)
+        title, sentence, details = _worded(i.reason)
         questions.append(
             {
                 "interrupt": i,
                 "title": title or i.name,
-                "reason_text": None if rest is None else rest,
+                "reason_text": sentence,
                 "short": _short(i.id),
                 "shown": shown_digest(i) or "",
                 "form": form_for(i.response_schema),
                 "input_json": None
                 if i.tool_use is None
                 else json.dumps(i.tool_use.input, indent=2, ensure_ascii=False),
-                "reason_json": None
-                if rest is not None or (title and not isinstance(i.reason, dict))
-                else _rest_json(i.reason, title),
+                "reason_json": details,
                 "schema_json": None
                 if i.response_schema is None
                 else json.dumps(i.response_schema, indent=2, ensure_ascii=False),
@@ -385,27 +383,23 @@ def page_routes() -> list[Route]:
     ]
 
 
-def _wording(reason: object) -> tuple[str | None, str | None]:
-    """(a title, a sentence) a person reads for a question's reason: text is the sentence
-    (and the title, when short); an object's ``question`` (or ``message``) is the title."""
+def _worded(reason: object) -> tuple[str | None, str | None, str | None]:
+    """How a person reads a question's reason: (a title, a sentence, details as JSON). Short
+    text is the title, longer text the sentence; an object's ``question`` (or ``message``) is
+    the title and the rest of it the details; anything else is details."""
     if isinstance(reason, str) and reason.strip():
         text = reason.strip()
-        return (text if len(text) <= 120 else None), (None if len(text) <= 120 else text)
+        return (text, None, None) if len(text) <= 120 else (None, text, None)
+    if reason is None:
+        return None, None, None
     if isinstance(reason, dict):
         for key in ("question", "message"):
             value = reason.get(key)
             if isinstance(value, str) and value.strip():
-                return value.strip(), None
-    return None, None
+                rest = {k: v for k, v in reason.items() if k != key}
+                return value.strip(), None, _json(rest) if rest else None
+    return None, None, _json(reason)
 
 
-def _rest_json(reason: object, title: str | None) -> str | None:
-    """The reason as JSON, without the key that gave the title (None when nothing is left)."""
-    if reason is None:
-        return None
-    if isinstance(reason, dict) and title is not None:
-        rest = {k: v for k, v in reason.items() if not (isinstance(v, str) and v.strip() == title)}
-        if not rest:
-            return None
-        reason = rest
-    return json.dumps(reason, indent=2, ensure_ascii=False)
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)

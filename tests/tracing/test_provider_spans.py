@@ -4,50 +4,16 @@ provider's SDK traces itself too."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-
-import pytest
-
-pytest.importorskip("opentelemetry.sdk", reason="the tracing tests need opentelemetry-sdk")
-
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
-
 import interlude.otel
 from interlude import Agent
 from interlude.models.anthropic import AnthropicModel
 from interlude.models.openai import OpenAIModel
+from models.anthropic_server import AnthropicServer, text_turn
+from models.openai_server import OpenAIServer, text_reply
 
-from .anthropic_server import AnthropicServer, text_turn
-from .openai_server import OpenAIServer, text_reply
+from .conftest import Traces
 
 _TOKENS = "gen_ai.usage.output_tokens"
-
-
-@dataclass
-class Traces:
-    provider: TracerProvider
-    exporter: InMemorySpanExporter
-
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def clear(self) -> None:
-        self.exporter.clear()
-
-
-@pytest.fixture
-def traces() -> Iterator[Traces]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield Traces(provider, exporter)
-    interlude.otel.uninstrument()
-    provider.shutdown()
 
 
 def test_an_openai_compatible_server_is_named_by_its_host_or_as_given(traces: Traces) -> None:
