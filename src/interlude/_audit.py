@@ -68,6 +68,9 @@ class AuditEntry:
     chain: str | None = None
     """The link to the entry before (see the module's docstring); None for an entry written
     before the chain existed."""
+    tool: str | None = None
+    """The tool an approval question was about (see ``@tool(needs_approval=...)``), else None:
+    an answer that says ``"remember": "session"`` is remembered for that tool."""
 
     def __post_init__(self) -> None:
         from ._frozen import freeze
@@ -76,6 +79,9 @@ class AuditEntry:
 
     @classmethod
     def of(cls, interrupt: Interrupt, answer: JsonValue, by: str, at: float) -> AuditEntry:
+        from ._agent._approval import is_approval
+
+        tool_use = interrupt.tool_use
         return cls(
             interrupt_id=interrupt.id,
             name=interrupt.name,
@@ -83,6 +89,7 @@ class AuditEntry:
             by=by,
             at=at,
             shown=shown_digest(interrupt),
+            tool=tool_use.name if tool_use is not None and is_approval(interrupt) else None,
         )
 
     @classmethod
@@ -104,7 +111,7 @@ class AuditEntry:
         return out
 
     def _fields(self) -> dict[str, JsonValue]:
-        return {
+        out: dict[str, JsonValue] = {
             "interrupt_id": self.interrupt_id,
             "name": self.name,
             "answer": self.answer,
@@ -113,6 +120,9 @@ class AuditEntry:
             "shown": self.shown,
             "expired": self.expired,
         }
+        if self.tool is not None:  # only for approvals: an older entry links as before
+            out["tool"] = self.tool
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "audit entry") -> AuditEntry:
@@ -128,6 +138,9 @@ class AuditEntry:
         chain = d.get("chain")
         if chain is not None and not isinstance(chain, str):
             raise StateFormatError(f"{where}.chain: expected a digest")
+        tool = d.get("tool")
+        if tool is not None and not isinstance(tool, str):
+            raise StateFormatError(f"{where}.tool: expected a tool name")
         return cls(
             interrupt_id=_str(d, "interrupt_id", where),
             name=_str(d, "name", where),
@@ -137,6 +150,7 @@ class AuditEntry:
             shown=_str(d, "shown", where),
             expired=expired,
             chain=chain,
+            tool=tool,
         )
 
 

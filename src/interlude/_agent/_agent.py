@@ -27,7 +27,7 @@ from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
 from ._overlay import BODY_STATE
-from ._spec import AgentSpec, SpecField, tools_by_name
+from ._spec import AgentSpec, Approver, SpecField, tools_by_name
 from ._standing import AgentState, Conversation, Identity, check_reserved
 
 if TYPE_CHECKING:
@@ -78,6 +78,10 @@ class Agent:
     """Who watches this agent's runs (``Agent(observer=...)``, or
     ``interlude.otel.instrument(agent)``); None: the process-wide observer, if any."""
     hooks: SpecField[HookRegistry] = SpecField()
+    approver: SpecField[Approver | None] = SpecField()
+    """An in-process resolver, called with each question when a run pauses (sync or async):
+    it returns an answer, applied as ``by="approver:<its name>"``, or None to leave the
+    question to a person (see docs/approvals.md)."""
 
     def __init__(
         self,
@@ -101,6 +105,7 @@ class Agent:
         clock: Callable[[], float] | None = None,
         conversation: ConversationManager | None = None,
         observer: Observer | None = None,
+        approver: Approver | None = None,
     ) -> None:
         registry = HookRegistry()
         for provider in hooks:
@@ -121,6 +126,7 @@ class Agent:
             conversation=conversation,
             observer=observer,
             session_lease=session_lease,
+            approver=approver,
         )
         self._setup(spec, messages, state, session, session_id)
 
@@ -358,7 +364,7 @@ class Agent:
         ``result.output`` holds it, validated (see docs/structured-output.md)."""
         await self.load()
         plan = bind_output(prompt_plan(self, prompt), output_type)
-        return await self._start(plan, None)
+        return await self._start(plan, None, output_type)
 
     def resume(
         self,
@@ -367,9 +373,12 @@ class Agent:
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
         output_type: Any = None,
+        message: str | None = None,
     ) -> AgentResult:
         """Answer pending interrupts (``{interrupt_id: answer}``) and carry on, from sync code."""
-        return run_sync(self.resume_async(answers, by=by, shown=shown, output_type=output_type))
+        return run_sync(
+            self.resume_async(answers, by=by, shown=shown, output_type=output_type, message=message)
+        )
 
     async def resume_async(
         self,
@@ -378,6 +387,7 @@ class Agent:
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
         output_type: Any = None,
+        message: str | None = None,
     ) -> AgentResult:
         """Answer pending interrupts and carry on from where the run paused.
 
@@ -394,10 +404,14 @@ class Agent:
         A run started with ``output_type`` keeps its JSON Schema in the pause: give the type
         again as ``output_type`` to get ``result.output`` as that type (a type with another
         schema raises OutputTypeMismatchError, nothing changed); without it the answer is
-        still checked against the stored schema and ``result.output`` is its JSON data."""
+        still checked against the stored schema and ``result.output`` is its JSON data.
+
+        ``message`` is text from the person sent to the model with the answers: it joins the
+        next user message of the run (the tool results of a paused batch), or is sent as one
+        before the next model call (also when the run would otherwise end)."""
         await self.load()
-        plan = bind_output(resume_plan(self, answers, by, shown), output_type)
-        return await self._start(plan, None)
+        plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
+        return await self._start(plan, None, output_type)
 
     def resume_expired(self, *, output_type: Any = None) -> AgentResult:
         """Settle the questions whose deadline has passed and carry on, from sync code."""
@@ -409,7 +423,7 @@ class Agent:
         pending. ResumeInputError if none has expired; nothing changes then."""
         await self.load()
         plan = resume_plan(self, {}, EXPIRY, expiry_only=True)
-        return await self._start(bind_output(plan, output_type), None)
+        return await self._start(bind_output(plan, output_type), None, output_type)
 
     def recover(self, *, output_type: Any = None) -> AgentResult:
         """Carry on a run whose process stopped before it finished, from sync code."""
@@ -432,7 +446,7 @@ class Agent:
                 + (" (it is paused: answer it with resume())" if position is not None else "")
             )
         plan = bind_output((position.step, position.progress, True, []), output_type)
-        return await self._start(plan, None)
+        return await self._start(plan, None, output_type)
 
     async def stream_async(
         self, prompt: Prompt, *, output_type: Any = None
@@ -443,7 +457,7 @@ class Agent:
         await self.load()
         plan = bind_output(prompt_plan(self, prompt), output_type)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-        task = asyncio.ensure_future(self._start(plan, queue.put_nowait))
+        task = asyncio.ensure_future(self._start(plan, queue.put_nowait, output_type))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -467,6 +481,38 @@ class Agent:
             task, loop = self._task, self._loop
         if task is not None and loop is not None and not task.done():
             loop.call_soon_threadsafe(task.cancel)
+
+    @property
+    def decisions(self) -> dict[str, dict[str, JsonValue]]:
+        """The approval decisions remembered now, by tool name: ``{"approve": bool, "scope":
+        "run" | "session"}`` (a paused run's own win over the session's)."""
+        from ._approval import session_decisions
+
+        state = self._loaded()
+        out: dict[str, dict[str, JsonValue]] = {
+            tool: {"approve": approve, "scope": "session"}
+            for tool, approve in session_decisions(state.audit, self._key is not None).items()
+        }
+        if state.position is not None:
+            for tool, approve in state.position.progress.decisions.items():
+                out[tool] = {"approve": approve, "scope": "run"}
+        return out
+
+    def forget_decisions(self, tool: str | None = None, *, by: str | None = None) -> None:
+        """Forget the remembered approval decisions (``tool``'s, or all of them): the next
+        call of such a tool asks again. Recorded in the audit trail as given ``by``."""
+        if self._running:
+            raise AgentBusyError("cannot forget decisions while a run is going")
+        if tool is not None and not isinstance(tool, str):
+            raise ConfigurationError(f"forget_decisions(tool) takes a tool name, got {tool!r}")
+        if by is not None:
+            from ._answering import check_by
+
+            check_by(by)
+        self._loaded()
+        from ._transitions import forget
+
+        forget(self, tool, "unknown" if by is None else by)
 
     def discard_pause(self) -> None:
         """Drop the pause (or a stopped run) so the agent takes new prompts; pending tool calls
@@ -593,7 +639,12 @@ class Agent:
         by the loop during a run, by the transitions between runs)."""
         self._state = state
 
-    async def _start(self, plan: Plan, emit: Emit | None) -> AgentResult:
+    async def _start(self, plan: Plan, emit: Emit | None, output_type: Any = None) -> AgentResult:
         from ._running import start
 
-        return await start(self, plan, emit)
+        result = await start(self, plan, emit)
+        if self._spec.approver is not None and result.stop_reason == "interrupt":
+            from ._approver import resolve
+
+            result = await resolve(self, result, emit, output_type)
+        return result

@@ -63,6 +63,7 @@ def resume_plan(
     shown: Mapping[str, str] | None = None,
     *,
     expiry_only: bool = False,
+    message: str | None = None,
 ) -> Plan:
     """Where a resume of the paused ``agent`` starts, every answer checked first (see
     :meth:`Agent.resume_async`); ``expiry_only`` settles only the expired questions."""
@@ -82,9 +83,14 @@ def resume_plan(
         check_by(by)
     if not answers and not expiry_only:
         raise ResumeInputError("resume() got no answers; answer at least one interrupt")
+    if message is not None and (not isinstance(message, str) or not message.strip()):
+        raise ResumeInputError(
+            f"message= is text the model is sent with the answers, got {message!r:.80}"
+        )
     now = agent.clock()
     asked = {i.id: i for i in pause.interrupts}
     check_answers(asked, answers, now, shown)
+    _check_edits(agent, asked, answers)
     expired = [
         i
         for i in pause.interrupts
@@ -106,7 +112,40 @@ def resume_plan(
     # Questions with a deadline keep their first raising when asked again.
     merged = merged.with_asked(q for q in asked.values() if q.expires_at is not None)
     audit = chained(agent._state.audit, audit, agent._key)  # each linked to the one before
+    if message is not None:
+        p = p.but(message=message if p.message is None else f"{p.message}\n\n{message}")
     return pause.step, p.but(answers=merged), True, audit
+
+
+def _check_edits(
+    agent: Agent, asked: Mapping[str, Interrupt], answers: Mapping[str, JsonValue]
+) -> None:
+    """AnswerValidationError if an approval edits a call's input into one its tool refuses
+    (its schema let it through: the tool's own validation is stricter)."""
+    from ._approval import is_approval
+
+    for key, value in answers.items():
+        question = asked[key]
+        if not (is_approval(question) and isinstance(value, Mapping)):
+            continue
+        edited = value.get("input")
+        tool_use = question.tool_use
+        if edited is None or tool_use is None:
+            continue
+        validate = getattr(agent._tools.get(tool_use.name), "validate", None)
+        if validate is None:
+            continue
+        from ..errors import ToolInputError
+
+        try:
+            validate(edited)
+        except ToolInputError as exc:
+            raise AnswerValidationError(
+                f"the answer to {question.name!r} ({key}) edits the input into one the tool "
+                f"refuses: {exc}",
+                interrupt_id=key,
+                path=("input",),
+            ) from None
 
 
 def check_answers(

@@ -9,6 +9,7 @@ can save or read it; the functions here return the call as they left it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
@@ -134,7 +135,11 @@ async def _before_and_body(
     and the questions that stop it (empty once its body finished: phase ``after``)."""
     cancel_message: str | None = None
     if call.phase in ("pending", "before"):
-        if cancelled is None and run.hooks.has_callbacks(BeforeToolCallEvent):
+        hooked = run.hooks.has_callbacks(BeforeToolCallEvent)
+        asked_tool = run.spec.tools.get(call.tool_use.name)
+        if cancelled is None and asked_tool is not None and (hooked or _gated(asked_tool)):
+            cancelled = _invalid(asked_tool, call.tool_use)  # no one is asked about it
+        if cancelled is None and hooked:
             call, interrupts, cancel_message = await _before(run, call, replay, approved)
             if interrupts:
                 return run.put_call(call.but(phase="before")), interrupts
@@ -142,6 +147,10 @@ async def _before_and_body(
             cancel_message = cancelled  # (``_body`` selects its tool by name)
             if call.active_use is not None:  # selected by hooks an earlier attempt had
                 call = call.but(active_use=None, tool=None, tool_name=None)
+        if cancel_message is None:
+            call, interrupts, cancel_message = _approval(run, call)
+            if interrupts:
+                return run.put_call(call.but(phase="before")), interrupts
     # Else resumed after the body interrupted, or a person chose to run an in-doubt call
     # again: the body runs again from the top.
     lost = 0
@@ -160,6 +169,8 @@ async def _before_and_body(
         result, exception = ran
         if call.active_use is None:  # it did not start: the call as asked, and its tool
             call = _as_asked(run, call)
+        elif call.active_use.input is not call.tool_use.input and cancel_message is None:
+            result = _noted(run, call, result)
         if not run.hooks.has_callbacks(AfterToolCallEvent) and not (
             run.journal is not None and run.in_flight
         ):  # done at once: no callbacks to see the result first, no save to keep it for
@@ -201,6 +212,113 @@ async def _before(
         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
     call = call.but(active_use=tool_use, tool=tool, tool_name=tool.name if tool else None)
     return call, [], cancel_message  # kept where the run stands with its next phase
+
+
+def _gated(tool: AgentTool) -> bool:
+    """Whether calls of ``tool`` may need approval (then their input is checked first)."""
+    return getattr(tool, "needs_approval", False) is not False
+
+
+def _invalid(tool: AgentTool, tool_use: ToolUse) -> str | None:
+    """Why the model's input cannot run ``tool`` (the error result it gets), or None: checked
+    before any hook or person is asked about the call, so no one approves a call that fails."""
+    raw = tool_use.input.get(INVALID_JSON_KEY)
+    if isinstance(raw, str) and len(tool_use.input) == 1:
+        return f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
+    validate = getattr(tool, "validate", None)
+    if validate is None:
+        return None
+    from ..errors import ToolInputError
+
+    try:
+        validate(tool_use.input)
+    except ToolInputError as exc:
+        return f"ToolInputError: {exc}"
+    return None
+
+
+def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt], str | None]:
+    """Approve the call about to run if its tool needs it: by an answer to its approval
+    question, or a remembered decision; else ask. Returns the call (with the input a person
+    gave, if they edited it), the question, and the error message of a declined call."""
+    if call.active_use is None:
+        use, tool = call.tool_use, run.spec.tools.get(call.tool_use.name)
+    else:
+        use, tool = call.active_use, _selected(run, call)
+    if tool is None or not _gated(tool):
+        return call, [], None
+    from ._approval import (
+        approval_id,
+        approval_question,
+        decision_of,
+        declined_message,
+        needs_approval,
+    )
+
+    if not needs_approval(tool, use.input):
+        return call, [], None
+    shown = ToolUse(use.id, tool.name, use.input)
+    iid = approval_id(call.tool_use.id)
+    answers = run.progress.answers
+    found, answer = answers.lookup(iid, shown)
+    if found:
+        decision = decision_of(answer)
+        if decision.remember == "run":
+            progress = run.progress
+            run.progress = progress.but(
+                decisions=MappingProxyType({**progress.decisions, tool.name: decision.approve})
+            )
+    else:
+        remembered = _remembered(run, tool.name)
+        if remembered is None:
+            question = approval_question(shown, tool, answers.clock(), answers.asked.get(iid))
+            return call, [question], None
+        scope, approve = remembered
+        from .._audit import AuditEntry
+
+        asked = approval_question(shown, tool, answers.clock(), None)
+        run.record(
+            AuditEntry.of(
+                asked,
+                {"approve": approve, "remembered": scope},
+                f"decision:{scope}",
+                asked.raised_at,
+            )
+        )
+        if not approve:
+            from ._approval import Decision
+
+            return call, [], declined_message(Decision(False), scope)
+        decision = None
+    if decision is not None and not decision.approve:
+        return call, [], declined_message(decision)
+    if decision is not None and decision.input is not None:
+        edited = ToolUse(call.tool_use.id, use.name, decision.input)  # type: ignore[arg-type]
+        call = call.but(active_use=edited, tool=tool, tool_name=tool.name)
+    return call, [], None
+
+
+def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool] | None:
+    """The decision remembered for ``tool_name``: ("run" or "session", approve), or None."""
+    approve = run.progress.decisions.get(tool_name)
+    if approve is not None:
+        return "run", approve
+    approve = run.session_decisions().get(tool_name)
+    if approve is not None:
+        return "session", approve
+    return None
+
+
+def _noted(run: StepContext, call: ToolCall, result: ToolResult) -> ToolResult:
+    """The result of a call that ran with other input than the model's: said so if a person
+    edited it when approving (not when a hook changed it)."""
+    from ._approval import approval_id, edited_note
+
+    answer = run.progress.answers.values.get(approval_id(call.tool_use.id))
+    if isinstance(answer, Mapping) and answer.get("input") is not None:
+        assert call.active_use is not None
+        return edited_note(result, call.active_use.input)
+    return result
 
 
 async def _after(

@@ -283,6 +283,10 @@ def encode_pause(
         out["progress"]["traceparent"] = p.traceparent
     if p.output is not None:  # only when set: a state without it reads as before
         out["progress"]["output"] = {"schema": p.output.schema, "retries": p.output.retries}
+    if p.decisions:  # only when some: a state without them reads as before
+        out["progress"]["decisions"] = dict(p.decisions)
+    if p.message is not None:
+        out["progress"]["message"] = p.message
     if key is not None:
         from ._signing import sign
 
@@ -320,6 +324,14 @@ def decode_pause(data: Any, where: str) -> Position:
             f"{pw}.traceparent: expected a W3C traceparent, got {_show(traceparent)}"
         )
     questions = [Interrupt.from_dict(x, f"{pw}.asked[{i}]") for i, x in enumerate(asked)]
+    decisions = p.get("decisions", {})
+    if not isinstance(decisions, dict) or not all(isinstance(v, bool) for v in decisions.values()):
+        raise StateFormatError(
+            f"{pw}.decisions: expected an object of tool name to true/false, got {_show(decisions)}"
+        )
+    message = p.get("message")
+    if message is not None and not isinstance(message, str):
+        raise StateFormatError(f"{pw}.message: expected text, got {_show(message)}")
     progress = Progress(
         cycles=_int(p, "cycles", pw),
         model_retries=_int(p, "model_retries", pw),
@@ -332,6 +344,8 @@ def decode_pause(data: Any, where: str) -> Position:
         ),
         traceparent=traceparent,
         output=None if p.get("output") is None else _decode_output(p["output"], f"{pw}.output"),
+        decisions=MappingProxyType(decisions) if decisions else Progress().decisions,
+        message=message,
     )
     return Position(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
 

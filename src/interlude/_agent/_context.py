@@ -13,6 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .._audit import AuditEntry
     from .._interrupt import Interrupt
     from .._messages import Message
     from .._stream import ModelResponse, StreamEvent
@@ -52,6 +55,10 @@ class StepContext(Protocol):
     ) -> tuple[E | None, list[Interrupt]]: ...
 
     def commit(self, **changes: Any) -> None: ...
+
+    def record(self, entry: AuditEntry) -> None: ...
+
+    def session_decisions(self) -> Mapping[str, bool]: ...
 
     def batch(self) -> ToolBatch: ...
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
 
 from .._frozen import freeze
 from .._interrupt import Interrupt
-from .._messages import Message, ToolUse
+from .._messages import Message, Text, ToolUse
 from .._result import AgentResult, StopReason
 from .._stream import InterruptRaised, MessageAppended, ModelResponse, StreamEvent
 from ..errors import CycleLimitError, RetryLimitError
@@ -82,6 +82,7 @@ class Run:
         "agent",
         "audit",
         "clean",
+        "decisions",
         "direct",
         "emit",
         "hooks",
@@ -139,6 +140,9 @@ class Run:
         self.save_state = False
         """Whether the next checkpoint saves the agent state too (the conversation manager's
         state changed: a summary is saved before the model call that uses it)."""
+        self.decisions: tuple[int, Mapping[str, bool]] | None = None
+        """The session's remembered approval decisions, and the audit length they were read
+        at (read when a tool that needs approval first runs)."""
 
     def commit(self, **changes: Any) -> None:
         """Commit where the agent stands: the run's own conversation, if it grew since the
@@ -155,6 +159,27 @@ class Run:
         elif not changes:
             return
         agent._commit(state.but(**changes) if changes else state)
+
+    def record(self, entry: AuditEntry) -> None:
+        """Add ``entry`` to the audit trail (linked to the one before; saved with the next
+        save): a remembered decision the run applied."""
+        from .._audit import chained
+
+        audit = self.agent._state.audit
+        self.commit(audit=(*audit, *chained(audit, [entry], self.identity.key)))
+
+    def session_decisions(self) -> Mapping[str, bool]:
+        """The approval decisions remembered for the session (see ``_approval``)."""
+        audit = self.agent._state.audit
+        cached = self.decisions
+        if cached is None or cached[0] != len(audit):
+            from ._approval import session_decisions
+
+            cached = self.decisions = (
+                len(audit),
+                session_decisions(audit, bool(self.identity.key)),
+            )
+        return cached[1]
 
     def position(self) -> Position | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
@@ -306,6 +331,8 @@ class Run:
 
     async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
         agent = self.agent
+        if self.progress.message is not None:  # sent with answers: the model sees it first
+            return await self.append(Message("user", []), step)
         limit = self.spec.max_cycles
         if self.progress.cycles >= limit:
             raise CycleLimitError(
@@ -384,6 +411,8 @@ class Run:
         then: Step
         if tool_uses:
             then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self.tool_use_ids()))
+        elif progress.message is not None:  # a person's message waits: the model answers it
+            then = BeforeModelCall()
         else:
             stop: StopReason = (
                 "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
@@ -456,6 +485,8 @@ class Run:
         if asked:
             return _Paused(step, asked)
         assert event is not None
+        if self.progress.message is not None:  # sent with the answers: the model answers it
+            return BeforeModelCall()
         return event.result
 
     # --- helpers ------------------------------------------------------------------------------
@@ -464,6 +495,9 @@ class Run:
         """Append ``message``; the run then stands at its message-added step (one change, so
         the journal never holds the message without the step that follows it). Nothing
         outside the loop happens before the next checkpoint, which saves both."""
+        if self.progress.message is not None and message.role == "user":  # sent with answers
+            message = Message("user", [*message.content, Text(self.progress.message)])
+            self.progress = self.progress.but(message=None)
         self.messages.append(message)  # a look at the agent sees it; saved at the next save
         index = len(self.messages) - 1
         self.step = step = MessageAdded(index, then)

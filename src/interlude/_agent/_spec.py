@@ -21,13 +21,17 @@ from ..hooks._registry import HookRegistry
 from ._executor import LOCAL
 
 if TYPE_CHECKING:
+    from .._interrupt import Interrupt
     from ..conversation import ConversationManager
     from ._executor import Executor
     from ._observe import Observer
 
-__all__ = ["AgentSpec", "SpecField", "check_settings", "tools_by_name"]
+__all__ = ["AgentSpec", "Approver", "SpecField", "check_settings", "tools_by_name"]
 
 T = TypeVar("T")
+
+Approver = Callable[["Interrupt"], Any]
+"""``approver(question) -> answer | None`` (or a coroutine function): see ``_approver``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +58,8 @@ class AgentSpec:
     observer: Observer | None = None
     executor: Executor = LOCAL
     session_lease: float = 30.0
+    approver: Approver | None = None
+    """Called with each question when a run pauses: an answer, or None (a person decides)."""
 
     def __post_init__(self) -> None:
         from ._signing import as_key
@@ -129,6 +135,11 @@ def _check_policies(spec: AgentSpec) -> None:
         raise ConfigurationError(
             f"conversation must be a conversation manager (SlidingWindow, Summarizing, ...) "
             f"with view() and reduce(), got {conversation!r}"
+        )
+    if spec.approver is not None and not callable(spec.approver):
+        raise ConfigurationError(
+            f"approver must be a function of a question (Interrupt) returning an answer or "
+            f"None, got {spec.approver!r}"
         )
     executor = spec.executor
     if not (

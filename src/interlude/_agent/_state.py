@@ -114,6 +114,7 @@ class ToolCall(NamedTuple):
 
 
 _NONE_CANCELLED: Mapping[str, str] = MappingProxyType({})
+_NO_DECISIONS: Mapping[str, bool] = MappingProxyType({})
 
 
 class ToolBatch(NamedTuple):
@@ -185,6 +186,13 @@ class Progress(NamedTuple):
     ``interlude.otel``): a resumed or recovered run's span links to it."""
     output: OutputState | None = None
     """The output type the invocation must end with (None: a plain text reply)."""
+    decisions: Mapping[str, bool] = _NO_DECISIONS
+    """Approval decisions remembered for the rest of the invocation: tool name -> approve
+    (an answer with ``"remember": "run"``; see ``_approval``)."""
+    message: str | None = None
+    """Text a person sent with their answers (``resume(..., message=...)``), not yet in the
+    conversation: it joins the next user message, or is sent as one before the next model
+    call."""
 
     def but(self, **changes: Any) -> Progress:
         """This progress with ``changes``."""

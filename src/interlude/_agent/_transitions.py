@@ -39,6 +39,7 @@ __all__ = [
     "close_pre_journal_crash",
     "discard",
     "discarded",
+    "forget",
     "put_back",
     "replace_conversation",
 ]
@@ -157,6 +158,35 @@ def discard(agent: Agent) -> None:
     new = agent._with_data(discarded(agent._state))
     if link is not None:
         run_sync(link.save(agent._identity(), new, None, data=True))
+    agent._commit(new)
+
+
+def forget(agent: Agent, tool: str | None, by: str) -> None:
+    """Forget the remembered approval decisions (of ``tool``, or all): an audit entry says so
+    (session decisions are read from the trail) and the paused run's own are dropped; saved
+    at once. Nothing changes on error."""
+    from types import MappingProxyType
+
+    from .._audit import AuditEntry, chained
+    from ._approval import FORGET
+    from ._state import Position
+
+    link = agent._session
+    if link is not None:
+        link.check_not_running()
+    state = agent._state
+    entry = AuditEntry(
+        interrupt_id="", name=FORGET, answer={"tool": tool}, by=by, at=agent.clock(), shown=""
+    )
+    new = state.but(audit=(*state.audit, *chained(state.audit, [entry], agent._key)))
+    position = new.position
+    if position is not None and position.progress.decisions:
+        kept = {k: v for k, v in position.progress.decisions.items() if tool not in (None, k)}
+        progress = position.progress.but(decisions=MappingProxyType(kept))
+        new = new.at(Position(position.step, position.interrupts, progress))
+    new = agent._with_data(new)
+    if link is not None:
+        run_sync(link.save(agent._identity(), new, new.position, data=True))
     agent._commit(new)
 
 

@@ -64,12 +64,21 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         idempotent: bool = False,
+        needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
     ) -> None:
         import inspect
 
+        if not (isinstance(needs_approval, bool) or callable(needs_approval)):
+            raise ConfigurationError(
+                f"tool {name or fn.__name__!r}: needs_approval is True, False or a function of "
+                f"the call's input returning a bool, got {needs_approval!r}"
+            )
         self.fn = fn
         self.idempotent = idempotent
         """Safe to run again: a call in doubt after a crash re-runs without asking a person."""
+        self.needs_approval = needs_approval
+        """Whether a call pauses for a person's approval first (or a function of its input
+        that says so): see docs/approvals.md."""
         self._name = name or fn.__name__
         self._description = description
         self._is_async = inspect.iscoroutinefunction(fn)
@@ -196,7 +205,11 @@ def to_tool_result(tool_use_id: str, value: Any) -> ToolResult:
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, idempotent: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -205,6 +218,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     idempotent: bool = False,
+    needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., description=...)``.
 
@@ -212,12 +226,21 @@ def tool(
     section; the input schema comes from the type hints. A parameter annotated ``ToolContext``
     receives the context and is hidden from the model. ``idempotent=True`` says the tool is
     safe to run twice: if a process stops while it runs, recovery runs it again instead of
-    asking a person.
+    asking a person. ``needs_approval=True`` (or a function of the call's input that returns
+    True) makes each call pause first with a question named ``"approval"``, answered ``True``,
+    ``False`` or ``{"approve": ..., "input": ..., "remember": ..., "note": ...}`` (see
+    docs/approvals.md).
     """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "idempotent": idempotent,
+        "needs_approval": needs_approval,
+    }
     if fn is not None:
-        return FunctionTool(fn, name=name, description=description, idempotent=idempotent)
+        return FunctionTool(fn, **options)
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, idempotent=idempotent)
+        return FunctionTool(f, **options)
 
     return wrap
