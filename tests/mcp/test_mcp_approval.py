@@ -73,10 +73,29 @@ def test_any_rule_over_the_annotations(stdio: Callable[..., McpServer], server_l
     assert sorted(server_log.lines()) == ["append c eggs", "delete b", "read a"]
 
 
-def test_a_rule_that_is_not_callable_is_refused_at_once() -> None:
+def test_rules_by_tool_name_always_and_never(
+    stdio: Callable[..., McpServer], server_log
+) -> None:
+    agent = make_agent(stdio(), require_approval(["append_note", "read_note"]))
+    paused = agent("Tidy my notes")
+    assert sorted(q.tool_use.name for q in paused.interrupts) == ["append_note", "read_note"]
+    assert server_log.lines() == ["delete b"]  # not named: ran without a question
+    agent.resume({q.id: {"approve": q.tool_use.name == "read_note"} for q in paused.interrupts})
+    assert sorted(server_log.lines()) == ["delete b", "read a"]
+    texts = [(r.status, r.text) for r in agent.messages[2].content]
+    assert texts[2] == ("error", "not approved")
+
+    agent = make_agent(stdio(), require_approval("always"))
+    assert len(agent("Tidy my notes").interrupts) == 3  # every MCP tool, not local_echo
+
+    agent = make_agent(stdio(), require_approval("never"))
+    result = agent("Tidy my notes")
+    assert result.stop_reason == "end_turn" and not result.interrupts
+
+
+def test_a_rule_that_is_not_a_rule_is_refused_at_once() -> None:
     from interlude.errors import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match="'never'"):
-        require_approval("never")  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="True"):
-        require_approval(True)  # type: ignore[arg-type]
+    for bad in (True, 3, [1], [""], b"x"):
+        with pytest.raises(ConfigurationError, match="'always', 'never' or a list"):
+            require_approval(bad)  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Literal
 
 from ..errors import ConfigurationError
 from ..hooks import BeforeToolCallEvent, HookRegistry
@@ -15,21 +16,42 @@ def _destructive(annotations: ToolAnnotations) -> bool:
     return annotations.destructive
 
 
-class RequireApproval:
-    """A hook provider: before an MCP tool whose annotations ``when`` picks, the run pauses
-    with an interrupt named ``name``; the answer ``True`` runs the call, anything else cancels
-    it (the model sees ``"not approved"``). Other tools are left alone."""
+Rule = Callable[[ToolAnnotations], bool] | Literal["always", "never"] | Iterable[str]
+"""Which MCP tools need approval: a function of a tool's annotations, ``"always"``,
+``"never"``, or the names of the tools (as the server names them)."""
 
-    def __init__(
-        self, when: Callable[[ToolAnnotations], bool] = _destructive, *, name: str = "approve"
-    ) -> None:
-        if not callable(when):  # such as "never": refused now, not at the first call
-            raise ConfigurationError(
-                f"require_approval takes a function of a tool's annotations, got {when!r}: "
-                "ask before every tool with lambda a: True; to ask before none, leave the "
-                "hook out"
-            )
-        self.when = when
+
+def _always(annotations: ToolAnnotations) -> bool:
+    return True
+
+
+def _never(annotations: ToolAnnotations) -> bool:
+    return False
+
+
+class RequireApproval:
+    """A hook provider: before an MCP tool that ``when`` picks, the run pauses with an
+    interrupt named ``name``; the answer ``True`` (or ``{"approve": true, ...}``) runs the
+    call, anything else cancels it (the model sees ``"not approved"``, with the answer's
+    ``note`` if it has one). Other tools are left alone."""
+
+    def __init__(self, when: Rule = _destructive, *, name: str = "approve") -> None:
+        self.names: frozenset[str] | None = None
+        """The tools picked by name (server's names), or None: picked by ``when``."""
+        if when == "always":
+            when = _always
+        elif when == "never":
+            when = _never
+        elif isinstance(when, str) or not callable(when):
+            names = [when] if isinstance(when, str) else _names(when)
+            if names is None or not all(isinstance(n, str) and n for n in names):
+                raise ConfigurationError(
+                    f"require_approval takes a function of a tool's annotations, 'always', "
+                    f"'never' or a list of tool names, got {when!r}"
+                )
+            self.names = frozenset(str(n) for n in names)
+            when = _never
+        self.when: Callable[[ToolAnnotations], bool] = when
         self.name = name
 
     def register_hooks(self, registry: HookRegistry) -> None:
@@ -37,20 +59,35 @@ class RequireApproval:
 
     def check(self, event: BeforeToolCallEvent) -> None:
         tool = event.tool
-        if not isinstance(tool, McpTool) or not self.when(tool.annotations):
+        if not isinstance(tool, McpTool):
+            return
+        if self.names is not None:
+            if tool.remote_name not in self.names:
+                return
+        elif not self.when(tool.annotations):
             return
         reason = {
             "server": tool.server.name,
             "tool": tool.remote_name,
             "question": f"May the agent run {tool.remote_name} on {tool.server.name}?",
         }
-        if event.interrupt(self.name, reason) is not True:
-            event.cancel("not approved")
+        answer = event.interrupt(self.name, reason)
+        if answer is True or (isinstance(answer, dict) and answer.get("approve") is True):
+            return
+        note = answer.get("note") if isinstance(answer, dict) else None
+        event.cancel("not approved" + (f" (note: {note})" if isinstance(note, str) else ""))
 
 
-def require_approval(
-    when: Callable[[ToolAnnotations], bool] = _destructive, *, name: str = "approve"
-) -> RequireApproval:
-    """Ask a person before running an MCP tool whose annotations ``when`` picks (by default
-    the destructive ones): ``hooks=[require_approval(lambda a: not a.read_only)]``."""
+def _names(value: object) -> list[object] | None:
+    """The items of an iterable of tool names, or None if ``value`` is not one."""
+    if isinstance(value, Iterable) and not isinstance(value, bytes | dict):
+        return list(value)
+    return None
+
+
+def require_approval(when: Rule = _destructive, *, name: str = "approve") -> RequireApproval:
+    """Ask a person before running an MCP tool that ``when`` picks: by default the destructive
+    ones; ``hooks=[require_approval(lambda a: not a.read_only)]``, ``require_approval(
+    ["delete_file", "move_file"])`` (by the server's tool names), ``"always"`` or
+    ``"never"``."""
     return RequireApproval(when, name=name)
