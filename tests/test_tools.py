@@ -627,3 +627,21 @@ def test_bad_configuration_is_rejected():
 def test_function_tool_still_callable_as_plain_function():
     assert add(2, 3) == 5
     assert FunctionModel is not None
+
+
+def test_annotated_constraints_reach_the_schema_and_the_validation() -> None:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from interlude.errors import ToolInputError
+
+    @tool
+    def transfer(amount: Annotated[int, Field(gt=0, description="In cents.")]) -> str:
+        """Transfer."""
+        return "ok"
+
+    prop = transfer.spec.input_schema["properties"]["amount"]
+    assert prop["exclusiveMinimum"] == 0 and prop["description"] == "In cents."
+    with pytest.raises(ToolInputError, match="greater than 0"):
+        transfer.validate({"amount": 0})  # the constraint was dropped before: this passed

@@ -120,7 +120,8 @@ class FunctionTool:
                 continue
             ann = hints.get(param.name, Any)
             default = ... if param.default is param.empty else param.default
-            fields[param.name] = (ann, Field(default, description=arg_docs.get(param.name)))
+            doc = arg_docs.get(param.name)  # else an Annotated Field's description stays
+            fields[param.name] = (ann, Field(default, description=doc) if doc else default)
         return create_model(f"{self._name}_input", __config__=ConfigDict(extra="forbid"), **fields)
 
     @cached_property
@@ -164,7 +165,7 @@ def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     import typing
 
     try:
-        return typing.get_type_hints(fn)
+        return typing.get_type_hints(fn, include_extras=True)  # keep Annotated constraints
     except Exception:
         return {}
 
