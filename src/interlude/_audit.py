@@ -68,6 +68,9 @@ class AuditEntry:
     chain: str | None = None
     """The link to the entry before (see the module's docstring); None for an entry written
     before the chain existed."""
+    vote: tuple[int, int] | None = None
+    """For a question with a quorum: (this approval's place, approvals needed); the question
+    is settled by the entry where they are equal (or by a decline, which has no vote)."""
     tool: str | None = None
     """The tool an approval question was about (see ``@tool(needs_approval=...)``), else None:
     an answer that says ``"remember": "session"`` is remembered for that tool."""
@@ -122,7 +125,14 @@ class AuditEntry:
         }
         if self.tool is not None:  # only for approvals: an older entry links as before
             out["tool"] = self.tool
+        if self.vote is not None:
+            out["vote"] = list(self.vote)
         return out
+
+    @property
+    def settles(self) -> bool:
+        """Whether this entry settled its question (not an approval still short of a quorum)."""
+        return self.vote is None or self.vote[0] >= self.vote[1]
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "audit entry") -> AuditEntry:
@@ -141,6 +151,13 @@ class AuditEntry:
         tool = d.get("tool")
         if tool is not None and not isinstance(tool, str):
             raise StateFormatError(f"{where}.tool: expected a tool name")
+        vote = d.get("vote")
+        if vote is not None and not (
+            isinstance(vote, list)
+            and len(vote) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in vote)
+        ):
+            raise StateFormatError(f"{where}.vote: expected [place, needed]")
         return cls(
             interrupt_id=_str(d, "interrupt_id", where),
             name=_str(d, "name", where),
@@ -151,6 +168,7 @@ class AuditEntry:
             expired=expired,
             chain=chain,
             tool=tool,
+            vote=None if vote is None else (vote[0], vote[1]),
         )
 
 

@@ -73,6 +73,17 @@ class Interrupt:
     default: JsonValue = None
     has_default: bool = False
     via: tuple[ToolUse, ...] = ()
+    approvers: tuple[str, ...] = ()
+    """The groups whose members may answer (empty: anyone who may answer at all); checked
+    where people answer (the inbox and its API): ``resume`` is the application's own call."""
+    quorum: int = 1
+    """How many different people must give the same answer; one decline (``False``, or
+    ``{"approve": false, ...}``) settles it at once."""
+    escalate_after: float | None = None
+    """Seconds after ``raised_at`` when ``escalate_to`` may answer too (and is notified)."""
+    escalate_to: tuple[str, ...] = ()
+    warn_before: float | None = None
+    """Seconds before ``expires_at`` when a warning is sent (see ``interlude.notify``)."""
 
     def __post_init__(self) -> None:
         # What the person is shown and answers: read-only, all the way down.
@@ -107,7 +118,31 @@ class Interrupt:
                 out["default"] = self.default
         if self.via:
             out["via"] = [tool_use_to_dict(u) for u in self.via]
+        if self.approvers:  # each only when set: a question without them reads as before
+            out["approvers"] = list(self.approvers)
+        if self.quorum != 1:
+            out["quorum"] = self.quorum
+        if self.escalate_after is not None:
+            out["escalate_after"] = self.escalate_after
+            out["escalate_to"] = list(self.escalate_to)
+        if self.warn_before is not None:
+            out["warn_before"] = self.warn_before
         return out
+
+    def may_answer(self, groups: Iterable[str], now: float) -> bool:
+        """Whether a member of ``groups`` may answer at ``now``: any group of ``approvers``,
+        or of ``escalate_to`` once ``escalate_after`` has passed (no ``approvers``: anyone)."""
+        allowed = set(self.approvers)
+        if not allowed:
+            return True
+        if self.escalated(now):
+            allowed.update(self.escalate_to)
+        return not allowed.isdisjoint(groups)
+
+    def escalated(self, now: float) -> bool:
+        """Whether the question has been escalated by ``now``."""
+        after = self.escalate_after
+        return after is not None and now >= self.raised_at + after
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "interrupt") -> Interrupt:
@@ -139,7 +174,26 @@ class Interrupt:
             default=d.get("default"),
             has_default=expires is not None and "default" in d,
             via=tuple(tool_use_from_dict(u, f"{where}.via[{i}]") for i, u in enumerate(via)),
+            **_policy_from_dict(d, where),
         )
+
+
+def _policy_from_dict(d: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Who may answer and how many, escalation and warning (checked), as Interrupt fields."""
+    out: dict[str, Any] = {}
+    for name in ("approvers", "escalate_to"):
+        groups = d.get(name, [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+            raise StateFormatError(f"{where}.{name}: expected a list of group names")
+        out[name] = tuple(groups)
+    quorum = d.get("quorum", 1)
+    if not isinstance(quorum, int) or isinstance(quorum, bool) or quorum < 1:
+        raise StateFormatError(f"{where}.quorum: expected a whole number >= 1")
+    out["quorum"] = quorum
+    for name in ("escalate_after", "warn_before"):
+        seconds = d.get(name)
+        out[name] = None if seconds is None else _time(seconds, f"{where}.{name}")
+    return out
 
 
 def _time(value: object, where: str) -> float:
@@ -412,6 +466,11 @@ class Interrupter:
         response_type: Any = None,
         expires_in: float | timedelta | None = None,
         default: Any = _NO_DEFAULT,
+        approvers: Iterable[str] = (),
+        quorum: int = 1,
+        escalate_after: float | timedelta | None = None,
+        escalate_to: Iterable[str] = (),
+        warn_before: float | timedelta | None = None,
     ) -> Any:
         """Ask for outside input.
 
@@ -426,6 +485,12 @@ class Interrupter:
         and the question is settled by expiry, returning ``default`` if one is given, else
         raising :class:`~interlude.errors.InterruptExpiredError` (fail closed: a before-tool
         callback that lets it out cancels its tool).
+
+        Who answers: ``approvers`` names the groups whose members may answer (checked by the
+        inbox and its API, which know people's groups); ``quorum`` how many different people
+        must give the same answer (one decline settles it); after ``escalate_after`` seconds
+        ``escalate_to`` may answer too; ``warn_before`` seconds before the deadline a warning
+        is sent (see docs/approvals.md).
         """
         if response is not None:
             return response
@@ -459,19 +524,55 @@ class Interrupter:
             )
         if found:
             return _as_answer(name, iid, answer, response_type)
-        raise InterruptSignal(
-            _question(
-                iid,
-                name,
-                reason,
-                self._source,
-                tool_use,
-                answers,
-                response_type,
-                expires_in,
-                default,
-            )
+        question = _question(
+            iid, name, reason, self._source, tool_use, answers, response_type, expires_in, default
         )
+        policy = _policy(name, approvers, quorum, escalate_after, escalate_to, warn_before)
+        if policy:
+            if policy.get("warn_before") is not None and question.expires_at is None:
+                raise InterruptError(
+                    f"interrupt {name!r}: warn_before needs a deadline (expires_in)"
+                )
+            question = replace(question, **policy)
+        raise InterruptSignal(question)
+
+
+def _policy(
+    name: str,
+    approvers: Iterable[str],
+    quorum: int,
+    escalate_after: float | timedelta | None,
+    escalate_to: Iterable[str],
+    warn_before: float | timedelta | None,
+) -> dict[str, Any]:
+    """The Interrupt fields for who answers, how many, escalation and warning (checked), or
+    {} when all are left as they are."""
+    out: dict[str, Any] = {}
+    for field_name, groups in (("approvers", approvers), ("escalate_to", escalate_to)):
+        names = [groups] if isinstance(groups, str) else list(groups)
+        if not all(isinstance(g, str) and g.strip() for g in names):
+            raise InterruptError(f"interrupt {name!r}: {field_name} is a list of group names")
+        if names:
+            out[field_name] = tuple(dict.fromkeys(names))
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
+        raise InterruptError(f"interrupt {name!r}: quorum is a whole number >= 1, got {quorum!r}")
+    if quorum != 1:
+        out["quorum"] = quorum
+    for field_name, value in (("escalate_after", escalate_after), ("warn_before", warn_before)):
+        if value is None:
+            continue
+        seconds = value.total_seconds() if isinstance(value, timedelta) else value
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+            raise InterruptError(
+                f"interrupt {name!r}: {field_name} is a number of seconds >= 0 or a timedelta, "
+                f"got {value!r}"
+            )
+        out[field_name] = float(seconds)
+    if ("escalate_after" in out) != ("escalate_to" in out):
+        raise InterruptError(
+            f"interrupt {name!r}: escalate_after and escalate_to go together (when, and to whom)"
+        )
+    return out
 
 
 def _as_answer(name: str, iid: str, answer: JsonValue, response_type: Any) -> Any:

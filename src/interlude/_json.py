@@ -30,6 +30,11 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
+
+
 def loads(text: str | bytes | bytearray) -> Any:
-    """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError)."""
-    return json.loads(text, object_pairs_hook=_object)
+    """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError) and the
+    non-standard constants NaN and Infinity (ValueError: no store or provider takes them)."""
+    return json.loads(text, object_pairs_hook=_object, parse_constant=_constant)

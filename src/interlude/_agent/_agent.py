@@ -485,17 +485,20 @@ class Agent:
     @property
     def decisions(self) -> dict[str, dict[str, JsonValue]]:
         """The approval decisions remembered now, by tool name: ``{"approve": bool, "scope":
-        "run" | "session"}`` (a paused run's own win over the session's)."""
+        "run" | "session", "note": str}`` (the note when the person gave one; a paused run's
+        own decisions win over the session's)."""
         from ._approval import session_decisions
 
         state = self._loaded()
-        out: dict[str, dict[str, JsonValue]] = {
-            tool: {"approve": approve, "scope": "session"}
-            for tool, approve in session_decisions(state.audit, self._key is not None).items()
-        }
+        found = [("session", session_decisions(state.audit, self._key is not None))]
         if state.position is not None:
-            for tool, approve in state.position.progress.decisions.items():
-                out[tool] = {"approve": approve, "scope": "run"}
+            found.append(("run", dict(state.position.progress.decisions)))
+        out: dict[str, dict[str, JsonValue]] = {}
+        for scope, decisions in found:
+            for tool, (approve, note) in decisions.items():
+                out[tool] = {"approve": approve, "scope": scope}
+                if note is not None:
+                    out[tool]["note"] = note
         return out
 
     def forget_decisions(self, tool: str | None = None, *, by: str | None = None) -> None:

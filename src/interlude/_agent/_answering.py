@@ -9,6 +9,7 @@ raised as a ResumeError subclass naming the question (and the field); then nothi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._audit import EXPIRY, AuditEntry, chained
@@ -102,19 +103,80 @@ def resume_plan(
             "no pending interrupt has expired"
             + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
         )
-    who = "unknown" if by is None else by
-    audit = [AuditEntry.of(asked[k], v, who, now) for k, v in answers.items()]
     p = pause.progress
+    answers, votes, audit = _count_votes(asked, answers, by, p.votes, now)
     merged = p.answers.with_answers(answers, asked)
     for i in expired:
         audit.append(AuditEntry.of_expiry(i, now))
         merged = merged.with_expired(i)
-    # Questions with a deadline keep their first raising when asked again.
-    merged = merged.with_asked(q for q in asked.values() if q.expires_at is not None)
+    # Questions with a deadline or an escalation keep their first raising when asked again.
+    merged = merged.with_asked(
+        q for q in asked.values() if q.expires_at is not None or q.escalate_after is not None
+    )
     audit = chained(agent._state.audit, audit, agent._key)  # each linked to the one before
     if message is not None:
         p = p.but(message=message if p.message is None else f"{p.message}\n\n{message}")
-    return pause.step, p.but(answers=merged), True, audit
+    from ._approval import run_decisions
+
+    decisions = run_decisions(p.decisions, asked, answers)
+    return pause.step, p.but(answers=merged, votes=votes, decisions=decisions), True, audit
+
+
+def declines(answer: object) -> bool:
+    """Whether ``answer`` declines (``False``, or ``{"approve": false, ...}``)."""
+    return answer is False or (isinstance(answer, Mapping) and answer.get("approve") is False)
+
+
+def _count_votes(
+    asked: Mapping[str, Interrupt],
+    answers: Mapping[str, JsonValue],
+    by: str | None,
+    votes: Mapping[str, tuple[JsonValue, tuple[str, ...]]],
+    now: float,
+) -> tuple[dict[str, JsonValue], Mapping[str, tuple[JsonValue, tuple[str, ...]]], list[AuditEntry]]:
+    """Split ``answers`` into those that settle their question and approvals counted toward
+    a quorum: (the settling answers, the votes now, the audit entries of all of them).
+    ResumeInputError, nothing changed, for a vote without ``by``, a second vote of one person
+    or a vote for another answer than the one voted for so far."""
+    from types import MappingProxyType
+
+    who = "unknown" if by is None else by
+    settled: dict[str, JsonValue] = {}
+    now_votes = dict(votes)
+    audit: list[AuditEntry] = []
+    for key, value in answers.items():
+        question = asked[key]
+        need = question.quorum
+        if need == 1 or declines(value):
+            settled[key] = value
+            audit.append(AuditEntry.of(question, value, who, now))
+            now_votes.pop(key, None)
+            continue
+        what = f"question {question.name!r} ({key})"
+        if by is None:
+            raise ResumeInputError(
+                f"{what} needs {need} different people to agree: say who answers with by="
+            )
+        voted, voters = votes.get(key, (None, ()))
+        if by in voters:
+            raise ResumeInputError(
+                f"{by} already approved {what}; it needs {need} different people "
+                f"({len(voters)} so far: {', '.join(voters)})"
+            )
+        if voters and voted != value:
+            raise ResumeInputError(
+                f"the answer to {what} differs from the one {', '.join(voters)} gave "
+                f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
+            )
+        voters = (*voters, by)
+        entry = AuditEntry.of(question, value, who, now)
+        audit.append(replace(entry, vote=(len(voters), need)))
+        if len(voters) >= need:
+            settled[key] = value
+            now_votes.pop(key, None)
+        else:
+            now_votes[key] = (value, voters)
+    return settled, MappingProxyType(now_votes), audit
 
 
 def _check_edits(

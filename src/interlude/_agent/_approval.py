@@ -37,6 +37,7 @@ __all__ = [
     "edited_note",
     "is_approval",
     "needs_approval",
+    "run_decisions",
     "session_decisions",
 ]
 
@@ -173,10 +174,13 @@ def edited_note(result: ToolResult, tool_input: Mapping[str, JsonValue]) -> Tool
     return ToolResult(result.tool_use_id, result.status, [note, *result.content])
 
 
-def session_decisions(audit: Sequence[AuditEntry], signed: bool) -> dict[str, bool]:
-    """The decisions the audit trail remembers for the session: tool name -> approve. With
-    ``signed`` (the agent has a signing key), only signed entries count."""
-    out: dict[str, bool] = {}
+def session_decisions(
+    audit: Sequence[AuditEntry], signed: bool
+) -> dict[str, tuple[bool, str | None]]:
+    """The decisions the audit trail remembers for the session: tool name -> (approve, the
+    person's note). With ``signed`` (the agent has a signing key), only signed entries
+    count."""
+    out: dict[str, tuple[bool, str | None]] = {}
     for entry in audit:
         if signed and not (entry.chain or "").startswith("hmac-sha256:"):
             continue
@@ -191,5 +195,27 @@ def session_decisions(audit: Sequence[AuditEntry], signed: bool) -> dict[str, bo
             and isinstance(entry.answer, Mapping)
             and entry.answer.get("remember") == "session"
         ):
-            out[entry.tool] = entry.answer.get("approve") is True
+            decision = decision_of(entry.answer)
+            out[entry.tool] = (decision.approve, decision.note)
     return out
+
+
+def run_decisions(
+    decisions: Mapping[str, tuple[bool, str | None]],
+    asked: Mapping[str, Interrupt],
+    answers: Mapping[str, JsonValue],
+) -> Mapping[str, tuple[bool, str | None]]:
+    """``decisions`` with those the approval ``answers`` remember for the run (applied as
+    the resume starts: every call of the tool still to be decided follows them)."""
+    new = dict(decisions)
+    for iid, answer in answers.items():
+        question = asked[iid]
+        if is_approval(question) and question.tool_use is not None:
+            decision = decision_of(answer)
+            if decision.remember == "run":
+                new[question.tool_use.name] = (decision.approve, decision.note)
+    if new == dict(decisions):
+        return decisions
+    from types import MappingProxyType
+
+    return MappingProxyType(new)

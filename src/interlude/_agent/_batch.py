@@ -261,19 +261,14 @@ def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrup
     iid = approval_id(call.tool_use.id)
     answers = run.progress.answers
     found, answer = answers.lookup(iid, shown)
-    if found:
+    if found:  # (a "remember" in it was applied as the resume started)
         decision = decision_of(answer)
-        if decision.remember == "run":
-            progress = run.progress
-            run.progress = progress.but(
-                decisions=MappingProxyType({**progress.decisions, tool.name: decision.approve})
-            )
     else:
         remembered = _remembered(run, tool.name)
         if remembered is None:
             question = approval_question(shown, tool, answers.clock(), answers.asked.get(iid))
             return call, [question], None
-        scope, approve = remembered
+        scope, approve, note = remembered
         from .._audit import AuditEntry
 
         asked = approval_question(shown, tool, answers.clock(), None)
@@ -288,7 +283,7 @@ def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrup
         if not approve:
             from ._approval import Decision
 
-            return call, [], declined_message(Decision(False), scope)
+            return call, [], declined_message(Decision(False, note=note), scope)
         decision = None
     if decision is not None and not decision.approve:
         return call, [], declined_message(decision)
@@ -298,14 +293,15 @@ def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrup
     return call, [], None
 
 
-def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool] | None:
-    """The decision remembered for ``tool_name``: ("run" or "session", approve), or None."""
-    approve = run.progress.decisions.get(tool_name)
-    if approve is not None:
-        return "run", approve
-    approve = run.session_decisions().get(tool_name)
-    if approve is not None:
-        return "session", approve
+def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool, str | None] | None:
+    """The decision remembered for ``tool_name``: ("run" or "session", approve, note), or
+    None."""
+    decision = run.progress.decisions.get(tool_name)
+    if decision is not None:
+        return "run", *decision
+    decision = run.session_decisions().get(tool_name)
+    if decision is not None:
+        return "session", *decision
     return None
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEntry
 from .._exceptions import exception_from_dict, exception_to_dict
+from .._frozen import freeze
 from .._interrupt import Answers, Interrupt
 from .._messages import (
     JsonValue,
@@ -284,7 +285,14 @@ def encode_pause(
     if p.output is not None:  # only when set: a state without it reads as before
         out["progress"]["output"] = {"schema": p.output.schema, "retries": p.output.retries}
     if p.decisions:  # only when some: a state without them reads as before
-        out["progress"]["decisions"] = dict(p.decisions)
+        out["progress"]["decisions"] = {
+            tool: {"approve": approve} if note is None else {"approve": approve, "note": note}
+            for tool, (approve, note) in p.decisions.items()
+        }
+    if p.votes:
+        out["progress"]["votes"] = {
+            iid: {"answer": answer, "by": list(voters)} for iid, (answer, voters) in p.votes.items()
+        }
     if p.message is not None:
         out["progress"]["message"] = p.message
     if key is not None:
@@ -324,11 +332,8 @@ def decode_pause(data: Any, where: str) -> Position:
             f"{pw}.traceparent: expected a W3C traceparent, got {_show(traceparent)}"
         )
     questions = [Interrupt.from_dict(x, f"{pw}.asked[{i}]") for i, x in enumerate(asked)]
-    decisions = p.get("decisions", {})
-    if not isinstance(decisions, dict) or not all(isinstance(v, bool) for v in decisions.values()):
-        raise StateFormatError(
-            f"{pw}.decisions: expected an object of tool name to true/false, got {_show(decisions)}"
-        )
+    decisions = _decode_decisions(p.get("decisions", {}), f"{pw}.decisions")
+    votes = _decode_votes(p.get("votes", {}), f"{pw}.votes")
     message = p.get("message")
     if message is not None and not isinstance(message, str):
         raise StateFormatError(f"{pw}.message: expected text, got {_show(message)}")
@@ -346,8 +351,35 @@ def decode_pause(data: Any, where: str) -> Position:
         output=None if p.get("output") is None else _decode_output(p["output"], f"{pw}.output"),
         decisions=MappingProxyType(decisions) if decisions else Progress().decisions,
         message=message,
+        votes=MappingProxyType(votes) if votes else Progress().votes,
     )
     return Position(_decode_step(d.get("step"), f"{where}.step"), interrupts, progress)
+
+
+def _decode_decisions(data: Any, where: str) -> dict[str, tuple[bool, str | None]]:
+    if not isinstance(data, dict):
+        raise StateFormatError(f"{where}: expected an object, got {_show(data)}")
+    out: dict[str, tuple[bool, str | None]] = {}
+    for tool, decision in data.items():
+        d = _obj(decision, f"{where}[{tool!r}]")
+        approve, note = d.get("approve"), d.get("note")
+        if not isinstance(approve, bool) or not (note is None or isinstance(note, str)):
+            raise StateFormatError(f"{where}[{tool!r}]: expected approve (true/false), note")
+        out[tool] = (approve, note)
+    return out
+
+
+def _decode_votes(data: Any, where: str) -> dict[str, tuple[JsonValue, tuple[str, ...]]]:
+    if not isinstance(data, dict):
+        raise StateFormatError(f"{where}: expected an object, got {_show(data)}")
+    out: dict[str, tuple[JsonValue, tuple[str, ...]]] = {}
+    for iid, vote in data.items():
+        v = _obj(vote, f"{where}[{iid!r}]")
+        voters = v.get("by")
+        if not isinstance(voters, list) or not all(isinstance(b, str) for b in voters):
+            raise StateFormatError(f"{where}[{iid!r}].by: expected a list of names")
+        out[iid] = (freeze(v.get("answer")), tuple(voters))
+    return out
 
 
 def _decode_output(data: Any, where: str) -> OutputState:

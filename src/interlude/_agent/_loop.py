@@ -140,7 +140,7 @@ class Run:
         self.save_state = False
         """Whether the next checkpoint saves the agent state too (the conversation manager's
         state changed: a summary is saved before the model call that uses it)."""
-        self.decisions: tuple[int, Mapping[str, bool]] | None = None
+        self.decisions: tuple[int, Mapping[str, tuple[bool, str | None]]] | None = None
         """The session's remembered approval decisions, and the audit length they were read
         at (read when a tool that needs approval first runs)."""
 
@@ -168,7 +168,7 @@ class Run:
         audit = self.agent._state.audit
         self.commit(audit=(*audit, *chained(audit, [entry], self.identity.key)))
 
-    def session_decisions(self) -> Mapping[str, bool]:
+    def session_decisions(self) -> Mapping[str, tuple[bool, str | None]]:
         """The approval decisions remembered for the session (see ``_approval``)."""
         audit = self.agent._state.audit
         cached = self.decisions
@@ -531,9 +531,14 @@ class Run:
 
     def _pause(self, paused: _Paused) -> AgentResult:
         self.commit()  # the conversation as the run left it
-        self.agent._commit(
-            self.agent._state.at(Position(paused.step, paused.interrupts, self.progress))
-        )
+        progress = self.progress
+        if progress.votes:  # only the votes for questions still asked
+            from types import MappingProxyType
+
+            pending = {q.id for q in paused.interrupts}
+            votes = {k: v for k, v in progress.votes.items() if k in pending}
+            self.progress = progress = progress.but(votes=MappingProxyType(votes))
+        self.agent._commit(self.agent._state.at(Position(paused.step, paused.interrupts, progress)))
         if self.emit is not None:
             for interrupt in paused.interrupts:
                 self.emit(InterruptRaised(interrupt))

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
 
 from .._interrupt import Answers, Interrupt
-from .._messages import Message, ToolResult, ToolUse, Usage
+from .._messages import JsonValue, Message, ToolResult, ToolUse, Usage
 from .._result import AgentResult
 from .._stream import ModelResponse
 
@@ -114,7 +114,8 @@ class ToolCall(NamedTuple):
 
 
 _NONE_CANCELLED: Mapping[str, str] = MappingProxyType({})
-_NO_DECISIONS: Mapping[str, bool] = MappingProxyType({})
+_NO_DECISIONS: Mapping[str, tuple[bool, str | None]] = MappingProxyType({})
+_NO_VOTES: Mapping[str, Any] = MappingProxyType({})
 
 
 class ToolBatch(NamedTuple):
@@ -186,9 +187,12 @@ class Progress(NamedTuple):
     ``interlude.otel``): a resumed or recovered run's span links to it."""
     output: OutputState | None = None
     """The output type the invocation must end with (None: a plain text reply)."""
-    decisions: Mapping[str, bool] = _NO_DECISIONS
-    """Approval decisions remembered for the rest of the invocation: tool name -> approve
-    (an answer with ``"remember": "run"``; see ``_approval``)."""
+    decisions: Mapping[str, tuple[bool, str | None]] = _NO_DECISIONS
+    """Approval decisions remembered for the rest of the invocation: tool name -> (approve,
+    the person's note) (an answer with ``"remember": "run"``; see ``_approval``)."""
+    votes: Mapping[str, tuple[JsonValue, tuple[str, ...]]] = _NO_VOTES
+    """Approvals given so far to questions with a quorum not yet reached: question id ->
+    (the answer voted for, who voted for it, in order)."""
     message: str | None = None
     """Text a person sent with their answers (``resume(..., message=...)``), not yet in the
     conversation: it joins the next user message, or is sent as one before the next model

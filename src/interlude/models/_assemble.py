@@ -126,10 +126,10 @@ def _tool_use(
     raw = "".join(parts).strip()
     if not raw:
         return ToolUse(tool_use_id, name, {})
-    import json
+    from .._json import loads
 
-    try:
-        value = json.loads(raw)
+    try:  # strictly: NaN, Infinity or a key given twice make the arguments unreadable
+        value = loads(raw)
     except ValueError:
         value = None
     if not isinstance(value, dict):
