@@ -208,7 +208,7 @@ def test_run_decisions_are_kept_with_the_pause() -> None:
     assert p.paid == [(1, "bob"), (2, "bob")]
     assert agent.decisions == {"pay": {"approve": True, "scope": "run"}}
     state = json.loads(json.dumps(agent.export_state()))
-    assert state["pause"]["progress"]["decisions"] == {"pay": True}
+    assert state["pause"]["progress"]["decisions"] == {"pay": {"approve": True}}
     copy = p.agent(["ok"])
     copy.tools["lookup"].needs_approval = True  # type: ignore[attr-defined]
     copy.import_state(state)
@@ -230,12 +230,12 @@ def test_a_session_decision_holds_in_a_fresh_agent_until_it_is_forgotten(tmp_pat
     first.close()
 
     second = agent([[pay("t2", 20)], "ok"])
-    assert second.decisions == {"pay": {"approve": False, "scope": "session"}}
+    assert second.decisions == {"pay": {"approve": False, "scope": "session", "note": "never"}}
     result = second("pay again")
     assert result.stop_reason == "end_turn" and p.paid == []  # declined without asking
     [declined] = results(second, len(second.messages) - 2)
     assert declined.text == (
-        "not approved: a decision remembered for this session declines this tool"
+        "not approved: a decision remembered for this session declines this tool (note: never)"
     )
     assert second.audit[-1].by == "decision:session"
     second.forget_decisions(by="ana")

@@ -611,11 +611,6 @@ def test_openai_rejection_is_scoped_to_call_ids() -> None:
     assert ran == [1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a remembered rejection drops the person's note: later calls it declines get "
-    "'not approved: a decision remembered for this run declines this tool' without it",
-)
 def test_openai_always_reject_reuses_rejection_message_for_future_calls() -> None:
     """OpenAI Agents SDK, tests/test_run_state.py::
     test_always_reject_reuses_rejection_message_for_future_calls.
@@ -778,17 +773,7 @@ def test_openai_serializes_and_restores_sticky_decisions() -> None:
 @pytest.mark.parametrize("sticky_approved", [True, False], ids=["approve", "reject"])
 @pytest.mark.parametrize(
     "other_first",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="an unanswered sibling call placed before the remembered answer in the "
-                "batch is asked again instead of being settled by the run's decision",
-            ),
-        ),
-    ],
+    [False, True],
     ids=["other-after", "other-before"],
 )
 def test_openai_exact_call_decision_with_sticky_default(
@@ -863,14 +848,6 @@ def test_openai_callable_needs_approval_receives_parsed_arguments() -> None:
     assert agent.audit == []
 
 
-NOT_JSON_FLOAT = pytest.mark.xfail(
-    strict=True,
-    reason="NaN / Infinity in the model's arguments pass as valid input (Python's JSON parser "
-    "accepts them): the call runs, or pauses with a question whose tool_use and saved pause "
-    "hold a non-JSON float",
-)
-
-
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -879,9 +856,9 @@ NOT_JSON_FLOAT = pytest.mark.xfail(
         "null",
         "[]",
         '{"subject": 5}',
-        pytest.param('{"subject": "s", "amount": NaN}', marks=NOT_JSON_FLOAT),
-        pytest.param('{"subject": "s", "amount": Infinity}', marks=NOT_JSON_FLOAT),
-        pytest.param('{"subject": "s", "amount": -Infinity}', marks=NOT_JSON_FLOAT),
+        '{"subject": "s", "amount": NaN}',
+        '{"subject": "s", "amount": Infinity}',
+        '{"subject": "s", "amount": -Infinity}',
     ],
 )
 @pytest.mark.parametrize("flag", ["callable", "always"])
