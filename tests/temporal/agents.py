@@ -197,6 +197,53 @@ def _retry(event: AfterToolCallEvent) -> None:
         event.retry = True
 
 
+@tool(needs_approval=True)
+def guarded(path: str) -> str:
+    """Record a run, once a person approved it.
+
+    Args:
+        path: The file.
+    """
+    _record(path, "guarded")
+    return f"guarded {path}"
+
+
+def _two_of_ops(event: BeforeToolCallEvent) -> None:
+    if (
+        event.interrupt("deploy", reason=event.tool_use.name, approvers=["ops"], quorum=2)
+        is not True
+    ):
+        event.cancel("not approved")
+
+
+def _approve_scratch(question: object) -> object:
+    """A deterministic approver (it runs in workflow code): a guarded call on a path ending
+    in "scratch" is fine; the rest waits for a person."""
+    tool_use = getattr(question, "tool_use", None)
+    ok = tool_use is not None and str(tool_use.input.get("path", "")).endswith("scratch")
+    return True if ok else None
+
+
+@app.agent("guarded")
+def build_guarded(session: AgentSession) -> Agent:
+    """``guarded`` needs approval (the built-in question); scratch paths are approved in
+    process."""
+    return Agent(
+        FunctionModel(_reply),
+        tools=[guarded, touch],
+        session=session.store,
+        session_id=session.id,
+        approver=_approve_scratch,
+    )
+
+
+@app.agent("quorum")
+def build_quorum(session: AgentSession) -> Agent:
+    agent = _agent(session)
+    agent.hooks.add_callback(BeforeToolCallEvent, _two_of_ops)
+    return agent
+
+
 def _agent(session: AgentSession, state: dict[str, str] | None = None) -> Agent:
     return Agent(
         FunctionModel(_reply),
