@@ -652,5 +652,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
 
         assert isinstance(answer, dict)
         result = to_tool_result(call.active_use.id, answer["result"])
+    if call.active_use.input != call.tool_use.input:  # a person's edit ran: say so
+        result = _noted(run, call, result)
     call = call.but(result=result, exception=None, cancel_message=None, phase="after")
     return run.put_call(call.but(checkpoint=None)), None
