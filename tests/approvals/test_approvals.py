@@ -441,3 +441,22 @@ def test_a_session_decision_holds_in_a_fresh_process(tmp_path) -> None:
         "decisions": {"pay": {"approve": True, "scope": "session"}},
         "last_audit_by": "decision:session",
     }
+
+
+def test_a_sub_agents_approval_travels_up_and_an_edit_travels_down() -> None:
+    p = Payments()
+    sub = Agent(ScriptedModel([[pay("s1", 10)], "Paid."]), tools=p.tools, name="billing")
+    lead = Agent(
+        ScriptedModel([[ToolUse("t1", "billing", {"prompt": "pay bob"})], "Billing paid."]),
+        tools=[sub.as_tool(description="Pays people.")],
+    )
+    [question] = lead("settle up").interrupts
+    assert question.name == "approval" and [u.name for u in question.via] == ["billing"]
+    assert question.response_schema["anyOf"][1]["properties"]["input"]["required"] == [
+        "amount",
+        "to",
+    ]
+    with pytest.raises(AnswerValidationError):
+        lead.resume({question.id: {"approve": True, "input": {"amount": "x", "to": "bob"}}})
+    done = lead.resume({question.id: {"approve": True, "input": {"amount": 9, "to": "bob"}}})
+    assert str(done) == "Billing paid." and p.paid == [(9, "bob")]
