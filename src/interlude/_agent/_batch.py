@@ -137,7 +137,8 @@ async def _before_and_body(
     if call.phase in ("pending", "before"):
         hooked = run.hooks.has_callbacks(BeforeToolCallEvent)
         asked_tool = run.spec.tools.get(call.tool_use.name)
-        if cancelled is None and asked_tool is not None and (hooked or _gated(asked_tool)):
+        gated = getattr(asked_tool, "needs_approval", False) is not False
+        if cancelled is None and asked_tool is not None and (hooked or gated):
             cancelled = _invalid(asked_tool, call.tool_use)  # no one is asked about it
         if cancelled is None and hooked:
             call, interrupts, cancel_message = await _before(run, call, replay, approved)
@@ -147,7 +148,7 @@ async def _before_and_body(
             cancel_message = cancelled  # (``_body`` selects its tool by name)
             if call.active_use is not None:  # selected by hooks an earlier attempt had
                 call = call.but(active_use=None, tool=None, tool_name=None)
-        if cancel_message is None:
+        if cancel_message is None and (hooked or gated):  # (hooks may select another tool)
             call, interrupts, cancel_message = _approval(run, call)
             if interrupts:
                 return run.put_call(call.but(phase="before")), interrupts
