@@ -111,7 +111,9 @@ class FileOutbox:
         for sid in dict.fromkeys(n.session_id for n in checked):
             mine = [n for n in checked if n.session_id == sid]
 
-            def add(notes: list[Notification], mine: list[Notification] = mine) -> list[Notification]:
+            def add(
+                notes: list[Notification], mine: list[Notification] = mine
+            ) -> list[Notification]:
                 have = {n.id for n in notes}
                 new = [n for n in mine if n.id not in have]
                 added.extend(n.id for n in new)
@@ -147,7 +149,9 @@ class FileOutbox:
                     return notes
                 ids = {n.id for n in mine}
                 taken.extend(replace(n, next_attempt_at=now + lease) for n in mine)
-                return [replace(n, next_attempt_at=now + lease) if n.id in ids else n for n in notes]
+                return [
+                    replace(n, next_attempt_at=now + lease) if n.id in ids else n for n in notes
+                ]
 
             self._edit(sid, claim)
         order = {n.id: i for i, n in enumerate(due)}

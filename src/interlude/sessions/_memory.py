@@ -340,9 +340,7 @@ class MemoryStore:
             notes = self._notes()
         closed = {(n.session_id, n.interrupt_id) for n in notes if n.event in CLOSING_EVENTS}
         found = [
-            n
-            for n in notes
-            if n.event == "asked" and (n.session_id, n.interrupt_id) not in closed
+            n for n in notes if n.event == "asked" and (n.session_id, n.interrupt_id) not in closed
         ]
         found.sort(key=lambda n: (n.created_at, n.id))
         return found if limit is None else found[: max(limit, 0)]
