@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from ._agent import Agent
     from ._app import App
+    from .notify import Notifier
     from .sessions import InboxStore, RecordedAnswer
 
 __all__ = ["Worker", "WorkerHealth"]
@@ -101,6 +102,13 @@ class Worker:
         """Sessions another process was running when this worker came to them (skipped)."""
         self.failed: dict[str, str] = {}
         self.health = WorkerHealth(ok=True)
+        self.notifier: Notifier | None = None
+        """The :class:`~interlude.notify.Notifier` of ``app.notifications`` (None: none)."""
+        notifications = getattr(app, "notifications", None)
+        if notifications is not None and notifications.targets:
+            from .notify import Notifier
+
+            self.notifier = Notifier(self.store, notifications, clock=self.clock)
         self._backoff: dict[str, float] = {}
         self._wake: asyncio.Event | None = None
 
@@ -135,7 +143,17 @@ class Worker:
     async def run_once(self) -> int:
         """Carry on every session that has something to do now; return how many. The store's
         errors listing the sessions propagate (:meth:`run` waits them out); a session's own
-        failure is noted in ``failed`` and the session is tried again later."""
+        failure is noted in ``failed`` and the session is tried again later. With
+        notifications, the notifier runs first (questions are announced before a deadline
+        settles them) and again after sessions were carried on (their answers announced)."""
+        if self.notifier is not None:
+            await self.notifier.run_once()
+        done = await self._sessions_once()
+        if done and self.notifier is not None:
+            await self.notifier.run_once()
+        return done
+
+    async def _sessions_once(self) -> int:
         now = self.clock()
         ids = await self.store.sessions_to_resume(now, limit=self.batch)
         ids = [i for i in ids if self._backoff.get(i, 0.0) <= now]
