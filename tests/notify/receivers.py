@@ -7,11 +7,22 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+
+def require_service(problem: str) -> None:
+    """Skip the calling test for a missing service (fail when ``INTERLUDE_REQUIRE_SERVICES=1``,
+    as CI sets), as tests/server/conftest.py does."""
+    import pytest
+
+    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
+    pytest.skip(problem)
 
 
 @dataclass

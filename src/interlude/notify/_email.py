@@ -113,10 +113,11 @@ class Email:
 
     def _mail(self, message: Mapping[str, Any]) -> Any:
         from email.message import EmailMessage
+        from email.policy import SMTP
         from email.utils import formatdate
 
         subject, text = email_text(message)
-        mail = EmailMessage()
+        mail = EmailMessage(policy=SMTP.clone(max_line_length=200))  # ids unfolded
         mail["From"] = self.sender
         mail["To"] = ", ".join(self.to)
         mail["Subject"] = subject
