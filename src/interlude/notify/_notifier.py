@@ -188,6 +188,8 @@ class Notifier:
         new += await self._closed(waiting, now)
         fresh = [n for n in new if n.id not in self._known]
         added = await self.store.add_notifications(fresh) if fresh else []
+        if len(self._known) > 100_000:  # a cache only: the store's ids are what counts
+            self._known.clear()
         self._known.update(n.id for n in fresh)
         return list(added)
 
