@@ -12,6 +12,9 @@ it recorded for the next try. Answers whose question is gone (settled, or refuse
 A worker outlives its store's outages: a failing pass is retried with capped exponential backoff
 and jitter, each failure is logged once (and the recovery once), and only a
 ConfigurationError ends :meth:`Worker.run`. :attr:`Worker.health` says how it fares.
+
+The worker of an App with ``notify=`` also runs its :class:`~interlude.notify.Notifier` on
+each pass: the notifications due are added to the store's outbox and delivered.
 """
 
 from __future__ import annotations
