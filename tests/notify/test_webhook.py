@@ -77,11 +77,12 @@ def test_deadline_near_then_expired(
     app.start("payer", "s1", store)("Pay bo")
     worker = Worker(app, store)
     asyncio.run(worker.run_once())
-    assert [r.json["event"] for r in receiver.got] == ["asked", "deadline_near"]
+    # delivered concurrently: in either order
+    assert sorted(r.json["event"] for r in receiver.got) == ["asked", "deadline_near"]
     time.sleep(0.45)
     asyncio.run(worker.run_once())  # announced while pending, then settled by the worker
     asyncio.run(worker.run_once())
-    assert [r.json["event"] for r in receiver.got] == ["asked", "deadline_near", "expired"]
+    assert [r.json["event"] for r in receiver.got[2:]] == ["expired"]  # once
     assert "bo" not in notify_app.PAID
     audit = asyncio.run(store.audit_trail("s1"))
     assert audit[-1]["by"] == "expiry"
