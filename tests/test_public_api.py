@@ -14,6 +14,7 @@ PUBLIC_MODULES = [
     "interlude.errors",
     "interlude.hooks",
     "interlude.models",
+    "interlude.notify",
     "interlude.otel",
     "interlude.sessions",
     "interlude.testing",
@@ -86,6 +87,9 @@ def test_import_is_light() -> None:
         "sqlite3",
         "opentelemetry",
         "interlude.otel",
+        "interlude.notify",
+        "urllib.request",
+        "smtplib",
     ]
     code = f"import interlude, sys; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,6 +16,9 @@ from ._sync import run_sync
 from .errors import ConfigurationError, SessionError, UnknownAgentError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .notify import Notifications, NotificationTarget
     from .sessions._protocol import SessionStore, StoredSession
 
 __all__ = ["AgentSession", "App"]
@@ -49,10 +52,25 @@ class App:
         agent = app.open("ticket-42", "sqlite:///sessions.db")  # its recorded agent, rebuilt
 
     ``interlude answer --app module:app`` resumes sessions with the agents ``app`` registers.
+
+    ``notify`` (targets such as ``interlude.notify.Webhook(url, secret=...)`` and
+    ``interlude.notify.Email(...)``, URLs, or an ``interlude.notify.Notifications``) makes the
+    app's workers tell people about its questions; ``inbox_url`` is where the inbox is served,
+    for the links. They are kept as ``app.notifications`` (None: no notifications).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        notify: Notifications | Sequence[NotificationTarget | str] | None = None,
+        inbox_url: str | None = None,
+    ) -> None:
         self._factories: dict[str, Factory] = {}
+        self.notifications: Notifications | None = None
+        if notify is not None or inbox_url is not None:
+            from .notify import Notifications
+
+            self.notifications = Notifications.of(notify, inbox_url=inbox_url)
 
     def __repr__(self) -> str:
         return f"App(names={list(self._factories)!r})"

@@ -12,6 +12,9 @@ it recorded for the next try. Answers whose question is gone (settled, or refuse
 A worker outlives its store's outages: a failing pass is retried with capped exponential backoff
 and jitter, each failure is logged once (and the recovery once), and only a
 ConfigurationError ends :meth:`Worker.run`. :attr:`Worker.health` says how it fares.
+
+The worker of an App with ``notify=`` also runs its :class:`~interlude.notify.Notifier` on
+each pass: the notifications due are added to the store's outbox and delivered.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
     from ._agent import Agent
     from ._app import App
+    from .notify import Notifier
     from .sessions import InboxStore, RecordedAnswer
 
 __all__ = ["Worker", "WorkerHealth"]
@@ -101,6 +105,13 @@ class Worker:
         """Sessions another process was running when this worker came to them (skipped)."""
         self.failed: dict[str, str] = {}
         self.health = WorkerHealth(ok=True)
+        self.notifier: Notifier | None = None
+        """The :class:`~interlude.notify.Notifier` of ``app.notifications`` (None: none)."""
+        notifications = getattr(app, "notifications", None)
+        if notifications is not None and notifications.targets:
+            from .notify import Notifier
+
+            self.notifier = Notifier(self.store, notifications, clock=self.clock)
         self._backoff: dict[str, float] = {}
         self._wake: asyncio.Event | None = None
 
@@ -135,7 +146,17 @@ class Worker:
     async def run_once(self) -> int:
         """Carry on every session that has something to do now; return how many. The store's
         errors listing the sessions propagate (:meth:`run` waits them out); a session's own
-        failure is noted in ``failed`` and the session is tried again later."""
+        failure is noted in ``failed`` and the session is tried again later. With
+        notifications, the notifier runs first (questions are announced before a deadline
+        settles them) and again after sessions were carried on (their answers announced)."""
+        if self.notifier is not None:
+            await self.notifier.run_once()
+        done = await self._sessions_once()
+        if done and self.notifier is not None:
+            await self.notifier.run_once()
+        return done
+
+    async def _sessions_once(self) -> int:
         now = self.clock()
         ids = await self.store.sessions_to_resume(now, limit=self.batch)
         ids = [i for i in ids if self._backoff.get(i, 0.0) <= now]

@@ -23,6 +23,7 @@ Exception
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
     ├── McpServerError              an MCP server could not be reached or refused a listing
+    ├── NotificationError           a notification could not be delivered (``permanent``)
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
     │   ├── UnknownInterruptError
@@ -80,6 +81,7 @@ __all__ = [
     "ModelProviderError",
     "ModelThrottledError",
     "NotPausedError",
+    "NotificationError",
     "OutputTypeMismatchError",
     "OutputValidationError",
     "ReadOnlyError",
@@ -226,6 +228,16 @@ class McpServerError(InterludeError):
 
     A tool call never raises it: the model gets an error result naming the server instead.
     """
+
+
+class NotificationError(InterludeError):
+    """A notification could not be delivered (``interlude.notify``). ``permanent`` says that
+    trying again cannot help (a receiver refused it with a 4xx, or an address was refused):
+    it is then failed for good; otherwise it is tried again later."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class ResumeError(InterludeError):

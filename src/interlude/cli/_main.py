@@ -226,6 +226,24 @@ EXAMPLES = {
 """One example per command, shown by its ``--help``."""
 
 
+def _notify_options(p: argparse.ArgumentParser, prefix: str) -> None:
+    p.add_argument(
+        "--notify",
+        metavar="URL",
+        action="append",
+        default=[],
+        help=f"{prefix}notify about questions (asked, deadline near, escalated, expired, "
+        "answered): an http(s):// webhook (signed with $INTERLUDE_NOTIFY_SECRET) or "
+        "smtp://host:port?from=ADDRESS&to=ADDRESS; repeatable; added to the app's notify=",
+    )
+    p.add_argument(
+        "--inbox-url",
+        metavar="URL",
+        help="the inbox's address, for the links in notifications"
+        + (" (default: this server's)" if prefix else ""),
+    )
+
+
 def _task_queue_option(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--task-queue", metavar="QUEUE", help=help)
 
@@ -376,6 +394,7 @@ def _service_commands(sub: _Commands) -> None:
         help="verify every pause with the signing key in environment variable VAR (the agents' "
         "signing_key) before showing its questions or checking answers against them",
     )
+    _notify_options(serve, "with --worker: ")
     _task_queue_option(serve, "with --temporal: only workflows on this task queue")
     serve.set_defaults(on_temporal=_serve)
 
@@ -387,6 +406,7 @@ def _service_commands(sub: _Commands) -> None:
     )
     worker.add_argument("--once", action="store_true", help="handle what is there now, then exit")
     worker.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+    _notify_options(worker, "")
 
     temporal = _command_parser(
         sub,

@@ -58,6 +58,10 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
     tokens = _tokens(args)
     made = _made_token(args, tokens)
     app = _load_app(args.app)[0] if args.worker else None
+    if args.notify and app is None:
+        raise CliError("--notify needs --worker: the worker sends the notifications")
+    if app is not None:
+        _with_notify(app, args, inbox_url=_url(args))
     key = None
     if args.signing_key_env:
         key = os.environ.get(args.signing_key_env)
@@ -182,6 +186,7 @@ def _worker(args: argparse.Namespace, out: Output) -> int:
     if not args.poll > 0:
         raise CliError(f"--poll takes seconds > 0, got {args.poll}")
     app, which = _load_app(args.app)
+    _with_notify(app, args)
     store = _store(args.store) if args.once else _store_when_up(args.store)
     worker = Worker(app, store, poll=args.poll)
     if args.once:
@@ -194,6 +199,30 @@ def _worker(args: argparse.Namespace, out: Output) -> int:
         asyncio.run(worker.run())
     out.worked(worker.handled, dict(worker.failed))
     return 0
+
+
+def _with_notify(app: Any, args: argparse.Namespace, inbox_url: str | None = None) -> None:
+    """Add ``--notify`` targets and ``--inbox-url`` (or ``inbox_url``, this server's address,
+    unless the app names one) to the app's notifications."""
+    if not args.notify and not args.inbox_url and (inbox_url is None or not app.notifications):
+        return
+    from ..errors import ConfigurationError
+    from ..notify import Notifications
+
+    current = app.notifications
+    link = args.inbox_url or (current.inbox_url if current else None) or inbox_url
+    try:
+        app.notifications = Notifications.of(
+            [*(current.targets if current else ()), *args.notify],
+            inbox_url=link,
+            secret=os.environ.get("INTERLUDE_NOTIFY_SECRET") or None,
+        )
+    except ConfigurationError as exc:
+        raise CliError(f"--notify: {exc}") from None
+    if current is not None:  # keep the app's other settings
+        from dataclasses import replace
+
+        app.notifications = replace(current, targets=app.notifications.targets, inbox_url=link)
 
 
 def _store_when_up(url: str, *, max_wait: float = 10.0) -> Any:

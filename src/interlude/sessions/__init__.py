@@ -6,7 +6,8 @@ their modules (and drivers) only when used.
 
 A store meets :class:`SessionStore` (all an agent needs) and, optionally, :class:`AnswerQueue`
 and :class:`PendingIndex` (what an :class:`Inbox` and a worker use besides); every shipped store
-meets all three, :class:`InboxStore`.
+meets all three, :class:`InboxStore`, and :class:`NotificationOutbox` (the notifications
+``interlude.notify`` delivers).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ._memory import MemoryStore
 from ._protocol import (
     AnswerQueue,
     InboxStore,
+    Notification,
+    NotificationOutbox,
     PendingIndex,
     PendingInterrupt,
     PendingQuery,
@@ -40,6 +43,8 @@ __all__ = [
     "Inbox",
     "InboxStore",
     "MemoryStore",
+    "Notification",
+    "NotificationOutbox",
     "PendingIndex",
     "PendingInterrupt",
     "PendingQuery",

@@ -42,6 +42,7 @@ from ._file_format import (
     store_errors,
     write_all,
 )
+from ._file_outbox import FileOutbox
 from ._memory import expired_first, resume_times, select_pending
 from ._protocol import (
     PendingInterrupt,
@@ -60,7 +61,7 @@ _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.
 _AUDIT, _ANSWERS, _ANSWERS_TEMP = "audit.jsonl", "answers.json", ".answers.json.tmp"
 
 
-class FileStore:
+class FileStore(FileOutbox):
     """Sessions as plain files: ``<directory>/<session_id>/messages.jsonl``, ``audit.jsonl`` and
     ``head.json``.
 
@@ -92,6 +93,7 @@ class FileStore:
         self._root = self.directory.resolve()
         self.fsync = fsync
         self.bytes_written = 0
+        self._where: dict[str, str] = {}
 
     def _folder(self, session_id: str) -> Path:
         check_session_id(session_id)
@@ -176,6 +178,9 @@ class FileStore:
                     os.close(fd)  # also releases the lock
             finally:
                 os.close(dir_fd)
+
+    def _has_head(self, session_id: str, folder: Path, dir_fd: int) -> bool:
+        return self._head(session_id, folder, dir_fd) is not None
 
     def _head(self, session_id: str, folder: Path, dir_fd: int) -> Head | None:
         try:

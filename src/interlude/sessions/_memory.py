@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Literal
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -18,7 +19,9 @@ from ._answers import (
     read_answer,
     resume_order,
 )
+from ._outbox import CLOSING_EVENTS, check_notifications, due_order, read_notification, settled
 from ._protocol import (
+    Notification,
     PendingInterrupt,
     PendingQuery,
     RecordedAnswer,
@@ -46,6 +49,7 @@ class _Record:
     audit: list[str] = field(default_factory=list)
     answers: list[tuple[int, str]] = field(default_factory=list)  # (seq, JSON text), by seq
     answer_seq: int = 0  # the highest seq ever given: a cleared seq is never reused
+    notifications: dict[str, str] = field(default_factory=dict)  # id -> JSON text
 
 
 def select_pending(entries: list[PendingInterrupt], query: PendingQuery) -> list[PendingInterrupt]:
@@ -277,3 +281,74 @@ class MemoryStore:
         check_session_id(session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
+
+    # -- the notification outbox ---------------------------------------------------------------
+
+    def _notes(self) -> list[Notification]:
+        """Every stored notification (we hold the lock)."""
+        return [
+            read_notification(text, "in memory")
+            for r in self._sessions.values()
+            for text in r.notifications.values()
+        ]
+
+    async def add_notifications(self, notifications: list[Notification]) -> list[str]:
+        checked = check_notifications(notifications)
+        added = []
+        with self._lock:
+            for n in checked:
+                r = self._sessions.get(n.session_id)
+                if r is None or n.id in r.notifications:  # ids name their session
+                    continue
+                r.notifications[n.id] = json.dumps(n.to_dict())
+                added.append(n.id)
+        return added
+
+    async def claim_notifications(
+        self, now: float, *, lease: float, limit: int | None = None
+    ) -> list[Notification]:
+        with self._lock:
+            due = [
+                n
+                for n in self._notes()
+                if n.status == "pending" and (n.next_attempt_at or 0.0) <= now
+            ]
+            due.sort(key=due_order)
+            due = due if limit is None else due[: max(limit, 0)]
+            taken = [replace(n, next_attempt_at=now + lease) for n in due]
+            for n in taken:
+                self._sessions[n.session_id].notifications[n.id] = json.dumps(n.to_dict())
+        return taken
+
+    async def settle_notification(
+        self,
+        notification_id: str,
+        outcome: Literal["sent", "retry", "failed"],
+        *,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        with self._lock:
+            for r in self._sessions.values():
+                text = r.notifications.get(notification_id)
+                if text is not None:
+                    n = settled(read_notification(text, "in memory"), outcome, retry_at, error)
+                    r.notifications[notification_id] = json.dumps(n.to_dict())
+
+    async def open_questions(self, *, limit: int | None = None) -> list[Notification]:
+        with self._lock:
+            notes = self._notes()
+        closed = {(n.session_id, n.interrupt_id) for n in notes if n.event in CLOSING_EVENTS}
+        found = [
+            n for n in notes if n.event == "asked" and (n.session_id, n.interrupt_id) not in closed
+        ]
+        found.sort(key=lambda n: (n.created_at, n.id))
+        return found if limit is None else found[: max(limit, 0)]
+
+    async def notifications(self, session_id: str) -> list[Notification]:
+        check_session_id(session_id)
+        with self._lock:
+            r = self._sessions.get(session_id)
+            texts = [] if r is None else list(r.notifications.values())
+        found = [read_notification(t, "in memory") for t in texts]
+        return sorted(found, key=lambda n: (n.created_at, n.id))

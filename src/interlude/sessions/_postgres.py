@@ -38,6 +38,7 @@ from ._answers import (
     read_answer,
     read_answer_rows,
 )
+from ._postgres_outbox import PostgresOutbox
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
@@ -134,7 +135,7 @@ def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[st
     return entries
 
 
-class PostgresStore:
+class PostgresStore(PostgresOutbox):
     """Sessions in PostgreSQL: one row per session, one per message (append-only), one per
     pending interrupt. Saves are compare-and-swap transactions, safe across processes.
 
@@ -587,6 +588,6 @@ class PostgresStore:
         return found if limit is None else found[:limit]
 
     def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn:  # autocommit: one statement, one transaction
             cursor = conn.execute(self._sql[statement], params)
             return cursor.fetchall() if cursor.description else []

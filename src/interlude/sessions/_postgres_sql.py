@@ -84,6 +84,25 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "WHERE claim_expires_at IS NOT NULL",
         "CREATE INDEX sessions_agent ON {s}.sessions (agent)",
     ),
+    (  # the notification outbox: due ones by time, a session's by question, open questions
+        """CREATE TABLE {s}.notifications (
+            id text COLLATE "C" PRIMARY KEY,
+            session_id text COLLATE "C" NOT NULL
+                REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+            interrupt_id text COLLATE "C" NOT NULL,
+            event text NOT NULL,
+            status text NOT NULL,
+            attempts int NOT NULL,
+            next_at double precision,
+            created_at double precision NOT NULL,
+            last_error text,
+            open boolean NOT NULL,
+            payload text NOT NULL)""",
+        "CREATE INDEX notifications_due ON {s}.notifications (next_at, id) "
+        "WHERE status = 'pending'",
+        "CREATE INDEX notifications_question ON {s}.notifications (session_id, interrupt_id)",
+        "CREATE INDEX notifications_open ON {s}.notifications (created_at, id) WHERE open",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -154,6 +173,48 @@ TO_RESUME = """SELECT id, min(due) AS due FROM (
     UNION ALL
     (SELECT id, claim_expires_at FROM {s}.sessions WHERE claim_expires_at <= %(now)s)
 ) work GROUP BY id ORDER BY due, id LIMIT %(limit)s"""
+NOTE_COLUMNS = """id, session_id, interrupt_id, event, status, attempts, next_at, created_at,
+    last_error, payload"""
+# Closing events: interlude.sessions._protocol.CLOSING_EVENTS.
+ADD_NOTE = (
+    "INSERT INTO {s}.notifications ("
+    + NOTE_COLUMNS
+    + """, open)
+SELECT %(id)s, %(session_id)s, %(interrupt_id)s, %(event)s, %(status)s, %(attempts)s,
+    %(next_at)s, %(created_at)s, %(last_error)s, %(payload)s,
+    %(event)s = 'asked' AND NOT EXISTS (SELECT 1 FROM {s}.notifications
+        WHERE session_id = %(session_id)s AND interrupt_id = %(interrupt_id)s
+        AND event IN ('answered', 'expired', 'withdrawn'))
+WHERE EXISTS (SELECT 1 FROM {s}.sessions WHERE id = %(session_id)s)
+ON CONFLICT (id) DO NOTHING RETURNING id"""
+)
+CLOSE_NOTE = """UPDATE {s}.notifications SET open = false
+WHERE session_id = %(session_id)s AND interrupt_id = %(interrupt_id)s AND event = 'asked'
+    AND open"""
+# Locks the due rows it takes; other notifiers skip them rather than wait.
+CLAIM_NOTES = (
+    """WITH due AS (
+    SELECT id, next_at AS was FROM {s}.notifications
+    WHERE status = 'pending' AND next_at <= %(now)s
+    ORDER BY next_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED),
+taken AS (
+    UPDATE {s}.notifications n SET next_at = %(until)s FROM due WHERE n.id = due.id
+    RETURNING n.*, due.was)
+SELECT """
+    + NOTE_COLUMNS
+    + " FROM taken ORDER BY was, id"
+)
+NOTE = "SELECT " + NOTE_COLUMNS + " FROM {s}.notifications WHERE id = %(id)s FOR UPDATE"
+SETTLE_NOTE = """UPDATE {s}.notifications SET status = %(status)s, attempts = %(attempts)s,
+    next_at = %(next_at)s, last_error = %(last_error)s WHERE id = %(id)s"""
+OPEN_NOTES = (
+    "SELECT " + NOTE_COLUMNS + " FROM {s}.notifications WHERE open "
+    "ORDER BY created_at, id LIMIT %(limit)s"
+)
+SESSION_NOTES = (
+    "SELECT " + NOTE_COLUMNS + " FROM {s}.notifications WHERE session_id = %(id)s "
+    "ORDER BY created_at, id"
+)
 LIST = "SELECT id FROM {s}.sessions ORDER BY id"
 DELETE = "DELETE FROM {s}.sessions WHERE id = %(id)s"
 PENDING_HEAD = PENDING_COLUMNS
@@ -188,6 +249,13 @@ STATEMENTS: dict[str, LiteralString] = {
     "clear_answers": CLEAR_ANSWERS,
     "applied_answers": APPLIED_ANSWERS,
     "to_resume": TO_RESUME,
+    "add_note": ADD_NOTE,
+    "close_note": CLOSE_NOTE,
+    "claim_notes": CLAIM_NOTES,
+    "note": NOTE,
+    "settle_note": SETTLE_NOTE,
+    "open_notes": OPEN_NOTES,
+    "session_notes": SESSION_NOTES,
 }
 
 

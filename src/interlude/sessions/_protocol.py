@@ -12,6 +12,8 @@ list, delete) is all an agent needs. :class:`AnswerQueue` (answers recorded for 
 apply) and :class:`PendingIndex` (the questions waiting, across sessions) are what an
 :class:`~interlude.sessions.Inbox` and a :class:`~interlude.Worker` use besides.
 :class:`InboxStore` is all three, as every shipped store provides them.
+:class:`NotificationOutbox` (the notifications about a session's questions, waiting to be
+delivered or delivered) is a fourth optional part, which every shipped store provides too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -28,6 +30,9 @@ from ..errors import InvalidSessionIdError, StateFormatError
 __all__ = [
     "AnswerQueue",
     "InboxStore",
+    "Notification",
+    "NotificationOutbox",
+    "NotificationStatus",
     "PendingIndex",
     "PendingInterrupt",
     "PendingQuery",
@@ -212,6 +217,51 @@ class RecordedAnswer:
         }
 
 
+NotificationStatus = Literal["pending", "sent", "failed", "skipped"]
+"""``pending``: to deliver (at ``next_attempt_at``); ``sent``: delivered; ``failed``: given up
+(kept, with its ``last_error``); ``skipped``: a record only, never delivered."""
+
+CLOSING_EVENTS = ("answered", "expired", "withdrawn")
+"""The events that close a question: once one is stored, its ``asked`` notification is no
+longer listed by ``open_questions``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notification:
+    """A notification about a question, in a store's outbox (:class:`NotificationOutbox`).
+
+    ``id`` is deterministic (the same event about the same question always has the same id),
+    so adding it twice stores it once and receivers de-duplicate by it. ``payload`` is the
+    JSON object delivered (the notifier adds the time of delivery). ``attempts`` counts the
+    deliveries tried and settled; ``next_attempt_at`` is when it is due (None once settled).
+    """
+
+    id: str
+    session_id: str
+    interrupt_id: str
+    event: str
+    payload: dict[str, JsonValue]
+    created_at: float
+    status: NotificationStatus = "pending"
+    attempts: int = 0
+    next_attempt_at: float | None = None
+    last_error: str | None = None
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "interrupt_id": self.interrupt_id,
+            "event": self.event,
+            "payload": self.payload,
+            "created_at": self.created_at,
+            "status": self.status,
+            "attempts": self.attempts,
+            "next_attempt_at": self.next_attempt_at,
+            "last_error": self.last_error,
+        }
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Where agents keep their sessions: all an agent needs (``Agent(session=store)``). A new
@@ -289,6 +339,52 @@ class PendingIndex(Protocol):
     ) -> list[PendingInterrupt]:
         """Pending interrupts whose deadline (``expires_at``) is at or before ``now``, across
         sessions, earliest deadline first."""
+        ...
+
+
+@runtime_checkable
+class NotificationOutbox(Protocol):
+    """Notifications about sessions' questions, kept until delivered (at least once): what
+    :class:`interlude.notify.Notifier` fills and delivers from. A session's notifications go
+    with the session (``delete``)."""
+
+    async def add_notifications(self, notifications: list[Notification]) -> list[str]:
+        """Store, in one transaction, the notifications whose id is not stored yet (for a
+        session that exists; others are left out) as given; return the ids stored, in order.
+        A stored notification is never changed by this (adding is idempotent). Adding one with
+        a closing event (``answered``, ``expired``, ``withdrawn``) closes its question's
+        ``asked`` notification for :meth:`open_questions`."""
+        ...
+
+    async def claim_notifications(
+        self, now: float, *, lease: float, limit: int | None = None
+    ) -> list[Notification]:
+        """The pending notifications due at ``now`` (``next_attempt_at <= now``), earliest
+        first (ties by id), up to ``limit``, as claimed: in the same transaction each is made
+        due again only at ``now + lease``, so other notifiers pass them by while this one
+        delivers (and a notifier that dies mid-delivery leaves them to be delivered again)."""
+        ...
+
+    async def settle_notification(
+        self,
+        notification_id: str,
+        outcome: Literal["sent", "retry", "failed"],
+        *,
+        retry_at: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Record a delivery attempt (``attempts`` + 1): ``sent``, ``failed`` for good (kept
+        with ``error``), or ``retry`` at ``retry_at`` (pending, with ``error``). No error if
+        there is no such notification (its session was deleted)."""
+        ...
+
+    async def open_questions(self, *, limit: int | None = None) -> list[Notification]:
+        """The ``asked`` notifications whose question has no closing notification yet, oldest
+        first (ties by id)."""
+        ...
+
+    async def notifications(self, session_id: str) -> list[Notification]:
+        """Every notification of a session, oldest first (ties by id)."""
         ...
 
 

@@ -41,6 +41,7 @@ from ._protocol import (
     check_session_id,
     epoch,
 )
+from ._sqlite_outbox import SQLiteOutbox
 from ._sqlite_sql import (
     FILTERS,
     MIGRATIONS,
@@ -87,7 +88,7 @@ class _Row(NamedTuple):
     lease: float | None
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteOutbox):
     """Sessions in one SQLite database file (WAL mode), safe for several processes on a machine.
 
     Each save is one ``BEGIN IMMEDIATE`` transaction: a compare-and-swap on the session's
@@ -498,6 +499,7 @@ class SQLiteStore:
             conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM audit WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM answers WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM notifications WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
     # -- recorded answers, and what a worker has to do ------------------------------------------

@@ -88,6 +88,24 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "WHERE claim_expires_at IS NOT NULL",
         "CREATE INDEX sessions_by_agent ON sessions (agent)",
     ),
+    (  # the notification outbox: due ones by time, a session's by question, open questions
+        """CREATE TABLE notifications (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            interrupt_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            status TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_at REAL,
+            created_at REAL NOT NULL,
+            last_error TEXT,
+            open INTEGER NOT NULL,
+            payload TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX notifications_due ON notifications (next_at, id) WHERE status = 'pending'",
+        "CREATE INDEX notifications_by_question ON notifications (session_id, interrupt_id)",
+        "CREATE INDEX notifications_open ON notifications (created_at, id) WHERE open = 1",
+    ),
 )
 
 # Sessions a worker has work for, each with when its oldest work became due: its first recorded

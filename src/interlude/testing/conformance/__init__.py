@@ -30,6 +30,11 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
   to a seq that is never reused, gone with the session, untouched by saves but removed by the
   save that applies them, ``SessionUpdate.applied_answers``, corrupt ones reported) and the
   sessions a worker has to resume.
+- ``NotificationOutbox`` (optional): notifications added once by id (only for sessions that
+  exist), claimed when due (earliest first, each leased so other notifiers pass it by, due
+  again when the lease runs out), settled (sent, retried later, failed for good, never
+  due again), the open questions (asked, not closed by answered, expired or withdrawn), and
+  gone with their session.
 
 An optional part's checks run when the store meets its protocol and are skipped otherwise; a
 test class may say instead which optional parts its store provides (``provides = (PendingIndex,)``),
@@ -45,6 +50,7 @@ from ._audit import AuditChecks
 from ._base import OPTIONAL, REQUIRED
 from ._corruption import CorruptionChecks
 from ._deadlines import DeadlineChecks
+from ._outbox import OutboxChecks
 from ._pending import PendingChecks
 from ._processes import ProcessChecks
 from ._saving import SavingChecks
@@ -55,6 +61,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
 class SessionStoreConformance(
+    OutboxChecks,
     CorruptionChecks,
     AnswerChecks,
     DeadlineChecks,

@@ -6,14 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, cast
 
-from ...sessions._protocol import AnswerQueue, InboxStore, PendingIndex, SessionStore
+from ...sessions._protocol import (
+    AnswerQueue,
+    InboxStore,
+    NotificationOutbox,
+    PendingIndex,
+    SessionStore,
+)
 
 __all__ = ["OPTIONAL", "REQUIRED", "StoreHooks"]
 
 REQUIRED: tuple[type, ...] = (SessionStore,)
 """The parts every store provides: the session itself (load, save, list, delete)."""
-OPTIONAL: tuple[type, ...] = (AnswerQueue, PendingIndex)
-"""The parts a store may provide: recorded answers, and the index of pending questions."""
+OPTIONAL: tuple[type, ...] = (AnswerQueue, PendingIndex, NotificationOutbox)
+"""The parts a store may provide: recorded answers, the index of pending questions, and the
+outbox of notifications."""
 
 
 class StoreHooks:

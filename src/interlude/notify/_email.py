@@ -1,0 +1,162 @@
+"""Email: a notification sent as a plain-text mail over SMTP (smtplib, in a thread), with
+STARTTLS whenever the server offers it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError, NotificationError
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["Email", "email_text"]
+
+_SAYS = {
+    "asked": "a question waits for an answer",
+    "deadline_near": "a question's deadline is near",
+    "escalated": "a question was escalated",
+    "expired": "a question's deadline passed",
+    "answered": "a question was answered",
+}
+
+
+def _when(t: object) -> str:
+    if isinstance(t, int | float) and not isinstance(t, bool):
+        return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+    return "-"
+
+
+def email_text(message: Mapping[str, Any]) -> tuple[str, str]:
+    """(subject, plain-text body) of a notification."""
+    q = message.get("question") or {}
+    event = str(message.get("event"))
+    session = message.get("session_id")
+    subject = f"[interlude] {_SAYS.get(event, event)}: {q.get('name')} in {session}"
+    lines = [
+        f"Interlude: {_SAYS.get(event, event)}.",
+        "",
+        f"Session:  {session}" + (f" (agent {message['agent']})" if message.get("agent") else ""),
+        f"Question: {q.get('name')} ({q.get('id')})",
+    ]
+    tool = q.get("tool_use")
+    if isinstance(tool, dict):
+        lines.append(f"Tool:     {tool.get('name')} {json.dumps(tool.get('input'))}")
+    if q.get("reason") is not None:
+        lines.append(f"Reason:   {json.dumps(q.get('reason'))}")
+    lines.append(f"Asked:    {_when(q.get('raised_at'))}")
+    if q.get("expires_at") is not None:
+        lines.append(f"Deadline: {_when(q.get('expires_at'))}")
+    answer = message.get("answer")
+    if isinstance(answer, dict):
+        lines.append(f"Answer:   {json.dumps(answer.get('answer'))} by {answer.get('by')}")
+    if message.get("url"):
+        lines += ["", f"Open it: {message['url']}"]
+    lines += ["", f"Notification id: {message.get('id')}"]
+    return subject, "\n".join(lines) + "\n"
+
+
+class Email:
+    """Mail each notification to ``to`` from ``sender`` through the SMTP server at
+    ``host:port``.
+
+    STARTTLS is used whenever the server offers it (``starttls=True`` requires it: a server
+    that does not offer it fails the delivery for good; ``False`` never uses it), verified with
+    ``tls_context`` (default: the system's CAs). ``username`` and ``password`` log in, only over
+    TLS. The mail is plain text: what the question shows, its deadline, the answer (for
+    ``answered``) and the link to its inbox page; its ``Message-ID`` is made from the
+    notification's id (mail readers de-duplicate by it) and ``X-Interlude-Notification-Id``
+    carries it too. A refused address or another 5xx answer fails it for good; a 4xx answer or
+    a connection error is tried again later.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int = 25,
+        *,
+        sender: str,
+        to: str | Sequence[str],
+        username: str | None = None,
+        password: str | None = None,
+        starttls: bool | None = None,
+        tls_context: ssl.SSLContext | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        recipients = (to,) if isinstance(to, str) else tuple(to)
+        if not host or not recipients or not sender or "@" not in sender:
+            raise ConfigurationError(
+                f"Email needs a host, a sender address and recipients, got {host!r}, "
+                f"{sender!r} and {to!r}"
+            )
+        if (username is None) != (password is None):
+            raise ConfigurationError("Email: give username and password together, or neither")
+        self.host, self.port = host, int(port)
+        self.sender, self.to = sender, recipients
+        self.username, self.password = username, password
+        self.starttls = starttls
+        self.tls_context = tls_context
+        self.timeout = timeout
+        self.name = f"email via {host}:{port} to {', '.join(recipients)}"
+
+    def __repr__(self) -> str:
+        return f"Email({self.host!r}, {self.port!r}, to={self.to!r})"
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Deliver ``message``; NotificationError if it was not (``permanent`` when trying
+        again cannot help)."""
+        await asyncio.to_thread(self._send, message)
+
+    def _mail(self, message: Mapping[str, Any]) -> Any:
+        from email.message import EmailMessage
+        from email.policy import SMTP
+        from email.utils import formatdate
+
+        subject, text = email_text(message)
+        mail = EmailMessage(policy=SMTP.clone(max_line_length=200))  # ids unfolded
+        mail["From"] = self.sender
+        mail["To"] = ", ".join(self.to)
+        mail["Subject"] = subject
+        mail["Date"] = formatdate(localtime=True)
+        mail["Message-ID"] = f"<{message.get('id')}@interlude>"
+        mail["X-Interlude-Notification-Id"] = str(message.get("id"))
+        mail["X-Interlude-Event"] = str(message.get("event"))
+        mail.set_content(text)
+        return mail
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        import smtplib
+        import ssl
+
+        mail = self._mail(message)
+        try:
+            with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
+                smtp.ehlo()
+                tls = smtp.has_extn("starttls") and self.starttls is not False
+                if self.starttls and not tls:
+                    raise NotificationError(
+                        f"{self.name}: the server does not offer STARTTLS", permanent=True
+                    )
+                if tls:
+                    smtp.starttls(context=self.tls_context or ssl.create_default_context())
+                    smtp.ehlo()
+                if self.username is not None:
+                    if not tls:
+                        raise NotificationError(
+                            f"{self.name}: will not send a password without TLS", permanent=True
+                        )
+                    smtp.login(self.username, self.password or "")
+                smtp.send_message(mail)
+        except smtplib.SMTPRecipientsRefused as exc:
+            raise NotificationError(
+                f"{self.name}: refused {sorted(exc.recipients)}", permanent=True
+            ) from exc
+        except smtplib.SMTPResponseException as exc:
+            why = f"{self.name}: {exc.smtp_code} {exc.smtp_error!r}"
+            raise NotificationError(why, permanent=exc.smtp_code >= 500) from exc
+        except (OSError, smtplib.SMTPException) as exc:  # refused, timed out, TLS failed
+            raise NotificationError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
