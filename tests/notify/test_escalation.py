@@ -1,50 +1,52 @@
-"""``escalated`` and a question's own ``warn_before``: the Interrupt fields come with approvals
-and escalation (issue 23); until an Interrupt has them, this test says so and skips."""
+"""``escalated`` and a question's own ``warn_before``, from a real agent's question."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 
-import pytest
-
-from interlude import Interrupt
+from interlude import Agent, ToolUse, tool
+from interlude.hooks import BeforeToolCallEvent
 from interlude.notify import Notifications, Notifier, Webhook
-from interlude.sessions import SessionUpdate, SQLiteStore
+from interlude.sessions import SQLiteStore
+from interlude.testing import ScriptedModel
 
 from .receivers import Receiver
 
-FIELDS = {f.name for f in dataclasses.fields(Interrupt)}
+
+@tool
+def deploy(env: str) -> str:
+    """Deploy."""
+    return "deployed"
 
 
-@pytest.mark.skipif(
-    not {"warn_before", "escalate_after"} <= FIELDS,
-    reason="Interrupt has no warn_before/escalate_after yet (issue 23, approvals and escalation)",
-)
+def _ask(event: BeforeToolCallEvent) -> None:
+    answer = event.interrupt(
+        "deploy",
+        {"env": "prod"},
+        approvers=["ops"],
+        escalate_after=300,
+        escalate_to=["leads"],
+        expires_in=1000,
+        warn_before=100,
+    )
+    if answer is not True:
+        event.cancel("not approved")
+
+
 def test_escalated_and_the_questions_own_warning(tmp_path: Path, receiver: Receiver) -> None:
-    question = Interrupt(  # type: ignore[call-arg]
-        id="q1",
-        name="approve",
-        source="before_tool_call",
-        raised_at=1000.0,
-        expires_at=2000.0,
-        warn_before=100.0,
-        escalate_after=300.0,
-    )
-    store = SQLiteStore(tmp_path / "s.db")
-    pending = [question.to_dict()]
-    update = SessionUpdate(
-        expected_version=0,
-        first_index=0,
-        new_messages=[],
-        pause=None,
-        pending=pending,
-        tools=[],
-        format_version=1,
-    )
-    asyncio.run(store.save("s1", update))
     now = [1000.0]
+    store = SQLiteStore(tmp_path / "s.db")
+    agent = Agent(
+        ScriptedModel([[ToolUse("t1", "deploy", {"env": "prod"})], "ok"]),
+        tools=[deploy],
+        session=store,
+        session_id="s1",
+        clock=lambda: now[0],
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, _ask)
+    [question] = agent("ship it").interrupts
+    assert (question.escalate_after, question.escalate_to) == (300.0, ("leads",))
     notifier = Notifier(
         store, Notifications(targets=(Webhook(receiver.url),)), clock=lambda: now[0]
     )
@@ -55,7 +57,12 @@ def test_escalated_and_the_questions_own_warning(tmp_path: Path, receiver: Recei
         return [r.json["event"] for r in receiver.got]
 
     assert events_at(1299.0) == ["asked"]
+    assert not question.may_answer(["leads"], 1299.0) and question.may_answer(["ops"], 1299.0)
     assert events_at(1300.0) == ["asked", "escalated"]
+    assert question.may_answer(["leads"], 1300.0)  # escalation widened who may answer
     assert events_at(1899.0) == ["asked", "escalated"]
     assert events_at(1900.0) == ["asked", "escalated", "deadline_near"]
     assert receiver.got[1].json["at"] == 1300.0 and receiver.got[2].json["at"] == 1900.0
+    escalated = receiver.got[1].json["question"]
+    assert escalated["escalate_to"] == ["leads"] and escalated["approvers"] == ["ops"]
+    agent.close()
