@@ -237,6 +237,27 @@ def build_guarded(session: AgentSession) -> Agent:
     )
 
 
+def _ask_timed(event: BeforeToolCallEvent) -> None:
+    answer = event.interrupt(
+        "deploy",
+        reason=event.tool_use.name,
+        escalate_after=0.3,
+        escalate_to=["leads"],
+        expires_in=60,
+        warn_before=59.4,
+    )
+    if answer is not True:
+        event.cancel("not approved")
+
+
+def build_timed(session: AgentSession) -> Agent:
+    """Escalated after 0.3 s, warned 0.6 s after it was asked (registered by the
+    notification tests on an App of their own)."""
+    agent = _agent(session)
+    agent.hooks.add_callback(BeforeToolCallEvent, _ask_timed)
+    return agent
+
+
 @app.agent("quorum")
 def build_quorum(session: AgentSession) -> Agent:
     agent = _agent(session)

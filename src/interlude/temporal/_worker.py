@@ -13,6 +13,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .._app import App
 from ._activities import model_activity, tool_activity
 from ._hooks import hook_activity
+from ._notify import notify_activity
 from ._registry import DEFAULT_MODEL, ActivityOptions, Registration, register, register_default
 from ._workflow import AgentWorkflow
 
@@ -44,7 +45,7 @@ def worker(
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model_activity, tool_activity, hook_activity],
+        activities=[model_activity, tool_activity, hook_activity, notify_activity],
         **worker_options,
     )
 

@@ -18,6 +18,7 @@ from .._result import AgentResult
 from ..errors import InterludeError, ResumeError, ResumeInputError
 from ._executor import ActivityExecutor
 from ._limits import Limits, PayloadLimitError, json_size, too_large
+from ._notify import RunNotices
 from ._registry import build_agent, lookup
 
 __all__ = [
@@ -78,6 +79,7 @@ class AgentWorkflow:
         # continued as new in its first task is checked against the imported pause.
         name = request["agent"]
         info = workflow.info()
+        self._notices = RunNotices(info.task_queue, info.workflow_id, name)
         try:
             # The factory builds its agent on a session store holding nothing (a blocking
             # load, made on a helper thread: outside the sandbox's checks; its result is
@@ -112,6 +114,7 @@ class AgentWorkflow:
                 result = await agent.invoke_async(request["prompt"])
             while agent.is_paused:
                 self._mark_paused(agent, name)
+                await self._notices.send_due(agent.interrupts, workflow.now().timestamp())
                 if (
                     not self._inbox
                     and self._should_continue_as_new(agent)
@@ -217,22 +220,31 @@ class AgentWorkflow:
 
     async def _next(self, agent: Agent) -> AgentResult | None:
         """Wait for answers (or the earliest deadline) and carry the run on with them."""
-        deadlines = [i.expires_at for i in agent.interrupts if i.expires_at is not None]
+        asked = agent.interrupts
+        deadlines = [i.expires_at for i in asked if i.expires_at is not None]
+        notice = self._notices.next_moment(asked)  # an escalation or a warning owed
+        moments = deadlines if notice is None else [*deadlines, notice]
         timeout = None
-        if deadlines:
-            timeout = max(0.001, min(deadlines) - workflow.now().timestamp())
+        if moments:
+            timeout = max(0.001, min(moments) - workflow.now().timestamp())
         try:
             await workflow.wait_condition(lambda: bool(self._inbox), timeout=timeout)
-        except TimeoutError:  # the deadline applies its default (the timer is in the history)
+        except TimeoutError:  # a deadline applies its default (the timer is in the history)
+            now = workflow.now().timestamp()
+            if notice is not None and notice <= now and not (deadlines and min(deadlines) <= now):
+                await self._notices.send_due(asked, now)
+                return None
             try:
                 expired = await agent.resume_expired_async()
             except ResumeInputError:  # none expired yet (an answer came first): wait again
                 return None
+            await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
         ticket, answers, by, shown = self._inbox.pop(0)
         self._applying = ticket
         try:
             result = await agent.resume_async(answers, by=by, shown=shown)
+            await self._notices.send_closed(asked, agent, workflow.now().timestamp())
         except ResumeError as exc:  # e.g. a deadline passed between validation and now
             self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
             return None

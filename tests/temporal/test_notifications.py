@@ -1,0 +1,73 @@
+"""Notifications of runs on Temporal, to a real webhook receiver on loopback: asked,
+escalated and deadline_near on durable workflow timers, answered after an Update, each once
+with the id the store-backed notifier gives it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interlude import App
+from interlude.notify import Webhook, notification_id
+from notify.receivers import Receiver, start_receiver
+
+from . import agents
+from .test_workflow import _prompt, _runs
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r, server = start_receiver()
+    yield r
+    server.shutdown()
+    server.server_close()
+
+
+async def _events(receiver: Receiver, count: int) -> list[str]:
+    for _ in range(400):
+        if len(receiver.delivered) >= count:
+            break
+        await asyncio.sleep(0.025)
+    return [m["event"] for m in receiver.delivered]
+
+
+async def _question(agents_client: object, wid: str) -> list:
+    for _ in range(200):
+        found = await agents_client.pending(wid)  # type: ignore[attr-defined]
+        if found:
+            return found
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no pending question on {wid}")
+
+
+async def test_a_paused_run_notifies_on_its_own_timers(
+    temporal_address: str, receiver: Receiver, tmp_path: Path
+) -> None:
+    from temporalio.client import Client
+
+    from interlude.temporal import AgentClient, worker
+
+    app = App(notify=[Webhook(receiver.url, secret="s" * 20)], inbox_url="http://inbox.test")
+    app.agent("timed")(agents.build_timed)
+    client = await Client.connect(temporal_address)
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "a"
+    async with worker(client, app, task_queue=queue):
+        agents_client = AgentClient(client, task_queue=queue)
+        wid = await agents_client.start("timed", _prompt(("touch", {"path": str(log)})))
+        [question] = await _question(agents_client, wid)
+        assert await _events(receiver, 3) == ["asked", "escalated", "deadline_near"]
+        done = await agents_client.answer(wid, {question.id: True}, by="ana")
+        assert done["stop_reason"] == "end_turn" and _runs(log) == 1
+        events = await _events(receiver, 4)
+    assert events == ["asked", "escalated", "deadline_near", "answered"]
+    answered = receiver.delivered[3]
+    assert answered["answer"]["by"] == "ana" and answered["session_id"] == wid
+    assert answered["id"] == notification_id(wid, question.id, "answered")
+    assert answered["url"] == f"http://inbox.test/sessions/{wid}"
+    assert all(r.signed_by("s" * 20) for r in receiver.got)
+    assert len(receiver.got) == 4  # each once
