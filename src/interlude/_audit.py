@@ -81,10 +81,16 @@ class AuditEntry:
         object.__setattr__(self, "answer", freeze(self.answer))
 
     @classmethod
-    def of(cls, interrupt: Interrupt, answer: JsonValue, by: str, at: float) -> AuditEntry:
-        from ._agent._approval import is_approval
-
-        tool_use = interrupt.tool_use
+    def of(
+        cls,
+        interrupt: Interrupt,
+        answer: JsonValue,
+        by: str,
+        at: float,
+        *,
+        tool: str | None = None,
+        vote: tuple[int, int] | None = None,
+    ) -> AuditEntry:
         return cls(
             interrupt_id=interrupt.id,
             name=interrupt.name,
@@ -92,7 +98,8 @@ class AuditEntry:
             by=by,
             at=at,
             shown=shown_digest(interrupt),
-            tool=tool_use.name if tool_use is not None and is_approval(interrupt) else None,
+            tool=tool,
+            vote=vote,
         )
 
     @classmethod

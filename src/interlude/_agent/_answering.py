@@ -9,7 +9,6 @@ raised as a ResumeError subclass naming the question (and the field); then nothi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._audit import EXPIRY, AuditEntry, chained
@@ -122,6 +121,14 @@ def resume_plan(
     return pause.step, p.but(answers=merged, votes=votes, decisions=decisions), True, audit
 
 
+def approved_tool(question: Interrupt) -> str | None:
+    """The tool a built-in approval question is about (its audit entries name it), or None."""
+    from ._approval import is_approval
+
+    tool_use = question.tool_use
+    return tool_use.name if tool_use is not None and is_approval(question) else None
+
+
 def declines(answer: object) -> bool:
     """Whether ``answer`` declines (``False``, or ``{"approve": false, ...}``)."""
     return answer is False or (isinstance(answer, Mapping) and answer.get("approve") is False)
@@ -147,9 +154,10 @@ def _count_votes(
     for key, value in answers.items():
         question = asked[key]
         need = question.quorum
+        tool = approved_tool(question)
         if need == 1 or declines(value):
             settled[key] = value
-            audit.append(AuditEntry.of(question, value, who, now))
+            audit.append(AuditEntry.of(question, value, who, now, tool=tool))
             now_votes.pop(key, None)
             continue
         what = f"question {question.name!r} ({key})"
@@ -169,8 +177,7 @@ def _count_votes(
                 f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
             )
         voters = (*voters, by)
-        entry = AuditEntry.of(question, value, who, now)
-        audit.append(replace(entry, vote=(len(voters), need)))
+        audit.append(AuditEntry.of(question, value, who, now, tool=tool, vote=(len(voters), need)))
         if len(voters) >= need:
             settled[key] = value
             now_votes.pop(key, None)

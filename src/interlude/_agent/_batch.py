@@ -279,6 +279,7 @@ def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrup
                 {"approve": approve, "remembered": scope},
                 f"decision:{scope}",
                 asked.raised_at,
+                tool=tool.name,
             )
         )
         if not approve:
