@@ -34,7 +34,11 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
 
 
-def loads(text: str | bytes | bytearray) -> Any:
-    """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError) and the
-    non-standard constants NaN and Infinity (ValueError: no store or provider takes them)."""
+def loads(text: str | bytes | bytearray, *, constants: bool = True) -> Any:
+    """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError); with
+    ``constants=False`` also the non-standard NaN and Infinity (ValueError: a model's tool
+    arguments, which no provider or person can be shown as JSON). Stores keep reading them:
+    their round trip is exact."""
+    if constants:
+        return json.loads(text, object_pairs_hook=_object)
     return json.loads(text, object_pairs_hook=_object, parse_constant=_constant)

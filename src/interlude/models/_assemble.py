@@ -129,7 +129,7 @@ def _tool_use(
     from .._json import loads
 
     try:  # strictly: NaN, Infinity or a key given twice make the arguments unreadable
-        value = loads(raw)
+        value = loads(raw, constants=False)
     except ValueError:
         value = None
     if not isinstance(value, dict):
