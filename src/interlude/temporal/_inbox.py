@@ -284,7 +284,12 @@ class TemporalInbox:
             if groups is not None:
                 from .._inbox_rules import check_allowed
 
-                asked = {i.id: i for i in await self._query(handle)}
+                try:
+                    asked = {i.id: i for i in await self._query(handle)}
+                except QueryTimeoutError as exc:
+                    raise QueryTimeoutError(
+                        f"{exc}: who may answer could not be checked, so nothing was sent"
+                    ) from None
                 check_allowed(asked, answers, groups, now, by)
             update = await handle.start_update(
                 "answer",
