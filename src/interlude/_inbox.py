@@ -9,7 +9,7 @@ stores them; a :class:`~interlude.Worker` then builds the agent through the oper
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
@@ -52,6 +52,12 @@ class SessionView:
     """A run holds the session now (a live claim)."""
     stopped: bool = False
     """A run stopped before it finished (its process died): a worker recovers it."""
+    votes: Mapping[str, tuple[JsonValue, tuple[str, ...]]] = field(default_factory=dict)
+    """Votes so far toward a quorum: question id -> (the answer voted for, who voted, in
+    order); a question with none yet is absent."""
+    decisions: dict[str, dict[str, JsonValue]] = field(default_factory=dict)
+    """The approval decisions remembered now, by tool name, as ``Agent.decisions`` gives
+    them: ``{"approve", "scope": "run" | "session", "note"?}``."""
 
 
 class Inbox:
@@ -174,6 +180,7 @@ class Inbox:
         *,
         by: str,
         shown: Mapping[str, str] | None = None,
+        groups: Collection[str] | None = None,
     ) -> list[RecordedAnswer]:
         """Record answers to the session's pending questions for a worker to apply.
 
@@ -183,19 +190,29 @@ class Inbox:
         trail; ``shown`` maps ids to the digest of the question as the person saw it (default:
         the stored question's), which the worker's resume checks again. SessionConflictError
         if a question already has a recorded answer (the first one wins); both it and a
-        question answered and applied already say who answered first."""
+        question answered and applied already say who answered first.
+
+        With ``groups`` (the groups ``by`` belongs to), a question they may not answer now
+        (``Interrupt.may_answer``) is refused with NotAllowedToAnswerError; without, groups are
+        not checked. A vote toward a quorum is checked against the votes so far as ``resume``
+        counts them (ResumeInputError for the same person twice, naming the votes); while
+        another vote on the question waits for a worker, SessionConflictError says it is
+        being applied and to try again."""
         from ._agent import check_answers, check_by
+        from ._inbox_rules import answered_first, check_allowed, check_votes, queue_conflict
         from .errors import NotPausedError, ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
         check_by(by)
         view = _view(session_id, await self._load(session_id), [], self._key)
-        first = {
-            e.interrupt_id: e.by for e in view.audit if e.interrupt_id in answers and not e.expired
+        first = {  # a vote short of its quorum leaves the question pending: not an answer
+            e.interrupt_id: e.by
+            for e in view.audit
+            if e.interrupt_id in answers and not e.expired and e.settles
         }
         if first:  # answered and applied while this person's page was open
-            raise _answered_first(session_id, first)
+            raise answered_first(session_id, first)
         if not view.interrupts:
             raise NotPausedError(
                 f"session {session_id!r} waits on no question"
@@ -203,7 +220,10 @@ class Inbox:
             )
         asked = {i.id: i for i in view.interrupts}
         now = self.clock()
+        if groups is not None:
+            check_allowed(asked, answers, groups, now, by)
         check_answers(asked, answers, now, shown)
+        check_votes(asked, answers, by, view.votes)
         digests = dict(shown or {})
         entries: list[dict[str, JsonValue]] = [
             {
@@ -219,9 +239,10 @@ class Inbox:
             return await self.store.record_answers(session_id, entries)
         except SessionConflictError:
             recorded = await self.store.recorded_answers(session_id)
-            first = {r.interrupt_id: r.by for r in recorded if r.interrupt_id in answers}
-            if first:
-                raise _answered_first(session_id, first) from None
+            queued = [r for r in recorded if r.interrupt_id in answers]
+            refused = queue_conflict(session_id, asked, view.votes, queued, by)
+            if refused is not None:
+                raise refused from None
             raise
 
     def record(
@@ -231,9 +252,10 @@ class Inbox:
         *,
         by: str,
         shown: Mapping[str, str] | None = None,
+        groups: Collection[str] | None = None,
     ) -> list[RecordedAnswer]:
         """:meth:`record_async`, from sync code."""
-        return run_sync(self.record_async(session_id, answers, by=by, shown=shown))
+        return run_sync(self.record_async(session_id, answers, by=by, shown=shown, groups=groups))
 
     async def _load(self, session_id: str) -> StoredSession:
         from .errors import SessionError
@@ -270,7 +292,7 @@ def _view(
 ) -> SessionView:
     """The stored session decoded (SessionCorruptError if it cannot be); with a signing
     ``key``, its pause verified for the agent the session names (StateIntegrityError)."""
-    from ._agent import decode_stored
+    from ._agent import decode_stored, remembered_decisions
     from .sessions._claims import claim_is_live, split_marker
 
     loaded = decode_stored(stored, key, stored.agent)
@@ -278,6 +300,8 @@ def _view(
     claim = stored.claim
     live = isinstance(claim, dict) and claim_is_live(claim)
     journal = loaded.pause is not None and not loaded.pause.interrupts
+    progress = None if loaded.pause is None else loaded.pause.progress
+    run = {} if progress is None else progress.decisions
     return SessionView(
         session_id=session_id,
         agent=stored.agent,
@@ -288,13 +312,6 @@ def _view(
         recorded=recorded,
         running=live,
         stopped=not live and (journal or marker is not None),
-    )
-
-
-def _answered_first(session_id: str, first: Mapping[str, str]) -> SessionConflictError:
-    """The error for answers to questions someone answered first (named, by question)."""
-    who = "; ".join(f"{iid} by {by}" for iid, by in first.items())
-    return SessionConflictError(
-        f"session {session_id!r}: already answered ({who}): the first answer wins; nothing "
-        "was recorded"
+        votes={} if progress is None else dict(progress.votes),
+        decisions=remembered_decisions(loaded.audit, run, key is not None),
     )

@@ -30,6 +30,7 @@ Exception
     │   ├── ResumeInputError        the answers are not a map of id to JSON answer
     │   │   └── AnswerValidationError   an answer does not fit its question's response type
     │   ├── InterruptExpiredError   a question's deadline passed (an answer came too late)
+    │   ├── NotAllowedToAnswerError the person is in none of the groups that may answer
     │   ├── OutputTypeMismatchError resume(output_type=T) with a T the paused run was not given
     │   └── AgentPausedError        a new prompt was sent to a paused agent
     ├── StateError
@@ -80,6 +81,7 @@ __all__ = [
     "ModelError",
     "ModelProviderError",
     "ModelThrottledError",
+    "NotAllowedToAnswerError",
     "NotPausedError",
     "NotificationError",
     "OutputTypeMismatchError",
@@ -269,6 +271,16 @@ class AnswerValidationError(ResumeInputError):
         super().__init__(message)
         self.interrupt_id = interrupt_id
         self.path = path
+
+
+class NotAllowedToAnswerError(ResumeError):
+    """The person answering is in none of the groups that may answer the question (see
+    ``Interrupt.approvers`` and ``escalate_to``); checked where people answer (the inbox), and
+    nothing was recorded. ``interrupt_id`` names the question."""
+
+    def __init__(self, message: str, *, interrupt_id: str) -> None:
+        super().__init__(message)
+        self.interrupt_id = interrupt_id
 
 
 class InterruptExpiredError(ResumeError):

@@ -73,9 +73,7 @@ def test_any_rule_over_the_annotations(stdio: Callable[..., McpServer], server_l
     assert sorted(server_log.lines()) == ["append c eggs", "delete b", "read a"]
 
 
-def test_rules_by_tool_name_always_and_never(
-    stdio: Callable[..., McpServer], server_log
-) -> None:
+def test_rules_by_tool_name_always_and_never(stdio: Callable[..., McpServer], server_log) -> None:
     agent = make_agent(stdio(), require_approval(["append_note", "read_note"]))
     paused = agent("Tidy my notes")
     assert sorted(q.tool_use.name for q in paused.interrupts) == ["append_note", "read_note"]

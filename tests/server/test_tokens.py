@@ -52,3 +52,22 @@ def test_a_malformed_file_and_no_tokens_are_refused(tmp_path: Path) -> None:
         create_app("sqlite:///unused.db", tokens={})
     with pytest.raises(ConfigurationError, match="needs the App"):
         create_app("sqlite:///unused.db", tokens={"t" * 16: "ana"}, worker=True)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ({"name": "ana", "groups": "ops"}, "list of printable names"),
+        ({"name": "ana", "groups": ["o ps"]}, "list of printable names"),
+        ({"name": "ana", "groups": [""]}, "list of printable names"),
+        ({"name": "ana", "group": ["ops"]}, "unknown keys"),
+        ({"groups": ["ops"]}, "not printable"),
+    ],
+)
+def test_bad_groups_are_refused(tmp_path: Path, value: object, message: str) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text(json.dumps({"t" * 16: value}))
+    with pytest.raises(ConfigurationError, match=message):
+        load_tokens(path)
+    with pytest.raises(ConfigurationError, match=message):
+        create_app("sqlite:///:memory:", tokens={"t" * 16: value})  # type: ignore[dict-item]

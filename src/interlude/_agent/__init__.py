@@ -29,7 +29,8 @@ from ._executor import (
 from ._observe import Observer, RunInfo, install
 
 if TYPE_CHECKING:
-    from ._answering import check_answers, check_by, resume_plan
+    from ._answering import check_answers, check_by, declines, resume_plan, vote_problem
+    from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._signing import as_key
     from ._standing import AgentState
@@ -60,11 +61,15 @@ __all__ = [
     "as_key",
     "check_answers",
     "check_by",
+    "declines",
     "decode_state",
     "decode_stored",
     "install",
+    "is_approval",
     "load_all",
+    "remembered_decisions",
     "resume_plan",
+    "vote_problem",
 ]
 
 _LAZY = {
@@ -77,6 +82,10 @@ _LAZY = {
     "check_answers": "._answering",
     "check_by": "._answering",
     "resume_plan": "._answering",
+    "vote_problem": "._answering",
+    "declines": "._answering",
+    "is_approval": "._approval",
+    "remembered_decisions": "._approval",
     "Position": "._state",
 }
 

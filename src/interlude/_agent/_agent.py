@@ -487,19 +487,11 @@ class Agent:
         """The approval decisions remembered now, by tool name: ``{"approve": bool, "scope":
         "run" | "session", "note": str}`` (the note when the person gave one; a paused run's
         own decisions win over the session's)."""
-        from ._approval import session_decisions
+        from ._approval import remembered_decisions
 
         state = self._loaded()
-        found = [("session", session_decisions(state.audit, self._key is not None))]
-        if state.position is not None:
-            found.append(("run", dict(state.position.progress.decisions)))
-        out: dict[str, dict[str, JsonValue]] = {}
-        for scope, decisions in found:
-            for tool, (approve, note) in decisions.items():
-                out[tool] = {"approve": approve, "scope": scope}
-                if note is not None:
-                    out[tool]["note"] = note
-        return out
+        run = {} if state.position is None else state.position.progress.decisions
+        return remembered_decisions(state.audit, run, self._key is not None)
 
     def forget_decisions(self, tool: str | None = None, *, by: str | None = None) -> None:
         """Forget the remembered approval decisions (``tool``'s, or all of them): the next

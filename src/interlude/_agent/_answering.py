@@ -27,7 +27,16 @@ from ._state import BeforeInvocation, Progress, Step
 if TYPE_CHECKING:
     from ._agent import Agent, Prompt
 
-__all__ = ["Plan", "bind_output", "check_answers", "check_by", "prompt_plan", "resume_plan"]
+__all__ = [
+    "Plan",
+    "bind_output",
+    "check_answers",
+    "check_by",
+    "declines",
+    "prompt_plan",
+    "resume_plan",
+    "vote_problem",
+]
 
 Plan = tuple[Step, Progress, bool, list[AuditEntry]]
 """Where a run starts: the step, the progress, whether it replays a pause, and the audit
@@ -160,23 +169,10 @@ def _count_votes(
             audit.append(AuditEntry.of(question, value, who, now, tool=tool))
             now_votes.pop(key, None)
             continue
-        what = f"question {question.name!r} ({key})"
-        if by is None:
-            raise ResumeInputError(
-                f"{what} needs {need} different people to agree: say who answers with by="
-            )
-        voted, voters = votes.get(key, (None, ()))
-        if by in voters:
-            raise ResumeInputError(
-                f"{by} already approved {what}; it needs {need} different people "
-                f"({len(voters)} so far: {', '.join(voters)})"
-            )
-        if voters and voted != value:
-            raise ResumeInputError(
-                f"the answer to {what} differs from the one {', '.join(voters)} gave "
-                f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
-            )
-        voters = (*voters, by)
+        problem = vote_problem(question, value, by, votes)
+        if problem is not None or by is None:
+            raise ResumeInputError(problem or "by= is required")
+        voters = (*votes.get(key, (None, ()))[1], by)
         audit.append(AuditEntry.of(question, value, who, now, tool=tool, vote=(len(voters), need)))
         if len(voters) >= need:
             settled[key] = value
@@ -184,6 +180,35 @@ def _count_votes(
         else:
             now_votes[key] = (value, voters)
     return settled, MappingProxyType(now_votes), audit
+
+
+def vote_problem(
+    question: Interrupt,
+    value: JsonValue,
+    by: str | None,
+    votes: Mapping[str, tuple[JsonValue, tuple[str, ...]]],
+) -> str | None:
+    """Why ``by``'s ``value`` cannot count toward ``question``'s quorum given the ``votes``
+    so far (no name, a second vote of one person, another answer than the one voted for), or
+    None: it counts (or the question has no quorum, or ``value`` declines: that settles)."""
+    need = question.quorum
+    if need == 1 or declines(value):
+        return None
+    what = f"question {question.name!r} ({question.id})"
+    if by is None:
+        return f"{what} needs {need} different people to agree: say who answers with by="
+    voted, voters = votes.get(question.id, (None, ()))
+    if by in voters:
+        return (
+            f"{by} already approved {what}; it needs {need} different people "
+            f"({len(voters)} so far: {', '.join(voters)})"
+        )
+    if voters and voted != value:
+        return (
+            f"the answer to {what} differs from the one {', '.join(voters)} gave "
+            f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
+        )
+    return None
 
 
 def _check_edits(

@@ -37,6 +37,7 @@ __all__ = [
     "edited_note",
     "is_approval",
     "needs_approval",
+    "remembered_decisions",
     "run_decisions",
     "session_decisions",
 ]
@@ -219,3 +220,21 @@ def run_decisions(
     from types import MappingProxyType
 
     return MappingProxyType(new)
+
+
+def remembered_decisions(
+    audit: Sequence[AuditEntry],
+    run: Mapping[str, tuple[bool, str | None]],
+    signed: bool,
+) -> dict[str, dict[str, JsonValue]]:
+    """The decisions remembered now, by tool name: ``{"approve", "scope": "run" | "session",
+    "note"?}``, from the session's audit trail and a paused run's own ``run`` decisions (which
+    win); with ``signed``, only signed audit entries count."""
+    found = [("session", session_decisions(audit, signed)), ("run", dict(run))]
+    out: dict[str, dict[str, JsonValue]] = {}
+    for scope, decisions in found:
+        for tool, (approve, note) in decisions.items():
+            out[tool] = {"approve": approve, "scope": scope}
+            if note is not None:
+                out[tool]["note"] = note
+    return out

@@ -261,6 +261,7 @@ class Output:
         audit = audit or []
         interrupts = [] if pause is None else pause.interrupts
         stopped = pause is not None and not interrupts and claim is None
+        decisions, votes = _decisions_and_votes(pause, audit)
         if self.json_mode:
             self._json(
                 {
@@ -275,6 +276,8 @@ class Output:
                     "agent": agent,
                     "audit": audit,
                     "audit_chain": chain,
+                    "decisions": decisions,
+                    "votes": {k: {"answer": a, "by": list(b)} for k, (a, b) in votes.items()},
                 }
             )
             return
@@ -298,7 +301,17 @@ class Output:
             self._say(f"\nPaused, waiting on {len(interrupts)} question(s):", "bold")
             for i in interrupts:
                 self._say(f"  {i.name}: {_shown(i)}")
+                voters = votes.get(i.id, (None, ()))[1]
+                if i.quorum > 1:
+                    names = f": {', '.join(voters)}" if voters else ""
+                    self._say(f"    {len(voters)} of {i.quorum} approvals{names}")
                 self._say(f"    id: {i.id}", "dim")
+        if decisions:
+            self._say("\nRemembered decisions:", "bold")
+            for tool, d in sorted(decisions.items()):
+                verdict = "approve" if d.get("approve") else "decline"
+                note = f" (note: {d['note']})" if d.get("note") else ""
+                self._say(f"  {tool}: {verdict}, for the {d.get('scope')}{note}")
         if audit:
             self._say(f"\nAudit trail ({len(audit)}):", "bold")
             for entry in audit:
@@ -346,6 +359,26 @@ class Output:
             self._say(f"  session {session_id}: failed: {why}", "red")
 
 
+def _decisions_and_votes(
+    pause: Position | None, audit: list[dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[Any, tuple[str, ...]]]]:
+    """The approval decisions remembered (as ``Agent.decisions`` gives them, every audit entry
+    counted: ``show`` has no signing key) and the votes so far toward a quorum."""
+    from .._agent import remembered_decisions
+    from .._audit import AuditEntry
+    from ..errors import StateFormatError
+
+    entries = []
+    for entry in audit:
+        try:
+            entries.append(AuditEntry.from_dict(entry))
+        except StateFormatError:
+            continue  # the chain line reports a damaged trail
+    run = {} if pause is None else pause.progress.decisions
+    votes = {} if pause is None else dict(pause.progress.votes)
+    return remembered_decisions(entries, run, False), votes
+
+
 def audit_line(entry: dict[str, Any]) -> str:
     """One audit entry in words: ``2026-11-23 17:40:02  ana answered approve: true  (shown
     sha256:1a2b3c4d)``."""
@@ -360,6 +393,9 @@ def audit_line(entry: dict[str, Any]) -> str:
         line = f"{when}  {name} expired unanswered: {answer}"
     else:
         line = f"{when}  {by} answered {name}: {answer}"
+        vote = entry.get("vote")
+        if isinstance(vote, list) and len(vote) == 2:
+            line += f" (vote {vote[0]} of {vote[1]})"
     shown = entry.get("shown")
     if isinstance(shown, str) and shown:
         algorithm, _, digest = shown.rpartition(":")

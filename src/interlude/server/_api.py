@@ -3,8 +3,10 @@
 Every route needs ``Authorization: Bearer <token>`` (401 otherwise, with no data). Recording
 returns 202 at once: a worker applies the answers (on Temporal: the workflow has accepted them
 and carries the run on). Status codes: 400 a body that is not the expected JSON; 404 no such
-session; 409 the session waits on no such question (not paused, unknown id, deadline passed)
-or the question already has a recorded answer; 422 an answer that does not fit its question
+session; 403 the approver is in none of the groups that may answer the question (a list shows
+each approver only what they may answer); 409 the session waits on no such question (not
+paused, unknown id, deadline passed), the question already has a recorded answer, or another
+vote toward its quorum waits to be applied; 422 an answer that does not fit its question
 (``path`` names the field) or a stale ``shown`` digest; 503 (with ``Retry-After``) the store
 is unavailable; 504 no one took the answer (or answered the query) in time (Temporal: no
 worker on the workflow's task queue).
@@ -23,6 +25,7 @@ from ..errors import (
     AnswerValidationError,
     InterruptExpiredError,
     InvalidSessionIdError,
+    NotAllowedToAnswerError,
     ResumeError,
     ResumeInputError,
     SessionConflictError,
@@ -102,6 +105,8 @@ def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
         return 422, {**body, "interrupt_id": exc.interrupt_id, "path": list(exc.path)}
     if isinstance(exc, ResumeInputError):
         return 422, body
+    if isinstance(exc, NotAllowedToAnswerError):
+        return 403, {**body, "interrupt_id": exc.interrupt_id}
     if isinstance(exc, InterruptExpiredError):
         iid = None if exc.interrupt is None else exc.interrupt.id
         return 409, {**body, "interrupt_id": iid}
@@ -121,7 +126,8 @@ def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
 
 
 async def list_pending(request: Request) -> Response:
-    if _approver(request) is None:
+    approver = _approver(request)
+    if approver is None:
         return _unauthorized()
     state = _state(request)
     now = state.backend.clock()
@@ -130,11 +136,13 @@ async def list_pending(request: Request) -> Response:
     except BadRequest as exc:
         return JSON({"error": str(exc)}, status_code=400)
     entries = await state.backend.pending(**filters)
-    return JSON({"pending": [pending_json(p, now) for p in entries]})
+    mine = [p for p in entries if p.interrupt.may_answer(approver.groups, now)]
+    return JSON({"pending": [pending_json(p, now) for p in mine]})
 
 
 async def show_session(request: Request) -> Response:
-    if _approver(request) is None:
+    approver = _approver(request)
+    if approver is None:
         return _unauthorized()
     state = _state(request)
     try:
@@ -144,7 +152,7 @@ async def show_session(request: Request) -> Response:
         if mapped is None:
             raise
         return JSON(mapped[1], status_code=mapped[0])
-    return JSON(session_json(view, state.backend.clock()))
+    return JSON(session_json(view, state.backend.clock(), approver.groups))
 
 
 def _answers_body(raw: bytes) -> tuple[dict[str, Any], dict[str, str] | None]:
@@ -183,7 +191,9 @@ async def record_answers(request: Request) -> Response:
     except BadRequest as exc:
         return JSON({"error": str(exc)}, status_code=400)
     try:
-        recorded = await state.backend.answer(session_id, answers, by=approver.name, shown=shown)
+        recorded = await state.backend.answer(
+            session_id, answers, by=approver.name, shown=shown, groups=approver.groups
+        )
     except UnicodeError:  # a question's data is not Unicode text: its digest cannot be made
         return JSON(
             {

@@ -37,8 +37,9 @@ class InboxBackend(Protocol):
     """Where the inbox finds the questions and sends the answers.
 
     Errors are the session errors the store's ``Inbox`` raises, which the routes map to HTTP
-    statuses: SessionError (404, no such session), ResumeError (409: not paused, unknown
-    question, deadline passed), SessionConflictError (409, already answered),
+    statuses: SessionError (404, no such session), NotAllowedToAnswerError (403), ResumeError
+    (409: not paused, unknown question, deadline passed), SessionConflictError (409, already
+    answered),
     AnswerValidationError / ResumeInputError (422), a TimeoutError (504: no one took the
     answer or the query in time)."""
 
@@ -76,9 +77,11 @@ class InboxBackend(Protocol):
         *,
         by: str,
         shown: Mapping[str, str] | None = None,
+        groups: Collection[str] | None = None,
     ) -> list[RecordedAnswer]:
         """Hand over answers as ``by`` (checked as ``resume`` checks them; a refused answer
-        changes nothing); what was taken."""
+        changes nothing); what was taken. With ``groups`` (``by``'s), a question they may not
+        answer now is refused (NotAllowedToAnswerError, 403)."""
         ...
 
     async def aclose(self) -> None:
@@ -122,8 +125,9 @@ class StoreBackend:
         *,
         by: str,
         shown: Mapping[str, str] | None = None,
+        groups: Collection[str] | None = None,
     ) -> list[RecordedAnswer]:
-        return await self.inbox.record_async(session_id, answers, by=by, shown=shown)
+        return await self.inbox.record_async(session_id, answers, by=by, shown=shown, groups=groups)
 
     async def aclose(self) -> None:
         self.inbox.close()

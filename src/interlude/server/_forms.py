@@ -24,7 +24,7 @@ FREE_JSON = "__json__"
 """The ``answer`` button value that sends the free JSON field."""
 
 FieldKind = Literal["boolean", "choice", "string", "number", "integer", "json"]
-FormKind = Literal["approve", "choices", "fields", "json"]
+FormKind = Literal["approve", "approval", "choices", "fields", "json"]
 
 
 class FormError(ValueError):
@@ -65,6 +65,8 @@ class QuestionForm:
     free_json: bool = False
     """Whether a free JSON field is offered beside the buttons (no schema)."""
     schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    input_text: str = ""
+    """For an ``approval`` form (a tool approval): the call's input as JSON, to edit."""
 
 
 def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
@@ -173,6 +175,10 @@ def form_for(schema: Mapping[str, Any] | None) -> QuestionForm:
 def answer_from_form(form: QuestionForm, data: Mapping[str, str]) -> JsonValue:
     """The JSON answer a posted form gives (``data``: its fields). FormError if a field cannot
     be read; whether the answer meets the schema is checked by ``Inbox.record``."""
+    if form.kind == "approval":
+        from ._approval_form import approval_answer
+
+        return approval_answer(form, data)
     pressed = data.get("answer")
     if pressed == FREE_JSON and form.free_json:
         return _json(data.get("json", ""), ())

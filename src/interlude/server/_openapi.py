@@ -34,6 +34,27 @@ _QUESTION: dict[str, Any] = {
         "expired": {"type": "boolean"},
         "has_default": {"type": "boolean"},
         "default": {},
+        "approvers": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "the groups whose members may answer (empty: anyone)",
+        },
+        "quorum": {"type": "integer", "description": "how many people must give one answer"},
+        "escalate_to": {"type": "array", "items": {"type": "string"}},
+        "escalates_at": {
+            "type": ["number", "null"],
+            "description": "when escalate_to may answer too (epoch seconds)",
+        },
+        "escalated": {"type": "boolean"},
+        "votes": {
+            "type": ["object", "null"],
+            "description": "in a session: the votes so far toward the quorum",
+            "properties": {"answer": {}, "by": {"type": "array", "items": {"type": "string"}}},
+        },
+        "may_answer": {
+            "type": "boolean",
+            "description": "in a session: whether the token's approver may answer it now",
+        },
     },
 }
 
@@ -78,6 +99,11 @@ _SESSION: dict[str, Any] = {
         "interrupts": {"type": "array", "items": {"$ref": "#/components/schemas/Question"}},
         "recorded": {"type": "array", "items": {"$ref": "#/components/schemas/RecordedAnswer"}},
         "audit": {"type": "array", "items": {"type": "object"}},
+        "decisions": {
+            "type": "object",
+            "description": "approval decisions remembered now, by tool name: "
+            '{"approve", "scope": "run" | "session", "note"?}',
+        },
         "workflow": {
             "type": "object",
             "description": "on Temporal only: the workflow's status, run id, task queue, start "
@@ -268,11 +294,14 @@ def _record_answers() -> dict[str, Any]:
                 "or holds a lone surrogate)"
             ),
             "401": _unauthorized(),
+            "403": _error(
+                "the approver is in none of the groups that may answer the question (now)"
+            ),
             "404": _error("no such session"),
             "413": _error("the body is larger than 1 MiB"),
             "409": _error(
-                "not paused, no such pending question, its deadline passed, or it "
-                "already has a recorded answer"
+                "not paused, no such pending question, its deadline passed, it "
+                "already has a recorded answer, or another vote on it is being applied"
             ),
             "422": _error(
                 "an answer does not fit its question (path names the field), or "

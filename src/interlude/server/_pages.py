@@ -3,10 +3,9 @@ question, and the posted answers. Rendered on the server with Jinja2 (autoescape
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
-import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -16,11 +15,13 @@ from starlette.routing import Route
 
 from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
 from ._api import error_for
+from ._approval_form import form_of
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
 from ._backend import WorkflowView
-from ._forms import FormError, answer_from_form, form_for
+from ._forms import FormError, answer_from_form
 from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub
+from ._questions import clock_text, decision_lines, question_item, short_id, worded
 from ._views import fingerprint, shown_digest
 
 if TYPE_CHECKING:
@@ -74,20 +75,12 @@ def _to_login() -> Response:
     return RedirectResponse("/login", status_code=303)
 
 
-def _clock(when: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-
-
 def _age(seconds: float) -> str:
     seconds = max(seconds, 0.0)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{int(seconds // size)}{unit}"
     return f"{int(seconds)}s"
-
-
-def _short(interrupt_id: str) -> str:
-    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
 
 
 def _summary(i: Interrupt) -> str:
@@ -100,8 +93,11 @@ def _summary(i: Interrupt) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
-    """The list page's rows, and the fingerprint the event stream compares."""
+async def pending_rows(
+    state: ServerState, groups: Collection[str] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """The list page's rows (with ``groups``, only the questions a member may answer now),
+    and the fingerprint the event stream compares (of every question: one stream serves all)."""
     now = state.backend.clock()
     entries: list[PendingInterrupt] = await state.backend.pending()
     answered = await state.backend.answered({e.session_id for e in entries})
@@ -112,22 +108,31 @@ async def pending_rows(state: ServerState) -> tuple[list[dict[str, Any]], str]:
             {
                 "session": e.session_id,
                 "agent": e.agent,
-                "name": _worded(i.reason)[0] or i.name,
-                "short": _short(i.id),
+                "name": worded(i.reason)[0] or i.name,
+                "short": short_id(i.id),
                 "tool": None if i.tool_use is None else i.tool_use.name,
                 "summary": _summary(i),
                 "age": _age(now - e.raised_at),
                 "expires_at": i.expires_at,
                 "expired": i.expires_at is not None and i.expires_at <= now,
-                "deadline": None if i.expires_at is None else _clock(i.expires_at),
+                "deadline": None if i.expires_at is None else clock_text(i.expires_at),
                 "answered_by": answered.get(e.session_id, {}).get(i.id),
+                "quorum": i.quorum,
+                "escalated": i.escalated(now) and bool(i.escalate_to),
+                "mine": groups is None or i.may_answer(groups, now),
             }
         )
     digest = fingerprint(
-        (str(r["session"]), str(r["short"]), bool(r["expired"]), r["answered_by"] is not None)
+        (
+            str(r["session"]),
+            str(r["short"]),
+            bool(r["expired"]),
+            r["answered_by"] is not None,
+            bool(r["escalated"]),
+        )
         for r in rows
     )
-    return rows, digest
+    return [r for r in rows if r["mine"]], digest
 
 
 async def login_page(request: Request) -> Response:
@@ -206,7 +211,7 @@ async def inbox_page(request: Request) -> Response:
     if approver is None:
         return _to_login()
     state = _state(request)
-    rows, digest = await pending_rows(state)
+    rows, digest = await pending_rows(state, approver.groups)
     return _render(
         request,
         "list.html",
@@ -218,10 +223,11 @@ async def inbox_page(request: Request) -> Response:
 
 
 async def pending_fragment(request: Request) -> Response:
-    if request_approver(request) is None:
+    approver = request_approver(request)
+    if approver is None:
         return HTMLResponse("sign in first", status_code=401)
     state = _state(request)
-    rows, digest = await pending_rows(state)
+    rows, digest = await pending_rows(state, approver.groups)
     return _render(
         request, "_pending.html", rows=rows, fingerprint=digest, applies=state.backend.applies
     )
@@ -251,11 +257,13 @@ def _transcript(messages: list[Message]) -> list[str]:
 
 def _audit_line(entry: dict[str, Any]) -> str:
     at = entry.get("at")
-    when = _clock(at) if isinstance(at, int | float) else "(no time)"
+    when = clock_text(at) if isinstance(at, int | float) else "(no time)"
     answer = json.dumps(entry.get("answer"), ensure_ascii=False)
     if entry.get("expired"):
         return f"{when}  {entry.get('name')} expired unanswered: {answer}"
-    return f"{when}  {entry.get('by')} answered {entry.get('name')}: {answer}"
+    vote = entry.get("vote")
+    counted = f" (vote {vote[0]} of {vote[1]})" if isinstance(vote, list) and len(vote) == 2 else ""
+    return f"{when}  {entry.get('by')} answered {entry.get('name')}: {answer}{counted}"
 
 
 async def session_page(
@@ -278,30 +286,9 @@ async def session_page(
         )
     now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
-    questions = []
-    for i in view.interrupts:
-        title, sentence, details = _worded(i.reason)
-        questions.append(
-            {
-                "interrupt": i,
-                "title": title or i.name,
-                "reason_text": sentence,
-                "short": _short(i.id),
-                "shown": shown_digest(i) or "",
-                "form": form_for(i.response_schema),
-                "input_json": None
-                if i.tool_use is None
-                else json.dumps(i.tool_use.input, indent=2, ensure_ascii=False),
-                "reason_json": details,
-                "schema_json": None
-                if i.response_schema is None
-                else json.dumps(i.response_schema, indent=2, ensure_ascii=False),
-                "raised": _clock(i.raised_at),
-                "deadline": None if i.expires_at is None else _clock(i.expires_at),
-                "expired": i.expires_at is not None and i.expires_at <= now,
-                "answered_by": by.get(i.id),
-            }
-        )
+    questions = [
+        question_item(view, i, approver.groups, now, by.get(i.id)) for i in view.interrupts
+    ]
     notice = None
     if request.query_params.get("answered") and error is None:
         notice = state.backend.taken
@@ -315,6 +302,7 @@ async def session_page(
         questions=questions,
         transcript=_transcript(view.messages),
         audit=[_audit_line(e.to_dict()) for e in view.audit],
+        decisions=decision_lines(view.decisions),
         csrf=state.auth.csrf(approver.cookie, f"answer:{session_id}"),
         error=error,
         notice=notice,
@@ -353,10 +341,14 @@ async def answer(request: Request) -> Response:
         error = _NOT_UNICODE if shown_digest(question) is None else missing
         return await session_page(request, status=422, error=error)
     try:
-        value = answer_from_form(form_for(question.response_schema), data)
+        value = answer_from_form(form_of(question), data)
         check_posted(value)
         await state.backend.answer(
-            session_id, {interrupt_id: value}, by=approver.name, shown={interrupt_id: shown}
+            session_id,
+            {interrupt_id: value},
+            by=approver.name,
+            shown={interrupt_id: shown},
+            groups=approver.groups,
         )
         state.recorded()
     except (FormError, UnsafeJson) as exc:
@@ -381,25 +373,3 @@ def page_routes() -> list[Route]:
         Route("/sessions/{session_id}", session_page, methods=["GET"]),
         Route("/sessions/{session_id}/answer", answer, methods=["POST"]),
     ]
-
-
-def _worded(reason: object) -> tuple[str | None, str | None, str | None]:
-    """How a person reads a question's reason: (a title, a sentence, details as JSON). Short
-    text is the title, longer text the sentence; an object's ``question`` (or ``message``) is
-    the title and the rest of it the details; anything else is details."""
-    if isinstance(reason, str) and reason.strip():
-        text = reason.strip()
-        return (text, None, None) if len(text) <= 120 else (None, text, None)
-    if reason is None:
-        return None, None, None
-    if isinstance(reason, dict):
-        for key in ("question", "message"):
-            value = reason.get(key)
-            if isinstance(value, str) and value.strip():
-                rest = {k: v for k, v in reason.items() if k != key}
-                return value.strip(), None, _json(rest) if rest else None
-    return None, None, _json(reason)
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)

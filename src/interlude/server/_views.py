@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,7 +16,8 @@ __all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json", "sho
 
 
 def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
-    """A question as shown: tool and input, reason, answer schema, deadline, digest."""
+    """A question as shown: tool and input, reason, answer schema, deadline, digest, and who
+    may answer (groups, quorum, escalation)."""
     return {
         "id": i.id,
         "name": i.name,
@@ -31,6 +32,11 @@ def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
         "expired": i.expires_at is not None and i.expires_at <= now,
         "has_default": i.has_default,
         "default": i.default if i.has_default else None,
+        "approvers": list(i.approvers),
+        "quorum": i.quorum,
+        "escalate_to": list(i.escalate_to),
+        "escalates_at": None if i.escalate_after is None else i.raised_at + i.escalate_after,
+        "escalated": i.escalated(now),
     }
 
 
@@ -57,7 +63,11 @@ def recorded_json(r: RecordedAnswer) -> dict[str, Any]:
     return dict(r.to_dict())
 
 
-def session_json(view: SessionView, now: float) -> dict[str, Any]:
+def session_json(
+    view: SessionView, now: float, groups: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The session as the API returns it; with ``groups`` (the asker's), each question says
+    whether they may answer it now (``may_answer``)."""
     out = {
         "session": view.session_id,
         "agent": view.agent,
@@ -65,9 +75,10 @@ def session_json(view: SessionView, now: float) -> dict[str, Any]:
         "running": view.running,
         "stopped": view.stopped,
         "messages": [m.to_dict() for m in view.messages],
-        "interrupts": [interrupt_json(i, now) for i in view.interrupts],
+        "interrupts": [_question_json(view, i, now, groups) for i in view.interrupts],
         "recorded": [recorded_json(r) for r in view.recorded],
         "audit": [e.to_dict() for e in view.audit],
+        "decisions": view.decisions,
     }
     workflow = getattr(view, "workflow", None)  # a WorkflowView: what Temporal says of the run
     if workflow is not None:
@@ -75,7 +86,19 @@ def session_json(view: SessionView, now: float) -> dict[str, Any]:
     return out
 
 
-def fingerprint(items: Iterable[tuple[str, str, bool, bool]]) -> str:
-    """A short digest of the pending list's state (session, question, expired, answered)."""
+def _question_json(
+    view: SessionView, i: Interrupt, now: float, groups: Collection[str] | None
+) -> dict[str, Any]:
+    voted, voters = view.votes.get(i.id, (None, ()))
+    return {
+        **interrupt_json(i, now),
+        "votes": {"answer": voted, "by": list(voters)} if voters else None,
+        "may_answer": True if groups is None else i.may_answer(groups, now),
+    }
+
+
+def fingerprint(items: Iterable[tuple[str, str, bool, bool, bool]]) -> str:
+    """A short digest of the pending list's state (session, question, expired, answered,
+    escalated)."""
     text = json.dumps(sorted(items))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

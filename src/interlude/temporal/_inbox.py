@@ -257,11 +257,14 @@ class TemporalInbox:
         *,
         by: str,
         shown: Mapping[str, str] | None = None,
+        groups: Collection[str] | None = None,
     ) -> list[RecordedAnswer]:
         """Send ``answers`` to the workflow's ``answer`` Update as ``by``, and return once the
         workflow has accepted them (it then carries the run on). Refused: the ResumeError its
         validator raised (nothing changed); NotPausedError for a closed workflow; SessionError
-        for none; AnswerTimeoutError when no worker took it within ``answer_timeout``."""
+        for none; AnswerTimeoutError when no worker took it within ``answer_timeout``. With
+        ``groups`` (``by``'s), NotAllowedToAnswerError for a question they may not answer now
+        (checked against the workflow's pending query first)."""
         from .._agent import check_by
 
         if not isinstance(answers, Mapping) or not answers:
@@ -278,6 +281,16 @@ class TemporalInbox:
         handle = client.get_workflow_handle(session_id)
         now = self.clock()
         try:
+            if groups is not None:
+                from .._inbox_rules import check_allowed
+
+                try:
+                    asked = {i.id: i for i in await self._query(handle)}
+                except QueryTimeoutError as exc:
+                    raise QueryTimeoutError(
+                        f"{exc}: who may answer could not be checked, so nothing was sent"
+                    ) from None
+                check_allowed(asked, answers, groups, now, by)
             update = await handle.start_update(
                 "answer",
                 args=args,
