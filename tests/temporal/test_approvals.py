@@ -60,3 +60,20 @@ async def test_a_quorum_is_counted_across_updates(env: Env, tmp_path: Path) -> N
         ("ana", [1, 2]),
         ("bo", [2, 2]),
     ]
+
+
+async def test_the_temporal_inbox_checks_who_may_answer(env: Env, tmp_path: Path) -> None:
+    from interlude.errors import NotAllowedToAnswerError
+    from interlude.temporal import TemporalInbox
+
+    log = tmp_path / "a"
+    wid = await env.agents.start("quorum", _prompt(("touch", {"path": str(log)})))
+    [question] = await _pending(env, wid)
+    inbox = TemporalInbox(env.client, task_queue=env.task_queue)
+    with pytest.raises(NotAllowedToAnswerError):
+        await inbox.answer(wid, {question.id: True}, by="eve", groups=["sales"])
+    assert [q.id for q in await env.agents.pending(wid)] == [question.id]  # nothing sent
+    await inbox.answer(wid, {question.id: True}, by="ana", groups=["ops"])
+    await inbox.answer(wid, {question.id: True}, by="bo", groups=["ops"])
+    result = await env.agents.result(wid)
+    assert result["stop_reason"] == "end_turn" and _runs(log) == 1
