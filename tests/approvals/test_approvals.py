@@ -460,3 +460,23 @@ def test_a_sub_agents_approval_travels_up_and_an_edit_travels_down() -> None:
         lead.resume({question.id: {"approve": True, "input": {"amount": "x", "to": "bob"}}})
     done = lead.resume({question.id: {"approve": True, "input": {"amount": 9, "to": "bob"}}})
     assert str(done) == "Billing paid." and p.paid == [(9, "bob")]
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_ids_the_model_repeats_never_share_an_approval(executor: str) -> None:
+    p = Payments()
+    calls = [pay("a", 1), pay("a", 2), pay("a#2", 999)]  # the model itself sends "a#2"
+    agent = p.agent([calls, [pay("a#3", 5)], "done"], tool_executor=executor)
+    result = agent("go")
+    asked: list[ToolUse] = []
+    while result.stop_reason == "interrupt":
+        asked += [q.tool_use for q in result.interrupts]
+        result = agent.resume({q.id: True for q in result.interrupts}, by="ana")
+    assert len({u.id for u in asked}) == 4  # one question per call, never one for two
+    assert sorted(p.paid) == [(1, "bob"), (2, "bob"), (5, "bob"), (999, "bob")]  # each once
+    first = results(agent, 2)
+    assert [(r.tool_use_id, r.text) for r in first] == [
+        ("a", "paid 1 to bob"),
+        ("a", "paid 2 to bob"),
+        ("a#2", "paid 999 to bob"),
+    ]

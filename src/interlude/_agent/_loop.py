@@ -443,14 +443,15 @@ class Run:
         return self.messages if self.clean else answered(self.messages)
 
     def tool_use_ids(self) -> dict[str, int]:
-        """How often each tool-use id occurs in the conversation (counted once per run)."""
+        """How often each tool-use id occurs in the conversation, with the ids its calls ran
+        under (counted once per run, as ``_unique_calls`` counted them)."""
         if self.seen_ids is None:
             seen: dict[str, int] = {}
             for m in self.messages:
                 if m.role == "assistant":
-                    for b in m.content:
-                        if isinstance(b, ToolUse):
-                            seen[b.id] = seen.get(b.id, 0) + 1
+                    uses = [b for b in m.content if isinstance(b, ToolUse)]
+                    if uses:
+                        _unique_calls(uses, seen)
             self.seen_ids = seen
         return self.seen_ids
 
@@ -587,15 +588,25 @@ def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> tuple[ToolC
     """The batch's calls, each with a tool-use id unique in the conversation.
 
     A model may repeat an id in one reply or reuse one from an earlier turn; questions and
-    results are keyed by the id, so the n-th use of an id (n > 1) runs as ``<id>#<n>``.
-    ``seen`` counts the uses of each id so far and is updated. The conversation keeps the
-    model's own ids, and each result answers its call's model id.
+    results are keyed by the id, so the n-th use of an id (n > 1) runs as ``<id>#<n>`` (or the
+    next free ``#<k>``: the model may itself send an id of that form). ``seen`` counts the uses
+    of each id so far and is updated. The conversation keeps the model's own ids, and each
+    result answers its call's model id.
     """
     calls: list[ToolCall] = []
+    taken: set[str] | None = None
     for tu in tool_uses:
         n = seen[tu.id] = seen.get(tu.id, 0) + 1
         if n == 1:
             calls.append(ToolCall(tu))
-        else:
-            calls.append(ToolCall(ToolUse(f"{tu.id}#{n}", tu.name, tu.input), model_id=tu.id))
+            continue
+        if taken is None:  # every id the conversation and this batch use
+            taken = set(seen) | {u.id for u in tool_uses} | {c.tool_use.id for c in calls}
+        k = n
+        while f"{tu.id}#{k}" in taken:
+            k += 1
+        unique = f"{tu.id}#{k}"
+        taken.add(unique)
+        seen[unique] = seen.get(unique, 0) + 1  # a later call the model names so is renamed
+        calls.append(ToolCall(ToolUse(unique, tu.name, tu.input), model_id=tu.id))
     return tuple(calls)
