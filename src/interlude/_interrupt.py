@@ -496,6 +496,10 @@ class Interrupter:
             return response
         if not isinstance(name, str) or not name:
             raise InterruptError(f"interrupt name must be a non-empty string, got {name!r}")
+        if name.startswith("interlude."):
+            raise InterruptError(
+                f"interrupt name {name!r}: names starting with 'interlude.' are Interlude's own"
+            )
         names = self._names
         if names is None:
             names = {}

@@ -480,3 +480,45 @@ def test_ids_the_model_repeats_never_share_an_approval(executor: str) -> None:
         ("a", "paid 2 to bob"),
         ("a#2", "paid 999 to bob"),
     ]
+
+
+def test_votes_for_a_question_that_changed_do_not_count() -> None:
+    ran: list[str] = []
+    shown_env = ["prod-eu"]
+
+    @tool
+    def deploy(env: str) -> str:
+        """Deploy."""
+        ran.append(env)
+        return "ok"
+
+    def two(event: BeforeToolCallEvent) -> None:
+        event.tool_use = ToolUse(event.tool_use.id, "deploy", {"env": shown_env[0]})
+        if event.interrupt("deploy", {"env": shown_env[0]}, quorum=2) is not True:
+            event.cancel("no")
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "deploy", {"env": "x"})], "done"]), tools=[deploy])
+    agent.hooks.add_callback(BeforeToolCallEvent, two)
+    [question] = agent("go").interrupts
+    shown_env[0] = "prod-ALL"  # what the question shows changes before the second vote
+    [again] = agent.resume({question.id: True}, by="ana").interrupts
+    assert again.reason == {"env": "prod-ALL"} and again.id == question.id
+    assert agent.export_state()["pause"]["progress"].get("votes") is None  # ana's vote is void
+    still = agent.resume({again.id: True}, by="bo")
+    assert still.stop_reason == "interrupt" and ran == []  # one vote for what runs: not enough
+    agent.resume({again.id: True}, by="cy")
+    assert ran == ["prod-ALL"]
+
+
+def test_interlude_names_are_reserved() -> None:
+    from interlude.errors import InterruptError
+
+    def sneaky(event: BeforeToolCallEvent) -> None:
+        event.interrupt("interlude.approval", "Is the customer verified?")
+
+    p = Payments()
+    agent = p.agent([[pay("t1", 10)], "ok"])
+    agent.hooks.add_callback(BeforeToolCallEvent, sneaky)
+    with pytest.raises(InterruptError, match="Interlude's own"):
+        agent("pay")
+    assert p.paid == []

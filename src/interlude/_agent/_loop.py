@@ -533,12 +533,12 @@ class Run:
     def _pause(self, paused: _Paused) -> AgentResult:
         self.commit()  # the conversation as the run left it
         progress = self.progress
-        if progress.votes:  # only the votes for questions still asked
+        if progress.votes:  # only the votes for questions still asked, as they were shown
             from types import MappingProxyType
 
-            pending = {q.id for q in paused.interrupts}
-            votes = {k: v for k, v in progress.votes.items() if k in pending}
-            self.progress = progress = progress.but(votes=MappingProxyType(votes))
+            self.progress = progress = progress.but(
+                votes=MappingProxyType(_standing_votes(progress.votes, paused.interrupts, self))
+            )
         self.agent._commit(self.agent._state.at(Position(paused.step, paused.interrupts, progress)))
         if self.emit is not None:
             for interrupt in paused.interrupts:
@@ -582,6 +582,22 @@ class Run:
     async def call_model(self) -> ModelResponse:
         """One model call, through the agent's executor."""
         return await self.spec.executor.call_model(self.model_call())
+
+
+def _standing_votes(votes: Mapping[str, Any], asked: list[Interrupt], run: Run) -> dict[str, Any]:
+    """The votes that still count: for questions asked again, showing what the voters were
+    shown (the digest their audit entries keep); a question that changed starts over."""
+    pending = {q.id: q for q in asked}
+    audit = run.agent._state.audit
+    kept = {}
+    for iid, vote in votes.items():
+        question = pending.get(iid)
+        if question is None:
+            continue
+        shown = next((e.shown for e in reversed(audit) if e.interrupt_id == iid and e.vote), None)
+        if shown is None or shown == question.digest:
+            kept[iid] = vote
+    return kept
 
 
 def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> tuple[ToolCall, ...]:
