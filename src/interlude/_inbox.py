@@ -313,5 +313,5 @@ def _view(
         running=live,
         stopped=not live and (journal or marker is not None),
         votes={} if progress is None else dict(progress.votes),
-        decisions=remembered_decisions(loaded.audit, run, key is not None),
+        decisions=remembered_decisions(loaded.audit, run, key is not None, loaded.messages),
     )

@@ -522,3 +522,18 @@ def test_interlude_names_are_reserved() -> None:
     with pytest.raises(InterruptError, match="Interlude's own"):
         agent("pay")
     assert p.paid == []
+
+
+def test_a_signed_decision_copied_from_another_session_does_not_count() -> None:
+    key = b"k" * 32
+    p = Payments()
+    a = p.agent([[pay("t1", 5)], "ok"], signing_key=key)
+    [question] = a("pay").interrupts
+    a.resume({question.id: {"approve": True, "remember": "session"}}, by="ana")
+    assert a.decisions == {"pay": {"approve": True, "scope": "session"}}
+    other = p.agent([[pay("t9", 777)], "ok"], signing_key=key)
+    state = other.export_state()
+    state["audit"] = [a.export_state()["audit"][0]]  # a signed entry, from another session
+    other.import_state(state)
+    assert other.decisions == {}
+    assert other("pay").stop_reason == "interrupt" and p.paid == [(5, "bob")]

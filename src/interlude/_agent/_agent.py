@@ -491,7 +491,7 @@ class Agent:
 
         state = self._loaded()
         run = {} if state.position is None else state.position.progress.decisions
-        return remembered_decisions(state.audit, run, self._key is not None)
+        return remembered_decisions(state.audit, run, self._key is not None, state.messages)
 
     def forget_decisions(self, tool: str | None = None, *, by: str | None = None) -> None:
         """Forget the remembered approval decisions (``tool``'s, or all of them): the next

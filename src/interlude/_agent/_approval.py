@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._audit import AuditEntry
 from .._interrupt import Interrupt, _uuid5, interrupt_id
-from .._messages import JsonValue, Text, ToolResult, ToolUse
+from .._messages import JsonValue, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
@@ -176,11 +176,13 @@ def edited_note(result: ToolResult, tool_input: Mapping[str, JsonValue]) -> Tool
 
 
 def session_decisions(
-    audit: Sequence[AuditEntry], signed: bool
+    audit: Sequence[AuditEntry], signed: bool, conversation: Sequence[Message] = ()
 ) -> dict[str, tuple[bool, str | None]]:
     """The decisions the audit trail remembers for the session: tool name -> (approve, the
-    person's note). With ``signed`` (the agent has a signing key), only signed entries
-    count."""
+    person's note). With ``signed`` (the agent has a signing key), only signed entries count,
+    and only those about a call of this ``conversation`` (an entry copied in from another
+    session is about none of its calls)."""
+    calls = _call_ids(conversation) if signed else None
     out: dict[str, tuple[bool, str | None]] = {}
     for entry in audit:
         if signed and not (entry.chain or "").startswith("hmac-sha256:"):
@@ -195,10 +197,29 @@ def session_decisions(
             entry.tool is not None
             and isinstance(entry.answer, Mapping)
             and entry.answer.get("remember") == "session"
+            and (calls is None or _call_of(entry.interrupt_id) in calls)
         ):
             decision = decision_of(entry.answer)
             out[entry.tool] = (decision.approve, decision.note)
     return out
+
+
+def _call_ids(conversation: Sequence[Message]) -> set[str]:
+    """The ids of the tool calls in ``conversation`` (the model's own)."""
+    return {
+        block.id
+        for message in conversation
+        if message.role == "assistant"
+        for block in message.content
+        if isinstance(block, ToolUse)
+    }
+
+
+def _call_of(iid: str) -> str:
+    """The model's id of the tool call an approval question id is about."""
+    scope = iid.split(":", 2)[-1][:-37]  # v1:before_tool_call:<scope>:<uuid>
+    head, sep, tail = scope.rpartition("#")
+    return head if sep and tail.isdigit() else scope
 
 
 def run_decisions(
@@ -226,11 +247,12 @@ def remembered_decisions(
     audit: Sequence[AuditEntry],
     run: Mapping[str, tuple[bool, str | None]],
     signed: bool,
+    conversation: Sequence[Message] = (),
 ) -> dict[str, dict[str, JsonValue]]:
     """The decisions remembered now, by tool name: ``{"approve", "scope": "run" | "session",
     "note"?}``, from the session's audit trail and a paused run's own ``run`` decisions (which
-    win); with ``signed``, only signed audit entries count."""
-    found = [("session", session_decisions(audit, signed)), ("run", dict(run))]
+    win); with ``signed``, only signed audit entries about calls of ``conversation`` count."""
+    found = [("session", session_decisions(audit, signed, conversation)), ("run", dict(run))]
     out: dict[str, dict[str, JsonValue]] = {}
     for scope, decisions in found:
         for tool, (approve, note) in decisions.items():

@@ -177,7 +177,7 @@ class Run:
 
             cached = self.decisions = (
                 len(audit),
-                session_decisions(audit, bool(self.identity.key)),
+                session_decisions(audit, bool(self.identity.key), self.messages),
             )
         return cached[1]
 
