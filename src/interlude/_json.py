@@ -34,11 +34,21 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is too large for a float")
+    return value
+
+
 def loads(text: str | bytes | bytearray, *, constants: bool = True) -> Any:
     """``json.loads``, refusing an object with a duplicate key (DuplicateKeyError); with
-    ``constants=False`` also the non-standard NaN and Infinity (ValueError: a model's tool
+    ``constants=False`` also the non-standard NaN and Infinity, and numbers too large for a
+    float (ValueError: a model's tool
     arguments, which no provider or person can be shown as JSON). Stores keep reading them:
     their round trip is exact."""
     if constants:
         return json.loads(text, object_pairs_hook=_object)
-    return json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
+    return json.loads(
+        text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_finite
+    )

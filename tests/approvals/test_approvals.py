@@ -537,3 +537,58 @@ def test_a_signed_decision_copied_from_another_session_does_not_count() -> None:
     other.import_state(state)
     assert other.decisions == {}
     assert other("pay").stop_reason == "interrupt" and p.paid == [(5, "bob")]
+
+
+def test_a_message_at_a_pause_on_the_final_reply_is_answered() -> None:
+    from interlude.hooks import MessageAddedEvent
+
+    def review(event: MessageAddedEvent) -> None:
+        if event.message.role == "assistant" and not event.message.tool_uses:
+            event.interrupt("review")
+
+    model = ScriptedModel(["draft", "shorter"])
+    agent = Agent(model)
+    agent.hooks.add_callback(MessageAddedEvent, review)
+    [question] = agent("write").interrupts
+    paused = agent.resume({question.id: True}, message="Make it shorter.")
+    assert model.requests[1].messages[-1] == Message("user", [Text("Make it shorter.")])
+    [again] = paused.interrupts  # the new reply is reviewed too
+    assert str(agent.resume({again.id: True})) == "shorter"
+
+
+def test_a_message_at_a_before_model_pause_does_not_ask_again() -> None:
+    asked: list[int] = []
+
+    def gate(event: BeforeModelCallEvent) -> None:
+        asked.append(len(event.agent.messages))
+        event.interrupt("go")
+
+    model = ScriptedModel(["hello"])
+    agent = Agent(model)
+    agent.hooks.add_callback(BeforeModelCallEvent, gate)
+    [question] = agent("hi").interrupts
+    done = agent.resume({question.id: True}, message="Be brief.")
+    assert str(done) == "hello" and len(agent.audit) == 1  # answered once, not asked again
+    assert [m.content for m in model.requests[0].messages] == [[Text("hi")], [Text("Be brief.")]]
+
+
+def test_a_float_too_large_in_the_arguments_makes_them_unreadable() -> None:
+    from interlude.models import ModelStop, TextDelta, ToolUseDelta, ToolUseStart
+
+    p = Payments()
+
+    class Raw:  # a provider adapter's events, as they stream
+        async def stream(self, messages: Any, tool_specs: Any, system_prompt: Any, **kw: Any):
+            if len(messages) > 1:
+                yield TextDelta("ok")
+                yield ModelStop("end_turn")
+                return
+            yield ToolUseStart("t1", "pay")
+            yield ToolUseDelta("t1", '{"amount": 1e999, "to": "bob"}')
+            yield ModelStop("tool_use")
+
+    agent = Agent(Raw(), tools=p.tools)
+    result = agent("pay")
+    assert result.stop_reason == "end_turn" and p.paid == []  # no question, no run
+    [bad] = results(agent, 2)
+    assert bad.status == "error" and "not valid JSON" in bad.text

@@ -331,8 +331,6 @@ class Run:
 
     async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
         agent = self.agent
-        if self.progress.message is not None:  # sent with answers: the model sees it first
-            return await self.append(Message("user", []), step)
         limit = self.spec.max_cycles
         if self.progress.cycles >= limit:
             raise CycleLimitError(
@@ -343,6 +341,8 @@ class Run:
             _, asked = await self.ask(BeforeModelCallEvent, scope, replay, agent)
             if asked:
                 return _Paused(step, asked)
+        if self.progress.message is not None:  # sent with answers: the model sees it first
+            self._send_message()
         if self.journal is not None:
             await self.checkpoint()
         self.progressed = True
@@ -479,6 +479,8 @@ class Run:
         return await self.append(close_batch(batch, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
+        if self.progress.message is not None:  # sent with answers: the model answers it
+            return BeforeModelCall()
         if not self.hooks.has_callbacks(AfterInvocationEvent):
             return step.result
         scope = f"m{len(self.messages) - 1}"
@@ -491,6 +493,18 @@ class Run:
         return event.result
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def _send_message(self) -> None:
+        """Add the text a person sent with their answers as a user message, right before the
+        model call its before-model hooks have already passed (so they are not asked again
+        about a conversation one message longer); saved with the checkpoint that follows."""
+        progress = self.progress
+        assert progress.message is not None
+        message = Message("user", [Text(progress.message)])
+        self.progress = progress.but(message=None)
+        self.messages.append(message)
+        if self.emit is not None:
+            self.emit(MessageAppended(message))
 
     async def append(self, message: Message, then: Step) -> MessageAdded:
         """Append ``message``; the run then stands at its message-added step (one change, so
