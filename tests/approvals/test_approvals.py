@@ -592,3 +592,45 @@ def test_a_float_too_large_in_the_arguments_makes_them_unreadable() -> None:
     assert result.stop_reason == "end_turn" and p.paid == []  # no question, no run
     [bad] = results(agent, 2)
     assert bad.status == "error" and "not valid JSON" in bad.text
+
+
+def test_a_sub_agents_quorum_is_counted_once_at_the_top() -> None:
+    ran: list[str] = []
+
+    @tool
+    def deploy(env: str) -> str:
+        """Deploy."""
+        ran.append(env)
+        return "deployed"
+
+    def two(event: BeforeToolCallEvent) -> None:
+        if event.interrupt("deploy", {"env": "prod"}, quorum=2) is not True:
+            event.cancel("no")
+
+    helper = Agent(
+        ScriptedModel([[ToolUse("s1", "deploy", {"env": "prod"})], "Deployed."]),
+        tools=[deploy],
+        name="helper",
+    )
+    helper.hooks.add_callback(BeforeToolCallEvent, two)
+    lead = Agent(
+        ScriptedModel([[ToolUse("p1", "helper", {"prompt": "deploy"})], "Lead done."]),
+        tools=[helper.as_tool()],
+    )
+    [question] = lead("go").interrupts
+    assert lead.resume({question.id: True}, by="ana").stop_reason == "interrupt"
+    done = lead.resume({question.id: True}, by="bo")  # two people: it runs, once
+    assert str(done) == "Lead done." and ran == ["prod"]
+
+
+def test_a_sub_agents_edit_the_tool_refuses_is_refused_at_the_top() -> None:
+    sub = Agent(ScriptedModel([[ToolUse("s1", "refund", {"amount": 3})], "ok"]), tools=[refund])
+    lead = Agent(
+        ScriptedModel([[ToolUse("t1", "billing", {"prompt": "refund"})], "done"]),
+        tools=[sub.as_tool(name="billing", description="Refunds.")],
+    )
+    [question] = lead("go").interrupts
+    before = lead.export_state()
+    with pytest.raises(AnswerValidationError, match="must be positive"):
+        lead.resume({question.id: {"approve": True, "input": {"amount": -3}}})
+    assert lead.export_state() == before

@@ -73,6 +73,7 @@ def resume_plan(
     *,
     expiry_only: bool = False,
     message: str | None = None,
+    relayed: bool = False,
 ) -> Plan:
     """Where a resume of the paused ``agent`` starts, every answer checked first (see
     :meth:`Agent.resume_async`); ``expiry_only`` settles only the expired questions."""
@@ -112,7 +113,16 @@ def resume_plan(
             + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
         )
     p = pause.progress
-    answers, votes, audit = _count_votes(asked, answers, by, p.votes, now)
+    if relayed:  # a sub-agent's copy: its caller counted the votes, the answers are settled
+        answers = dict(answers)
+        votes = p.votes
+        who = "unknown" if by is None else by
+        audit = [
+            AuditEntry.of(asked[k], v, who, now, tool=approved_tool(asked[k]))
+            for k, v in answers.items()
+        ]
+    else:
+        answers, votes, audit = _count_votes(asked, answers, by, p.votes, now)
     merged = p.answers.with_answers(answers, asked)
     for i in expired:
         audit.append(AuditEntry.of_expiry(i, now))
@@ -211,6 +221,17 @@ def vote_problem(
     return None
 
 
+def _asking_tool(agent: Agent, question: Interrupt) -> Any:
+    """The tool a question is about, found through the sub-agents it came up from (``via``),
+    or None."""
+    tools: Any = agent._tools
+    for call in question.via:
+        sub = getattr(tools.get(call.name), "agent", None)
+        tools = getattr(sub, "_tools", {})
+    tool_use = question.tool_use
+    return None if tool_use is None else tools.get(tool_use.name)
+
+
 def _check_edits(
     agent: Agent, asked: Mapping[str, Interrupt], answers: Mapping[str, JsonValue]
 ) -> None:
@@ -220,13 +241,14 @@ def _check_edits(
 
     for key, value in answers.items():
         question = asked[key]
-        if not (is_approval(question) and isinstance(value, Mapping)):
+        relayed_approval = bool(question.via) and question.name == "approval"  # a sub-agent's
+        if not ((is_approval(question) or relayed_approval) and isinstance(value, Mapping)):
             continue
         edited = value.get("input")
         tool_use = question.tool_use
         if edited is None or tool_use is None:
             continue
-        validate = getattr(agent._tools.get(tool_use.name), "validate", None)
+        validate = getattr(_asking_tool(agent, question), "validate", None)
         if validate is None:
             continue
         from ..errors import ToolInputError

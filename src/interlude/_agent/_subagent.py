@@ -148,8 +148,11 @@ async def _carry_on(sub: Agent, context: ToolContext) -> AgentResult:
     with nothing new for it (the parent's resume answered other questions), it stays paused."""
     pending = sub.interrupts
     answers = context.relayed_answers(pending)
-    if answers:
-        return await sub.resume_async(answers, by=_answered_by(context, pending))
+    if answers:  # settled at the top (a quorum counted there): the copy takes them as given
+        from ._answering import resume_plan
+
+        plan = resume_plan(sub, answers, _answered_by(context, pending), relayed=True)
+        return await sub._start(plan, None)
     now = sub.clock()
     if any(q.expires_at is not None and q.expires_at <= now for q in pending):
         return await sub.resume_expired_async()
