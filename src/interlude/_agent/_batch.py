@@ -9,7 +9,6 @@ can save or read it; the functions here return the call as they left it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
@@ -20,6 +19,7 @@ from .._tools._context import ToolContext
 from ..errors import RetryLimitError
 from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ..models._assemble import INVALID_JSON_KEY
+from ._approving import approve, invalid_input, noted
 from ._executor import LOCAL, Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
 from ._state import ToolBatch, ToolCall
 
@@ -139,7 +139,7 @@ async def _before_and_body(
         asked_tool = run.spec.tools.get(call.tool_use.name)
         gated = getattr(asked_tool, "needs_approval", False) is not False
         if cancelled is None and asked_tool is not None and (hooked or gated):
-            cancelled = _invalid(asked_tool, call.tool_use)  # no one is asked about it
+            cancelled = invalid_input(asked_tool, call.tool_use)  # no one is asked about it
         if cancelled is None and hooked:
             call, interrupts, cancel_message = await _before(run, call, replay, approved)
             if interrupts:
@@ -149,7 +149,7 @@ async def _before_and_body(
             if call.active_use is not None:  # selected by hooks an earlier attempt had
                 call = call.but(active_use=None, tool=None, tool_name=None)
         if cancel_message is None and (hooked or gated):  # (hooks may select another tool)
-            call, interrupts, cancel_message = _approval(run, call)
+            call, interrupts, cancel_message = approve(run, call)
             if interrupts:
                 return run.put_call(call.but(phase="before")), interrupts
     # Else resumed after the body interrupted, or a person chose to run an in-doubt call
@@ -171,7 +171,7 @@ async def _before_and_body(
         if call.active_use is None:  # it did not start: the call as asked, and its tool
             call = _as_asked(run, call)
         elif call.active_use.input is not call.tool_use.input and cancel_message is None:
-            result = _noted(run, call, result)
+            result = noted(run, call, result)
         if not run.hooks.has_callbacks(AfterToolCallEvent) and not (
             run.journal is not None and run.in_flight
         ):  # done at once: no callbacks to see the result first, no save to keep it for
@@ -213,110 +213,6 @@ async def _before(
         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
     call = call.but(active_use=tool_use, tool=tool, tool_name=tool.name if tool else None)
     return call, [], cancel_message  # kept where the run stands with its next phase
-
-
-def _gated(tool: AgentTool) -> bool:
-    """Whether calls of ``tool`` may need approval (then their input is checked first)."""
-    return getattr(tool, "needs_approval", False) is not False
-
-
-def _invalid(tool: AgentTool, tool_use: ToolUse) -> str | None:
-    """Why the model's input cannot run ``tool`` (the error result it gets), or None: checked
-    before any hook or person is asked about the call, so no one approves a call that fails."""
-    raw = tool_use.input.get(INVALID_JSON_KEY)
-    if isinstance(raw, str) and len(tool_use.input) == 1:
-        return f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
-    validate = getattr(tool, "validate", None)
-    if validate is None:
-        return None
-    from ..errors import ToolInputError
-
-    try:
-        validate(tool_use.input)
-    except ToolInputError as exc:
-        return f"ToolInputError: {exc}"
-    return None
-
-
-def _approval(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt], str | None]:
-    """Approve the call about to run if its tool needs it: by an answer to its approval
-    question, or a remembered decision; else ask. Returns the call (with the input a person
-    gave, if they edited it), the question, and the error message of a declined call."""
-    if call.active_use is None:
-        use, tool = call.tool_use, run.spec.tools.get(call.tool_use.name)
-    else:
-        use, tool = call.active_use, _selected(run, call)
-    if tool is None or not _gated(tool):
-        return call, [], None
-    from ._approval import (
-        approval_id,
-        approval_question,
-        decision_of,
-        declined_message,
-        needs_approval,
-    )
-
-    if not needs_approval(tool, use.input):
-        return call, [], None
-    shown = ToolUse(use.id, tool.name, use.input)
-    iid = approval_id(call.tool_use.id)
-    answers = run.progress.answers
-    found, answer = answers.lookup(iid, shown)
-    if found:  # (a "remember" in it was applied as the resume started)
-        decision = decision_of(answer)
-    else:
-        remembered = _remembered(run, tool.name)
-        if remembered is None:
-            question = approval_question(shown, tool, answers.clock(), answers.asked.get(iid))
-            return call, [question], None
-        scope, approve, note = remembered
-        from .._audit import AuditEntry
-
-        asked = approval_question(shown, tool, answers.clock(), None)
-        run.record(
-            AuditEntry.of(
-                asked,
-                {"approve": approve, "remembered": scope},
-                f"decision:{scope}",
-                asked.raised_at,
-                tool=tool.name,
-            )
-        )
-        if not approve:
-            from ._approval import Decision
-
-            return call, [], declined_message(Decision(False, note=note), scope)
-        decision = None
-    if decision is not None and not decision.approve:
-        return call, [], declined_message(decision)
-    if decision is not None and decision.input is not None:
-        edited = ToolUse(call.tool_use.id, use.name, decision.input)  # type: ignore[arg-type]
-        call = call.but(active_use=edited, tool=tool, tool_name=tool.name)
-    return call, [], None
-
-
-def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool, str | None] | None:
-    """The decision remembered for ``tool_name``: ("run" or "session", approve, note), or
-    None."""
-    decision = run.progress.decisions.get(tool_name)
-    if decision is not None:
-        return "run", *decision
-    decision = run.session_decisions().get(tool_name)
-    if decision is not None:
-        return "session", *decision
-    return None
-
-
-def _noted(run: StepContext, call: ToolCall, result: ToolResult) -> ToolResult:
-    """The result of a call that ran with other input than the model's: said so if a person
-    edited it when approving (not when a hook changed it)."""
-    from ._approval import approval_id, edited_note
-
-    answer = run.progress.answers.values.get(approval_id(call.tool_use.id))
-    if isinstance(answer, Mapping) and answer.get("input") is not None:
-        assert call.active_use is not None
-        return edited_note(result, call.active_use.input)
-    return result
 
 
 async def _after(
@@ -655,6 +551,6 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
         assert isinstance(answer, dict)
         result = to_tool_result(call.active_use.id, answer["result"])
     if call.active_use.input != call.tool_use.input:  # a person's edit ran: say so
-        result = _noted(run, call, result)
+        result = noted(run, call, result)
     call = call.but(result=result, exception=None, cancel_message=None, phase="after")
     return run.put_call(call.but(checkpoint=None)), None

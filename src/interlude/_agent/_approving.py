@@ -1,0 +1,121 @@
+"""Approvals in a tool batch: the arguments checked before anyone is asked, then the approval
+of a call whose tool needs one (an answer, a remembered decision, or the question), and the
+note on a result that ran with a person's edit (see ``_approval`` for the rules and values)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .._audit import AuditEntry
+from .._interrupt import Interrupt
+from .._messages import ToolResult, ToolUse
+from ..models._assemble import INVALID_JSON_KEY
+from ._approval import (
+    Decision,
+    approval_id,
+    approval_question,
+    decision_of,
+    declined_message,
+    edited_note,
+    needs_approval,
+)
+from ._state import ToolCall
+
+if TYPE_CHECKING:
+    from .._tools._spec import AgentTool
+    from ._context import StepContext
+
+__all__ = ["approve", "gated", "invalid_input", "noted"]
+
+
+def gated(tool: AgentTool) -> bool:
+    """Whether calls of ``tool`` may need approval (then their input is checked first)."""
+    return getattr(tool, "needs_approval", False) is not False
+
+
+def invalid_input(tool: AgentTool, tool_use: ToolUse) -> str | None:
+    """Why the model's input cannot run ``tool`` (the error result it gets), or None: checked
+    before any hook or person is asked about the call, so no one approves a call that fails."""
+    raw = tool_use.input.get(INVALID_JSON_KEY)
+    if isinstance(raw, str) and len(tool_use.input) == 1:
+        return f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
+    validate = getattr(tool, "validate", None)
+    if validate is None:
+        return None
+    from ..errors import ToolInputError
+
+    try:
+        validate(tool_use.input)
+    except ToolInputError as exc:
+        return f"ToolInputError: {exc}"
+    return None
+
+
+def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt], str | None]:
+    """Approve the call about to run if its tool needs it: by an answer to its approval
+    question, or a remembered decision; else ask. Returns the call (with the input a person
+    gave, if they edited it), the question, and the error message of a declined call."""
+    if call.active_use is None:
+        use, tool = call.tool_use, run.spec.tools.get(call.tool_use.name)
+    else:
+        use, tool = call.active_use, call.tool
+        if tool is None and call.tool_name is not None:  # chosen in another process
+            tool = run.spec.tools.get(call.tool_name)
+    if tool is None or not gated(tool):
+        return call, [], None
+    if not needs_approval(tool, use.input):
+        return call, [], None
+    shown = ToolUse(use.id, tool.name, use.input)
+    iid = approval_id(call.tool_use.id)
+    answers = run.progress.answers
+    found, answer = answers.lookup(iid, shown)
+    if found:  # (a "remember" in it was applied as the resume started)
+        decision = decision_of(answer)
+    else:
+        remembered = _remembered(run, tool.name)
+        if remembered is None:
+            question = approval_question(shown, tool, answers.clock(), answers.asked.get(iid))
+            return call, [question], None
+        scope, approve, note = remembered
+        asked = approval_question(shown, tool, answers.clock(), None)
+        run.record(
+            AuditEntry.of(
+                asked,
+                {"approve": approve, "remembered": scope},
+                f"decision:{scope}",
+                asked.raised_at,
+                tool=tool.name,
+            )
+        )
+        if not approve:
+            return call, [], declined_message(Decision(False, note=note), scope)
+        decision = None
+    if decision is not None and not decision.approve:
+        return call, [], declined_message(decision)
+    if decision is not None and decision.input is not None:
+        edited = ToolUse(call.tool_use.id, use.name, decision.input)  # type: ignore[arg-type]
+        call = call.but(active_use=edited, tool=tool, tool_name=tool.name)
+    return call, [], None
+
+
+def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool, str | None] | None:
+    """The decision remembered for ``tool_name``: ("run" or "session", approve, note), or
+    None."""
+    decision = run.progress.decisions.get(tool_name)
+    if decision is not None:
+        return "run", *decision
+    decision = run.session_decisions().get(tool_name)
+    if decision is not None:
+        return "session", *decision
+    return None
+
+
+def noted(run: StepContext, call: ToolCall, result: ToolResult) -> ToolResult:
+    """The result of a call that ran with other input than the model's: said so if a person
+    edited it when approving (not when a hook changed it)."""
+    answer = run.progress.answers.values.get(approval_id(call.tool_use.id))
+    if isinstance(answer, Mapping) and answer.get("input") is not None:
+        assert call.active_use is not None
+        return edited_note(result, call.active_use.input)
+    return result
