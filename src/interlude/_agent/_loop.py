@@ -479,8 +479,8 @@ class Run:
         return await self.append(close_batch(batch, ""), BeforeModelCall())
 
     async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
-        if self.progress.message is not None:  # sent with answers: the model answers it
-            return BeforeModelCall()
+        if self.progress.message is not None:  # sent with answers: the model answers it (the
+            return BeforeModelCall()  # reply held for review is superseded by the next one)
         if not self.hooks.has_callbacks(AfterInvocationEvent):
             return step.result
         scope = f"m{len(self.messages) - 1}"
@@ -488,8 +488,6 @@ class Run:
         if asked:
             return _Paused(step, asked)
         assert event is not None
-        if self.progress.message is not None:  # sent with the answers: the model answers it
-            return BeforeModelCall()
         return event.result
 
     # --- helpers ------------------------------------------------------------------------------
