@@ -3,6 +3,7 @@ reading back what a store kept, and the rules of claiming and settling a deliver
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any, Literal, get_args
 
@@ -14,6 +15,7 @@ __all__ = [
     "CLOSING_EVENTS",
     "check_notifications",
     "due_order",
+    "notification_from_row",
     "read_notification",
     "settled",
 ]
@@ -94,6 +96,20 @@ def read_notification(raw: object, where: str) -> Notification:
         next_attempt_at=None if nxt is None else float(nxt),
         last_error=d["last_error"],
     )
+
+
+def notification_from_row(row: tuple[Any, ...]) -> Notification:
+    """A notification from a database row (id, session_id, interrupt_id, event, status,
+    attempts, next_attempt_at, created_at, last_error, payload JSON), checked; the SQL
+    stores' one reading of their outbox table."""
+    keys = ("id", "session_id", "interrupt_id", "event", "status", "attempts", "next_attempt_at")
+    data: dict[str, Any] = dict(zip(keys, row[:7], strict=True))
+    data["created_at"], data["last_error"] = row[7], row[8]
+    try:
+        data["payload"] = json.loads(row[9])
+    except (ValueError, TypeError, RecursionError):
+        data["payload"] = None  # reported as malformed by read_notification
+    return read_notification(data, "in the database")
 
 
 def due_order(n: Notification) -> tuple[float, str]:

@@ -8,7 +8,12 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ._outbox import CLOSING_EVENTS, check_notifications, read_notification, settled
+from ._outbox import (
+    CLOSING_EVENTS,
+    check_notifications,
+    notification_from_row,
+    settled,
+)
 from ._protocol import Notification, check_session_id
 
 if TYPE_CHECKING:
@@ -17,17 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["PostgresOutbox"]
 
 T = TypeVar("T")
-
-
-def _read(row: tuple[Any, ...]) -> Notification:
-    keys = ("id", "session_id", "interrupt_id", "event", "status", "attempts", "next_attempt_at")
-    data: dict[str, Any] = dict(zip(keys, row[:7], strict=True))
-    data["created_at"], data["last_error"] = row[7], row[8]
-    try:
-        data["payload"] = json.loads(row[9])
-    except (ValueError, TypeError, RecursionError):
-        data["payload"] = None  # reported as malformed below
-    return read_notification(data, "in the database")
 
 
 class PostgresOutbox:
@@ -68,7 +62,7 @@ class PostgresOutbox:
             "limit": None if limit is None else max(int(limit), 0),
         }
         rows = await self._run("claim notifications", self._rows, "claim_notes", params)
-        return [_read(r) for r in rows]
+        return [notification_from_row(r) for r in rows]
 
     async def settle_notification(
         self,
@@ -83,7 +77,7 @@ class PostgresOutbox:
                 row = conn.execute(self._sql["note"], {"id": notification_id}).fetchone()
                 if row is None:
                     return
-                n = settled(_read(row), outcome, retry_at, error)
+                n = settled(notification_from_row(row), outcome, retry_at, error)
                 params = n.to_dict()
                 params["next_at"] = params.pop("next_attempt_at")
                 conn.execute(self._sql["settle_note"], params)
@@ -93,7 +87,7 @@ class PostgresOutbox:
     async def open_questions(self, *, limit: int | None = None) -> list[Notification]:
         params = {"limit": None if limit is None else max(int(limit), 0)}
         rows = await self._run("list open questions", self._rows, "open_notes", params)
-        return [_read(r) for r in rows]
+        return [notification_from_row(r) for r in rows]
 
     async def notifications(self, session_id: str) -> list[Notification]:
         check_session_id(session_id)
@@ -103,7 +97,7 @@ class PostgresOutbox:
             "session_notes",
             {"id": session_id},
         )
-        return [_read(r) for r in rows]
+        return [notification_from_row(r) for r in rows]
 
     def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
         raise NotImplementedError

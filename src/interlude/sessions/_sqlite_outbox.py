@@ -10,7 +10,12 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Literal
 
-from ._outbox import CLOSING_EVENTS, check_notifications, read_notification, settled
+from ._outbox import (
+    CLOSING_EVENTS,
+    check_notifications,
+    notification_from_row,
+    settled,
+)
 from ._protocol import Notification, check_session_id
 
 __all__ = ["SQLiteOutbox"]
@@ -30,17 +35,6 @@ WHERE EXISTS (SELECT 1 FROM sessions WHERE id = :session_id)
 ON CONFLICT (id) DO NOTHING"""
 _CLOSE = """UPDATE notifications SET open = 0
 WHERE session_id = :session_id AND interrupt_id = :interrupt_id AND event = 'asked' AND open = 1"""
-
-
-def _read(row: tuple[Any, ...]) -> Notification:
-    keys = ("id", "session_id", "interrupt_id", "event", "status", "attempts", "next_attempt_at")
-    data: dict[str, Any] = dict(zip(keys, row[:7], strict=True))
-    data["created_at"], data["last_error"] = row[7], row[8]
-    try:
-        data["payload"] = json.loads(row[9])
-    except (ValueError, TypeError, RecursionError):
-        data["payload"] = None  # reported as malformed below
-    return read_notification(data, "in the database")
 
 
 class SQLiteOutbox:
@@ -77,7 +71,7 @@ class SQLiteOutbox:
                 "UPDATE notifications SET next_at = ? WHERE id = ?",
                 [(float(now) + lease, r[0]) for r in rows],
             )
-        return [replace(_read(r), next_attempt_at=float(now) + lease) for r in rows]
+        return [replace(notification_from_row(r), next_attempt_at=float(now) + lease) for r in rows]
 
     async def settle_notification(
         self,
@@ -93,7 +87,7 @@ class SQLiteOutbox:
             ).fetchone()
             if row is None:
                 return
-            n = settled(_read(row), outcome, retry_at, error)
+            n = settled(notification_from_row(row), outcome, retry_at, error)
             conn.execute(
                 "UPDATE notifications SET status = ?, attempts = ?, next_at = ?, last_error = ? "
                 "WHERE id = ?",
@@ -115,4 +109,4 @@ class SQLiteOutbox:
     def _select(self, where: str, params: tuple[Any, ...]) -> Iterator[Notification]:
         with self._transaction("BEGIN") as conn:
             rows = conn.execute(f"SELECT {_COLUMNS} FROM notifications {where}", params).fetchall()
-        return (_read(r) for r in rows)
+        return (notification_from_row(r) for r in rows)
