@@ -123,6 +123,11 @@ def noop_sync() -> str:
     return "ok"
 
 
+def _noop_inline() -> str:
+    """Do nothing, on the event loop."""
+    return "ok"
+
+
 class BeforeToolHook:
     def __init__(self, callback: HookCallback[BeforeToolCallEvent]) -> None:
         self.callback = callback
@@ -207,6 +212,14 @@ def bench_loop(reps: dict[int, int], blocks: int) -> tuple[list[Row], dict[str, 
     measures["sync, 10 cycles, SYNC tool (thread hop)"] = partial(
         time_sync, partial(loop_agent, 10, noop_sync), max(1, reps[10] // blocks), 10
     )
+    try:  # @tool(inline=True): a plain def on the loop (trees before issue 24 lack it)
+        noop_inline = tool(inline=True)(_noop_inline)
+    except TypeError:
+        pass
+    else:
+        measures["sync, 10 cycles, SYNC tool inline=True (no hop)"] = partial(
+            time_sync, partial(loop_agent, 10, noop_inline), max(1, reps[10] // blocks), 10
+        )
     found = in_blocks(measures, blocks)
     rows = [
         Row(name, samples, "us", CYCLE_TARGET_US if ", 10 cycle(s)," in name else None, medians)

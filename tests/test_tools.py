@@ -308,6 +308,50 @@ async def test_async_tool_is_awaited_on_the_loop():
     assert results_of(agent)[0].content == [Json(42)]
 
 
+async def test_inline_sync_tool_runs_on_the_loop_thread():
+    where = {}
+
+    @tool(inline=True)
+    def lookup(key: str, ctx: ToolContext) -> str:
+        """Reads a dict in memory."""
+        where["thread"] = threading.get_ident()
+        where["tool_use"] = ctx.tool_use.id
+        return {"a": "apple"}[key]
+
+    model = ScriptedModel([[ToolUse("t1", "lookup", {"key": "a"})], "done"])
+    agent = Agent(model, tools=[lookup])
+    await agent.invoke_async("go")
+    assert where == {"thread": threading.get_ident(), "tool_use": "t1"}
+    assert results_of(agent)[0].text == "apple"
+    assert lookup.inline and not tool(lambda: None).inline
+
+
+def test_inline_sync_tool_errors_and_invalid_input_are_results():
+    @tool(inline=True)
+    def divide(a: int, b: int) -> float:
+        """Divides."""
+        return a / b
+
+    model = ScriptedModel(
+        [[ToolUse("t1", "divide", {"a": 1, "b": 0}), ToolUse("t2", "divide", {"a": "x"})], "ok"]
+    )
+    agent = Agent(model, tools=[divide])
+    agent("go")
+    first, second = results_of(agent)
+    assert first.status == "error" and "division by zero" in first.text
+    assert second.status == "error" and "invalid arguments" in second.text
+
+
+def test_inline_is_refused_where_it_means_nothing():
+    async def fetch() -> str:
+        return "x"
+
+    with pytest.raises(ConfigurationError, match="inline=True is for a plain def"):
+        tool(inline=True)(fetch)
+    with pytest.raises(ConfigurationError, match="inline is True or False"):
+        tool(inline="yes")(lambda: None)  # type: ignore[arg-type]
+
+
 def test_tool_context_receives_tool_use_and_agent():
     seen = {}
 

@@ -65,6 +65,7 @@ class FunctionTool:
         description: str | None = None,
         idempotent: bool = False,
         needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
+        inline: bool = False,
     ) -> None:
         import inspect
 
@@ -82,6 +83,18 @@ class FunctionTool:
         self._name = name or fn.__name__
         self._description = description
         self._is_async = inspect.iscoroutinefunction(fn)
+        if not isinstance(inline, bool):
+            raise ConfigurationError(
+                f"tool {self._name!r}: inline is True or False, got {inline!r}"
+            )
+        if inline and self._is_async:
+            raise ConfigurationError(
+                f"tool {self._name!r}: inline=True is for a plain def; an async def already runs "
+                "on the event loop"
+            )
+        self.inline = inline
+        """Whether a plain ``def`` runs on the event loop itself (no worker thread): for tools
+        that return at once; one that blocks stalls every other call and the run's timers."""
         self._signature = inspect.signature(fn)
         self._context_param: str | None = None
         hints = _hints(fn)
@@ -153,6 +166,8 @@ class FunctionTool:
             kwargs[self._context_param] = context
         if self._is_async:
             value = await self.fn(**kwargs)
+        elif self.inline:
+            value = self.fn(**kwargs)
         else:
             import asyncio
 
@@ -211,6 +226,7 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
+    inline: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -220,6 +236,7 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
+    inline: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., description=...)``.
 
@@ -231,12 +248,19 @@ def tool(
     True) makes each call pause first with a question named ``"approval"``, answered ``True``,
     ``False`` or ``{"approve": ..., "input": ..., "remember": ..., "note": ...}`` (see
     docs/approvals.md).
+
+    A plain ``def`` runs in a worker thread, so a slow one never stalls the event loop; that
+    hop costs tens of microseconds per call. ``inline=True`` runs it on the loop instead, for
+    tools that return at once (a lookup in memory, a calculation): a tool that blocks (I/O,
+    ``time.sleep``) must not be inline. ``inline=True`` on an ``async def`` is a
+    ConfigurationError (it already runs on the loop).
     """
     options: dict[str, Any] = {
         "name": name,
         "description": description,
         "idempotent": idempotent,
         "needs_approval": needs_approval,
+        "inline": inline,
     }
     if fn is not None:
         return FunctionTool(fn, **options)
