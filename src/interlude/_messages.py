@@ -266,10 +266,13 @@ def message_from_dict(data: Any, where: str = "message") -> Message:
     role = d.get("role")
     if role not in ("user", "assistant"):
         raise StateFormatError(f"{where}.role: expected 'user' or 'assistant', got {_show(role)}")
-    blocks = [
-        block_from_dict(b, f"{where}.content[{i}]")
-        for i, b in enumerate(_list(d, "content", where))
-    ]
+    blocks: list[ContentBlock] = []
+    for i, b in enumerate(_list(d, "content", where)):
+        # The common case first, without building the block's name for an error message.
+        if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str:
+            blocks.append(Text(b["text"]))
+        else:
+            blocks.append(block_from_dict(b, f"{where}.content[{i}]"))
     return Message(role, blocks)
 
 
