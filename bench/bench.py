@@ -9,7 +9,8 @@ targets are the budgets the project holds itself to on an ordinary laptop. Secti
 b) loop cycles and c) pause + resume in memory, both also against the pre-journal baseline;
 d) SQLite and e) PostgreSQL round trips, f) PostgreSQL workers racing (bench/sessions.py);
 g) journaled cycles beside the raw SQLite commit and h) pause size after many approvals
-(bench/journal.py). bench/hotspots.py profiles one workload when a target fails.
+(bench/journal.py), i) a fresh resume after 10 and 1,000 messages (bench/resume.py).
+bench/hotspots.py profiles one workload when a target fails.
 """
 
 from __future__ import annotations
@@ -373,7 +374,7 @@ def _pause_reps(quick: bool) -> int:
     return 50 if quick else 400
 
 
-SECTIONS = ("import", "memory", "sessions", "journal")
+SECTIONS = ("import", "memory", "sessions", "journal", "resume")
 
 
 def main() -> None:
@@ -449,6 +450,10 @@ def main() -> None:
         import journal  # bench/journal.py: the step journal's figures
 
         journal.run(quick)
+    if "resume" in only:
+        import resume  # bench/resume.py: resume against history
+
+        resume.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
     sys.stdout = counter.out
     if counter.fails:
