@@ -3,8 +3,8 @@
 a) SQLite, one process: ``Inbox.record`` (what the API's submit does) and a ``Worker`` woken
    at once (as ``serve --worker`` does), from the record call to the tool's body having run;
    also through the HTTP API (the ASGI app in process) when the server extra is installed.
-b) PostgreSQL, 4 worker processes sharing N answered sessions: answers applied per second,
-   beside the raw INSERT + COMMIT figure measured on the same server.
+b) 1, 2, 4 and 8 worker processes sharing N answered sessions, on SQLite and PostgreSQL:
+   answers applied per second and collisions (bench/scaling.py), beside the targets.
 
 Run alone with  .venv/bin/python bench/inbox.py [--quick]
 """
@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -138,84 +136,24 @@ def bench_latency(n: int) -> list[Row]:
     return rows
 
 
-# --- PostgreSQL: 4 worker processes ------------------------------------------------------------
-
-_WORKER = """
-import asyncio, sys, time
-sys.path.insert(0, sys.argv[2])
-from inbox import app
-from interlude import Worker
-w = Worker(app, sys.argv[1], poll=0.02)
-async def main():
-    idle = 0
-    while idle < 5:
-        idle = 0 if await w.run_once() else idle + 1
-        await asyncio.sleep(0.02)
-    print(w.handled, w.conflicts, time.time())
-asyncio.run(main())
-"""
+# --- workers sharing a store: 1, 2, 4, 8 processes -------------------------------------------
 
 
-def bench_pg_workers(n: int) -> list[str]:
+def bench_scaling(quick: bool) -> list[str]:
+    """Answers applied per second and collisions by 1, 2, 4, 8 worker processes, on SQLite
+    and on PostgreSQL (skipped without a server), beside the issue's targets."""
+    import scaling
+
+    lines = []
+    n = 120 if quick else 600
+    rounds = scaling.scaling(scaling.sqlite_url, n)
+    lines += scaling.report(f"   SQLite (one file), {n} answered sessions per round:", rounds)
     try:
-        from interlude.sessions import PostgresStore
-
-        schema = f"bench_inbox_{os.getpid()}"
-        store = PostgresStore(PG_DSN, schema=schema)
+        rounds = scaling.scaling(scaling.postgres_url, n)
     except Exception as exc:  # no server or driver: say so
-        return [f"   PostgreSQL workers: skipped ({type(exc).__name__}: {exc})"]
-    import psycopg
-
-    try:
-        inbox = Inbox(store)
-        for sid, qid in _paused(store, n, "p"):
-            inbox.record(sid, {qid: True}, by="bench")
-        url = f"{PG_DSN}?schema={schema}"
-        here = str(Path(__file__).parent)
-        t0 = time.time()
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", _WORKER, url, here],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for _ in range(4)
-        ]
-        handled, conflicts, ends = 0, 0, []
-        for p in procs:
-            out, err = p.communicate(timeout=600)
-            if p.returncode != 0:
-                return [f"   PostgreSQL workers: a worker failed: {err.strip()[-300:]}"]
-            count, clashed, end = out.split()
-            handled += int(count)
-            conflicts += int(clashed)
-            ends.append(float(end))
-        idle_tail = 5 * 0.02  # each worker's last idle polls
-        seconds = max(ends) - t0 - idle_tail
-        left = len(inbox.pending())
-        with psycopg.connect(PG_DSN) as conn:
-            conn.execute(f'CREATE TABLE "{schema}".floor (id bigserial PRIMARY KEY, data text)')
-            conn.commit()
-            samples = []
-            for _ in range(200):
-                t = time.perf_counter()
-                conn.execute(f'INSERT INTO "{schema}".floor (data) VALUES (%s)', ("x" * 100,))
-                conn.commit()
-                samples.append((time.perf_counter() - t) * 1e3)
-        raw = statistics.median(samples)
-        return [
-            f"   {n} answered sessions, 4 worker processes: {handled / seconds:,.0f} answers/s "
-            f"({seconds:.2f} s incl. process start), {handled} applied, {left} still pending, "
-            f"{conflicts} times a worker found a session taken by another",
-            f"   raw INSERT + COMMIT on the same server: median {raw:.3f} ms "
-            f"({1e3 / raw:,.0f} commits/s on one connection); an applied answer costs a load, "
-            "the run's saves (claim, journal, final) and clearing the answer",
-        ]
-    finally:
-        store.close()
-        with psycopg.connect(PG_DSN, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        return [*lines, f"   PostgreSQL: skipped ({type(exc).__name__}: {exc})"]
+    lines += scaling.report(f"   PostgreSQL, {n} answered sessions per round:", rounds)
+    return lines
 
 
 def main() -> None:
@@ -229,8 +167,8 @@ def main() -> None:
         line = check(f"{row.name}: p50", row.median, LATENCY_TARGET_MS, "ms")
         print(line)
         failed += "FAIL" in line
-    print("\nj) answers per second, 4 workers on PostgreSQL")
-    for line in bench_pg_workers(200 if args.quick else 1000):
+    print("\nj) answers per second by 1, 2, 4 and 8 worker processes sharing a store")
+    for line in bench_scaling(args.quick):
         print(line)
     sys.exit(1 if failed else 0)
 

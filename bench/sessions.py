@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import multiprocessing as mp
 import os
 import statistics
 import tempfile
@@ -21,7 +20,6 @@ from typing import Any
 from common import Metered, Row, check, print_table
 
 from interlude import Agent, Message, Text, ToolUse, tool
-from interlude.errors import SessionConflictError
 from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import MemoryStore, SessionStore, SQLiteStore
 from interlude.testing import ScriptedModel
@@ -254,91 +252,6 @@ def report_postgres_round_trip(reps: int) -> None:
     print(check("a store save / a raw commit", per_save / commit, PG_SAVE_TARGET, "x"))
 
 
-# --- PostgreSQL: 4 workers resuming 1000 paused sessions ---------------------------------------
-
-
-def _pg_worker(dsn: str, schema: str, sids: list[str], queue: Any) -> None:
-    from interlude.sessions import PostgresStore
-
-    ran: list[str] = []
-
-    @tool
-    async def act(item: str) -> str:  # counts executions per tool use
-        """Act on an item.
-
-        Args:
-            item: The item.
-        """
-        ran.append(item)
-        return f"did {item}"
-
-    store = PostgresStore(dsn, schema=schema)
-    resumed = conflicts = 0
-    for sid in sids:
-        agent = agent_for(store, sid, ["done"], tools=[act])
-        if not agent.is_paused:
-            continue  # another worker finished it before this one loaded it
-        try:
-            agent.resume({agent.interrupts[0].id: True})
-            resumed += 1
-        except SessionConflictError:
-            conflicts += 1
-    store.close()
-    queue.put((resumed, conflicts, ran))
-
-
-def postgres_workers(sessions: int, workers: int = 4) -> dict[str, Any] | str:
-    try:
-        from interlude.sessions import PostgresStore
-
-        schema = f"bench_{os.getpid()}"
-        store = PostgresStore(PG_DSN, schema=schema)
-    except Exception as exc:  # no server or no driver: say so instead of failing the bench
-        return _skipped(exc)
-    try:
-        sids = [f"w{i}" for i in range(sessions)]
-        for sid in sids:
-            agent_for(store, sid, [[ToolUse("t1", "act", {"item": sid})]])("go")
-        ctx = mp.get_context("spawn")
-        queue = ctx.Queue()
-        # every worker walks all sessions, from a different starting point, so they collide
-        procs = [
-            ctx.Process(
-                target=_pg_worker,
-                args=(
-                    PG_DSN,
-                    schema,
-                    sids[k * sessions // workers :] + sids[: k * sessions // workers],
-                    queue,
-                ),
-            )
-            for k in range(workers)
-        ]
-        t0 = time.perf_counter()
-        for p in procs:
-            p.start()
-        results = [queue.get(timeout=600) for _ in procs]
-        elapsed = time.perf_counter() - t0
-        for p in procs:
-            p.join()
-        ran = [item for _, _, r in results for item in r]
-        resumed = sum(r for r, _, _ in results)
-        return {
-            "sessions": sessions,
-            "workers": workers,
-            "seconds": elapsed,
-            "resumes_per_s": resumed / elapsed,
-            "resumed": resumed,
-            "conflicts": sum(c for _, c, _ in results),
-            "tool_runs": len(ran),
-            "double_runs": len(ran) - len(set(ran)),
-            "pending_after": len(__import__("asyncio").run(store.pending_interrupts())),
-        }
-    finally:
-        _drop_schema(schema)
-        store.close()
-
-
 def _skipped(exc: Exception) -> str:
     detail = " ".join(str(exc).split())  # one line
     return f"skipped: PostgreSQL or its driver is not available ({type(exc).__name__}: {detail})"
@@ -366,18 +279,25 @@ def run(quick: bool) -> None:
             f"1,000 {long:,} B: ratio {ratio:.2f}  target <= {GROWTH_TARGET}x  {verdict}"
         )
     report_postgres_round_trip(30 if quick else 200)
-    pg = postgres_workers(200 if quick else 1000)
-    print("\nf) PostgresStore: 4 worker processes resuming paused sessions (all race for all)")
-    if isinstance(pg, str):
-        print(f"   {pg}")
-        return
-    verdict = "PASS" if pg["double_runs"] == 0 and pg["tool_runs"] == pg["sessions"] else "FAIL"
     print(
-        f"   {pg['sessions']} sessions, {pg['workers']} workers: {pg['resumes_per_s']:,.0f} "
-        f"resumes/s ({pg['seconds']:.2f} s), {pg['resumed']} resumed, {pg['conflicts']} lost "
-        f"races (SessionConflictError), tool runs {pg['tool_runs']}, double runs "
-        f"{pg['double_runs']}, still pending {pg['pending_after']}  {verdict}"
+        "\nf) PostgresStore: 1, 2, 4 and 8 Worker processes applying recorded answers "
+        "(bench/scaling.py)"
     )
+    for line in postgres_scaling(200 if quick else 1000):
+        print(line)
+
+
+def postgres_scaling(sessions: int) -> list[str]:
+    """Section f: workers sharing a PostgreSQL store, against the raw 4-connection commit
+    ceiling measured on the same server (skipped without a server)."""
+    import scaling
+
+    try:
+        ceiling = scaling.pg_commit_ceiling()
+        rounds = scaling.scaling(scaling.postgres_url, sessions)
+    except Exception as exc:  # no server or no driver: say so instead of failing the bench
+        return [f"   {_skipped(exc)}"]
+    return scaling.report(f"   {sessions} answered sessions per round:", rounds, ceiling)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,17 @@ A worker asks the store which sessions have something to do (answers recorded by
 builds each one's agent through the operator's :class:`~interlude.App`, and applies it:
 ``resume`` with the recorded answers (as the person who gave them, checked against what they
 were shown), ``resume_expired``, or ``recover``. Many workers may share one store: a session's
-run claim lets exactly one of them run it; the others skip it. A recorded answer is removed by
+run claim lets exactly one of them run it; the others skip it. A store with ``reserves_work``
+also reserves the sessions it lists for the worker that asked (``sessions_to_resume(...,
+reserve_for=worker.id, lease=...)``), so workers sharing it take different sessions instead of
+racing for the oldest ones (see :attr:`Worker.reservation_lease`). A recorded answer is removed by
 the save that applies it (the resume's first commit), never before: a resume that fails leaves
 it recorded for the next try. Answers whose question is gone (settled, or refused) are dropped.
+
+A reservation ends when the session's run claims it (its first save), so it only spans the
+wait between listing and starting. A resume that failed before that leaves it to lapse: the
+session is tried again by the same worker after a back-off (``max(10 * poll, 5)`` seconds),
+and other workers pass it by meanwhile (if this worker stops, they take it once it lapses).
 
 A worker outlives its store's outages: a failing pass is retried with capped exponential backoff
 and jitter, each failure is logged once (and the recovery once), and only a
@@ -83,6 +91,7 @@ class Worker:
         concurrency: int = 4,
         clock: Callable[[], float] | None = None,
         max_backoff: float = 10.0,
+        worker_id: str | None = None,
     ) -> None:
         from .sessions import AnswerQueue, open_store
 
@@ -112,6 +121,13 @@ class Worker:
             from .notify import Notifier
 
             self.notifier = Notifier(self.store, notifications, clock=self.clock)
+        self.id = worker_id or _new_id()
+        """Whose reservations this worker's are (host, process and a random part, unless
+        given): unique among the workers sharing a store."""
+        self.reserves = bool(getattr(self.store, "reserves_work", False))
+        """Whether the store reserves the sessions it lists for this worker (else the worker
+        shuffles them, so workers sharing a store start on different ones)."""
+        self._per_session: float | None = None  # seconds a session takes (a moving average)
         self._backoff: dict[str, float] = {}
         self._wake: asyncio.Event | None = None
 
@@ -156,20 +172,48 @@ class Worker:
             await self.notifier.run_once()
         return done
 
+    @property
+    def reservation_lease(self) -> float:
+        """How long the sessions of one pass stay reserved for this worker (seconds).
+
+        A reservation only has to last from the listing until the session's run claims it
+        (its first save), and the last session of a pass starts after about
+        ``batch / concurrency`` sessions' time: the lease is twice that, from the average time
+        a session took so far, and at least ``MIN_LEASE`` (30 s before anything was timed;
+        at most ``MAX_LEASE``). A worker that dies holds its sessions that long at most."""
+        if self._per_session is None:
+            return 30.0
+        rounds = -(-self.batch // self.concurrency)
+        return min(MAX_LEASE, max(MIN_LEASE, 2 * rounds * self._per_session))
+
     async def _sessions_once(self) -> int:
         now = self.clock()
-        ids = await self.store.sessions_to_resume(now, limit=self.batch)
-        ids = [i for i in ids if self._backoff.get(i, 0.0) <= now]
-        import random
+        waiting = sum(1 for until in self._backoff.values() if until > now)
+        if self.reserves:  # the store hands each worker its own sessions: no shuffle needed
+            ids = await self.store.sessions_to_resume(
+                now,
+                limit=self.batch + waiting,  # sessions backing off do not take the batch's room
+                reserve_for=self.id,
+                lease=self.reservation_lease,
+            )
+        else:
+            ids = await self.store.sessions_to_resume(now, limit=self.batch + waiting)
+        ids = [i for i in ids if self._backoff.get(i, 0.0) <= now][: self.batch]
+        if not self.reserves:
+            import random
 
-        random.shuffle(ids)  # workers sharing a store start on different sessions
+            random.shuffle(ids)  # workers sharing a store start on different sessions
         import asyncio
 
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(session_id: str) -> bool:
             async with gate:
-                return await self._carry_on(session_id)
+                started = time.monotonic()
+                try:
+                    return await self._carry_on(session_id)
+                finally:
+                    self._timed(time.monotonic() - started)
 
         results = await asyncio.gather(*(one(i) for i in ids), return_exceptions=True)
         for r in results:  # a ConfigurationError, once every other session has finished
@@ -249,6 +293,11 @@ class Worker:
             worked = True
         return worked
 
+    def _timed(self, seconds: float) -> None:
+        """Fold one session's time into the moving average the lease is sized from."""
+        last = self._per_session
+        self._per_session = seconds if last is None else 0.8 * last + 0.2 * seconds
+
     def _failed(self, session_id: str, exc: BaseException) -> None:
         why = f"{type(exc).__name__}: {exc}"
         if self.failed.get(session_id) != why:  # the same failure again is not news
@@ -283,6 +332,21 @@ class Worker:
                 self.clock() - (h.failing_since or self.clock()),
             )
         self.health = WorkerHealth(ok=True, last_pass=self.clock())
+
+
+MIN_LEASE = 5.0
+"""The shortest reservation a worker asks for (seconds)."""
+MAX_LEASE = 600.0
+"""The longest reservation a worker asks for (seconds)."""
+
+
+def _new_id() -> str:
+    """A worker id unique among the workers sharing a store: host, process id, random part."""
+    import os
+    import secrets
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def _backoff(base: float, cap: float, health: WorkerHealth) -> float:

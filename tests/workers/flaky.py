@@ -29,8 +29,17 @@ class FlakyStore:
             raise SessionError("PostgreSQL failed to save: the connection was closed")
         return await self.inner.save(session_id, update)
 
-    async def sessions_to_resume(self, now: Any, *, limit: int | None = None) -> list[str]:
+    async def sessions_to_resume(
+        self,
+        now: Any,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
+    ) -> list[str]:
         if self.queries_fail:
             self.queries_fail -= 1
             raise self.error("PostgreSQL failed to list sessions to resume: server closed")
-        return await self.inner.sessions_to_resume(now, limit=limit)
+        return await self.inner.sessions_to_resume(
+            now, limit=limit, reserve_for=reserve_for, lease=lease
+        )

@@ -19,6 +19,7 @@ __all__ = [
     "read_answer",
     "read_answer_rows",
     "resume_order",
+    "reserved_by_other",
 ]
 
 
@@ -133,3 +134,13 @@ def resume_order(since: dict[str, float], limit: int | None) -> list[str]:
     """Session ids by the time their oldest work became due, then id, cut to ``limit``."""
     found = sorted(since, key=lambda sid: (since[sid], sid))
     return found if limit is None else found[:limit]
+
+
+def reserved_by_other(reservation: object, owner: str, now: float) -> bool:
+    """Whether a stored reservation (``{"owner", "until"}``, or None) keeps ``owner`` from a
+    session at ``now``: it is another owner's and has not lapsed (``until > now``). A
+    reservation that is not of that shape holds nobody off (it is advisory)."""
+    if not isinstance(reservation, dict):
+        return False
+    until = reservation.get("until")
+    return reservation.get("owner") != owner and _is_time(until) and until > now

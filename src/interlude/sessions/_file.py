@@ -26,6 +26,7 @@ from ._answers import (
     conflict,
     no_session,
     read_answer,
+    reserved_by_other,
     resume_order,
 )
 from ._file_format import (
@@ -59,6 +60,7 @@ __all__ = ["FileStore"]
 
 _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.json.tmp"
 _AUDIT, _ANSWERS, _ANSWERS_TEMP = "audit.jsonl", "answers.json", ".answers.json.tmp"
+_RESERVED, _RESERVED_TEMP = "reserved.json", ".reserved.json.tmp"  # a worker's reservation
 
 
 class FileStore(FileOutbox):
@@ -299,6 +301,9 @@ class FileStore(FileOutbox):
             self._replace_head(session_id, folder, dir_fd, text.encode())
             if update.applied_answers:
                 self._drop_answers(session_id, folder, dir_fd, set(update.applied_answers))
+            if update.claim is not None:  # the run's claim takes over from a reservation
+                with suppress(FileNotFoundError):
+                    os.unlink(_RESERVED, dir_fd=dir_fd)
         self.bytes_written += sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         self.bytes_written += sum(map(len, audit))
@@ -538,15 +543,59 @@ class FileStore(FileOutbox):
             if len(left) != len(kept):
                 self._write_answers(session_id, folder, dir_fd, last, left)
 
+    reserves_work = True
+    """:meth:`sessions_to_resume` reserves what it returns when given ``reserve_for``."""
+
     @store_errors
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
         work first (a scan of every session); unreadable sessions are named in
-        ``self.skipped``."""
+        ``self.skipped``. With ``reserve_for``, each session found is then taken in that
+        order, under its exclusive lock, unless another owner's reservation in its
+        ``reserved.json`` is live, until ``limit`` are reserved."""
         answered: dict[str, float] = {}
         claims: dict[str, float] = {}
         pending = self._pending(answered, claims)
-        due = resume_times(pending, answered, claims, float(epoch(now) or 0.0))
-        return resume_order(due, limit)
+        when = float(epoch(now) or 0.0)
+        due = resume_times(pending, answered, claims, when)
+        if reserve_for is None:
+            return resume_order(due, limit)
+        taken: list[str] = []
+        for sid in resume_order(due, None):
+            if limit is not None and len(taken) >= limit:
+                break
+            if self._reserve(sid, reserve_for, when + lease, when):
+                taken.append(sid)
+        return taken
+
+    def _reserve(self, session_id: str, owner: str, until: float, now: float) -> bool:
+        """Reserve the session for ``owner`` until ``until`` under its exclusive lock, unless
+        another owner holds it at ``now``; whether it was. A session gone meanwhile, or
+        unreadable, is not reserved."""
+        folder = self._folder(session_id)
+        try:
+            with self._locked(session_id, folder, exclusive=True, create=False) as dir_fd:
+                if dir_fd is None or not self._has_head(session_id, folder, dir_fd):
+                    return False
+                self._check_links(session_id, folder, dir_fd)
+                try:
+                    held = json.loads(read_in(session_id, folder, dir_fd, _RESERVED))
+                except FileNotFoundError:
+                    held = None
+                except ValueError:  # advisory: a damaged reservation holds nobody off
+                    held = None
+                if reserved_by_other(held, owner, now):
+                    return False
+                text = json.dumps({"owner": owner, "until": until}).encode()
+                names = (_RESERVED_TEMP, _RESERVED)
+                self._replace_head(session_id, folder, dir_fd, text, names)
+                return True
+        except SessionCorruptError:
+            return False

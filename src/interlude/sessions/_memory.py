@@ -17,6 +17,7 @@ from ._answers import (
     conflict,
     no_session,
     read_answer,
+    reserved_by_other,
     resume_order,
 )
 from ._outbox import CLOSING_EVENTS, check_notifications, due_order, read_notification, settled
@@ -50,6 +51,7 @@ class _Record:
     answers: list[tuple[int, str]] = field(default_factory=list)  # (seq, JSON text), by seq
     answer_seq: int = 0  # the highest seq ever given: a cleared seq is never reused
     notifications: dict[str, str] = field(default_factory=dict)  # id -> JSON text
+    reserved: dict[str, JsonValue] | None = None  # {"owner", "until"}: a worker's reservation
 
 
 def select_pending(entries: list[PendingInterrupt], query: PendingQuery) -> list[PendingInterrupt]:
@@ -149,6 +151,8 @@ class MemoryStore:
                 r = self._sessions[session_id] = _Record(0, update.format_version)
             r.messages.extend(messages)
             r.pause, r.claim, r.tools = pause, claim, list(update.tools)
+            if update.claim is not None:  # the run's claim takes over from a reservation
+                r.reserved = None
             if not keep:
                 r.pending = pending
             r.format_version = update.format_version
@@ -241,11 +245,21 @@ class MemoryStore:
             if r is not None:
                 r.answers = [(seq, t) for seq, t in r.answers if seq > upto_seq]
 
+    reserves_work = True
+    """:meth:`sessions_to_resume` reserves what it returns when given ``reserve_for``."""
+
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
-        work first; sessions whose entries cannot be read are named in ``self.skipped``."""
+        work first; sessions whose entries cannot be read are named in ``self.skipped``. With
+        ``reserve_for``, those returned are reserved for it until ``now + lease`` (under the
+        store's lock), passing by other owners' live reservations."""
         when = float(epoch(now) or 0.0)
         pending = self._pending()
         skipped = dict(self.skipped)
@@ -264,7 +278,27 @@ class MemoryStore:
             if expires is not None:
                 claims[sid] = expires
         self.skipped = tuple(sorted(skipped.items()))
-        return resume_order(resume_times(pending, answered, claims, when), limit)
+        due = resume_times(pending, answered, claims, when)
+        if reserve_for is None:
+            return resume_order(due, limit)
+        return self._reserve(resume_order(due, None), reserve_for, when, lease, limit)
+
+    def _reserve(
+        self, ordered: list[str], owner: str, now: float, lease: float, limit: int | None
+    ) -> list[str]:
+        """The first ``limit`` of ``ordered`` that no other owner holds, reserved for
+        ``owner`` until ``now + lease``, in one step under the lock."""
+        taken: list[str] = []
+        with self._lock:
+            for sid in ordered:
+                if limit is not None and len(taken) >= limit:
+                    break
+                r = self._sessions.get(sid)
+                if r is None or reserved_by_other(r.reserved, owner, now):
+                    continue
+                r.reserved = {"owner": owner, "until": now + lease}
+                taken.append(sid)
+        return taken
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
         check_session_id(session_id)

@@ -317,12 +317,28 @@ class AnswerQueue(Protocol):
         ...
 
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions a worker has something to do for: with recorded answers, with a pending
         question (as the saves' ``pending`` gave them) whose deadline is at or before ``now``,
         or with a run claim whose lease ran out before ``now`` (a run whose process died).
-        Oldest work first."""
+        Oldest work first, up to ``limit``.
+
+        With ``reserve_for`` (a worker's id), in the same transaction as the selection, each
+        session returned is reserved for that owner until ``now + lease``, and a session
+        another owner holds a reservation on that has not lapsed at ``now`` is passed by (so
+        ``limit`` counts the sessions returned, not those passed by); the same owner gets its
+        own reservations again (renewed). Without ``reserve_for``, reservations are ignored.
+        A reservation is advisory (the run claim on save still fences runs); it ends when a
+        save storing a run claim lands (the claim keeps others out from then on: a worker that
+        dies mid-run holds the session no longer than its claim), and goes with the session.
+        Only stores with ``reserves_work = True`` reserve; others take neither argument (a
+        :class:`~interlude.Worker` then shuffles what it gets instead)."""
         ...
 
 

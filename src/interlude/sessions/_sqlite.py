@@ -46,6 +46,8 @@ from ._sqlite_sql import (
     FILTERS,
     MIGRATIONS,
     PENDING_HEAD,
+    RESERVE,
+    TO_RESERVE,
     TO_RESUME,
     migrate,
     pending_rows,
@@ -327,7 +329,9 @@ class SQLiteStore(SQLiteOutbox):
             "UPDATE sessions SET version = version + 1, format_version = ?, "
             "state = coalesce(?, state), pause = ?, claim = ?, tools = ?, "
             "message_count = message_count + ?, updated_at = ?, "
-            "agent = coalesce(?, agent), claim_expires_at = ? "
+            "agent = coalesce(?, agent), claim_expires_at = ?, "
+            # a run's claim takes over from a worker's reservation
+            "reserved_until = CASE WHEN ? THEN NULL ELSE reserved_until END "
             "WHERE id = ? AND version = ? AND message_count = ?",
             (
                 row.format_version,
@@ -339,6 +343,7 @@ class SQLiteStore(SQLiteOutbox):
                 time.time(),
                 row.agent,
                 row.lease,
+                row.claim is not None,
                 session_id,
                 expected,
                 first,
@@ -568,14 +573,34 @@ class SQLiteStore(SQLiteOutbox):
                 "DELETE FROM answers WHERE session_id = ? AND seq <= ?", (session_id, upto_seq)
             )
 
+    reserves_work = True
+    """:meth:`sessions_to_resume` reserves what it returns when given ``reserve_for``."""
+
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
         work first: one query over the answers table and the indexed deadline and lease
-        columns."""
+        columns. With ``reserve_for``, the selection (less other owners' live reservations)
+        and the reservation of what it found are one ``BEGIN IMMEDIATE`` transaction, so
+        processes sharing the file never reserve the same session at once."""
         rows = None if limit is None or limit < 0 else int(limit)
-        params = {"now": float(epoch(now) or 0.0), "limit": -1 if rows is None else rows}
-        with self._transaction("BEGIN") as conn:
-            found = [r[0] for r in conn.execute(TO_RESUME, params)]
-        return found if limit is None else found[:limit]
+        when = float(epoch(now) or 0.0)
+        params = {"now": when, "limit": -1 if rows is None else rows}
+        if reserve_for is None:
+            with self._transaction("BEGIN") as conn:
+                found = [r[0] for r in conn.execute(TO_RESUME, params)]
+            return found if limit is None else found[:limit]
+        if limit is not None and limit <= 0:
+            return []
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            found = [r[0] for r in conn.execute(TO_RESERVE, params | {"owner": reserve_for})]
+            if found:
+                until = when + float(lease)
+                conn.execute(RESERVE, (reserve_for, until, json.dumps(found)))
+        return found

@@ -15,6 +15,8 @@ __all__ = [
     "FILTERS",
     "MIGRATIONS",
     "PENDING_HEAD",
+    "RESERVE",
+    "TO_RESERVE",
     "TO_RESUME",
     "migrate",
     "pending_rows",
@@ -106,12 +108,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX notifications_by_question ON notifications (session_id, interrupt_id)",
         "CREATE INDEX notifications_open ON notifications (created_at, id) WHERE open = 1",
     ),
+    (  # a worker's reservation of a session it selected (sessions_to_resume(reserve_for=))
+        "ALTER TABLE sessions ADD COLUMN reserved_by TEXT",
+        "ALTER TABLE sessions ADD COLUMN reserved_until REAL",
+    ),
 )
 
 # Sessions a worker has work for, each with when its oldest work became due: its first recorded
 # answer (SQLite takes a bare column from the row min() picks), its earliest overdue question, a
 # lapsed run claim.
-TO_RESUME = """SELECT id, min(due) AS due FROM (
+_DUE = """SELECT id, min(due) AS due FROM (
     SELECT session_id AS id, at AS due, min(seq) FROM answers GROUP BY session_id
     UNION ALL
     SELECT session_id, min(expires_at), NULL FROM pending
@@ -119,7 +125,16 @@ TO_RESUME = """SELECT id, min(due) AS due FROM (
     UNION ALL
     SELECT id, claim_expires_at, NULL FROM sessions
     WHERE claim_expires_at IS NOT NULL AND claim_expires_at <= :now
-) GROUP BY id ORDER BY due, id LIMIT :limit"""
+) GROUP BY id"""
+TO_RESUME = f"{_DUE} ORDER BY due, id LIMIT :limit"
+# The same, less the sessions another owner holds a live reservation on (for :owner to reserve
+# in the same transaction).
+TO_RESERVE = f"""SELECT d.id FROM ({_DUE}) AS d JOIN sessions s ON s.id = d.id
+WHERE s.reserved_by IS NULL OR s.reserved_by = :owner OR s.reserved_until IS NULL
+    OR s.reserved_until <= :now
+ORDER BY d.due, d.id LIMIT :limit"""
+RESERVE = """UPDATE sessions SET reserved_by = ?, reserved_until = ?
+WHERE id IN (SELECT value FROM json_each(?))"""
 PENDING_HEAD = (
     "SELECT p.session_id, CAST(p.data AS BLOB), s.agent FROM pending p "
     "LEFT JOIN sessions s ON s.id = p.session_id"

@@ -29,7 +29,10 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
 - ``AnswerQueue`` (optional): recorded answers (seq order, the first answer wins, cleared up
   to a seq that is never reused, gone with the session, untouched by saves but removed by the
   save that applies them, ``SessionUpdate.applied_answers``, corrupt ones reported) and the
-  sessions a worker has to resume.
+  sessions a worker has to resume. For a store with ``reserves_work = True``, the sessions
+  reserved for a worker as they are selected (``reserve_for=``): passed by other workers
+  until the lease lapses, the same worker's again, ignored by calls that do not reserve, and
+  never reserved for two processes at once.
 - ``NotificationOutbox`` (optional): notifications added once by id (only for sessions that
   exist), claimed when due (earliest first, each leased so other notifiers pass it by, due
   again when the lease runs out), settled (sent, retried later, failed for good, never
@@ -53,6 +56,7 @@ from ._deadlines import DeadlineChecks
 from ._outbox import OutboxChecks
 from ._pending import PendingChecks
 from ._processes import ProcessChecks
+from ._reserving import ReservationChecks
 from ._saving import SavingChecks
 from ._support import build_agent
 
@@ -61,6 +65,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
 class SessionStoreConformance(
+    ReservationChecks,
     OutboxChecks,
     CorruptionChecks,
     AnswerChecks,
