@@ -10,11 +10,10 @@ indexed columns.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
@@ -39,6 +38,7 @@ from ._answers import (
     read_answer_rows,
 )
 from ._postgres_outbox import PostgresOutbox
+from ._postgres_pools import LoopPool, LoopPools
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
@@ -54,7 +54,6 @@ from ._protocol import (
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
-    from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresStore"]
 
@@ -140,16 +139,31 @@ class PostgresStore(PostgresOutbox):
     pending interrupt. Saves are compare-and-swap transactions, safe across processes.
 
     The tables live in ``schema`` (created, and migrated forward, when the store opens; a
-    ``?schema=name`` parameter of a postgresql:// DSN names it too). Each
-    async method runs its database work on a pooled connection in a worker thread
-    (``asyncio.to_thread``), so it never blocks the event loop and works from any loop. The
-    constructor and ``close()`` block: they connect, migrate, and open or close the pool.
-    A cancelled save may still commit; load the session to see where it stands.
+    ``?schema=name`` parameter of a postgresql:// DSN names it too). The constructor and
+    ``close()`` block: the constructor connects once (sync) to migrate.
 
-    Pooled connections are checked before use, so those a server restart killed are replaced
-    rather than failing a call; a call waits at most ``pool_timeout`` seconds for a connection.
-    When the server cannot be reached (down, restarting, no connection within that time) calls
-    raise StoreUnavailableError (a SessionError), never "no such session".
+    Calls run on psycopg's async API, on the caller's event loop (no worker-thread hop). An
+    async connection belongs to one loop, so each loop the store is used from (the per-thread
+    loop of sync calls, ``asyncio.run``, a helper thread's loop, a worker's) gets its own small
+    pool, made at its first call, up to ``max_size`` connections (``min_size`` is accepted for
+    compatibility: connections open on demand). A pool whose loop has closed is dropped without
+    that loop; ``close()`` closes every pool's idle connections at once and the busy ones as
+    their calls end, never waiting on a loop. psycopg_pool's ``AsyncConnectionPool`` is not
+    used: it keeps tasks running on its loop until closed there (see ``_postgres_pools``).
+
+    A save is one statement, so one round trip and one transaction: the ``save_session``
+    function (migration 6) does the compare-and-swap and adds and removes the rows, and on a
+    conflict returns the session's version and message count, for the same
+    SessionConflictError messages. A load is one query. Connections prepare each statement at
+    its first use (``prepare_threshold=0``). A cancelled save may still commit; load the
+    session to see where it stands.
+
+    A pooled connection is checked before use without a round trip (its socket has nothing to
+    read while idle) and pinged, then replaced, when it has: so those a server restart killed
+    are replaced rather than failing a call. A call waits at most ``pool_timeout`` seconds for a
+    connection. When the server cannot be reached (down, restarting, no connection within that
+    time) calls raise StoreUnavailableError (a SessionError), never "no such session"; the next
+    call after an outage connects again at once.
 
     ``bytes_written`` counts the JSON bytes saved, as in MemoryStore.
     """
@@ -168,8 +182,8 @@ class PostgresStore(PostgresOutbox):
             raise ConfigurationError(f"pool_timeout is seconds > 0, got {pool_timeout!r}")
         try:
             import psycopg
+            import psycopg_pool  # noqa: F401 - its PoolTimeout: no connection in time
             from psycopg import conninfo, sql
-            from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise ConfigurationError(
                 f"PostgresStore needs psycopg 3 and psycopg-pool ({exc}): "
@@ -203,26 +217,15 @@ class PostgresStore(PostgresOutbox):
                 f"cannot open PostgreSQL session store at {shown!r}, schema {schema!r}: "
                 f"{_redact(str(exc)).strip()}"
             ) from None
-        self._pool: ConnectionPool = ConnectionPool(
-            dsn,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True, **timeout},
-            name=f"interlude-{schema}",
-            open=False,
-            timeout=pool_timeout,
-            check=ConnectionPool.check_connection,  # a restart's dead connections: replaced
-            # After an outage the pool's own reconnection backs off (1, 2, 4 ... s); giving it
-            # up soon lets the next call connect at once, so service resumes within seconds.
-            reconnect_timeout=max(pool_timeout, 1.0),
-        )
-        try:
-            self._pool.open(wait=True, timeout=30)
-        except psycopg.Error as exc:
-            self._pool.close()
-            raise SessionError(
-                f"cannot open a connection pool to {shown!r}: {_redact(str(exc)).strip()}"
-            ) from None
+        # Prepared at first use: the hot statements skip parsing and planning from the start.
+        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, **timeout}
+        if "application_name" not in params:  # to tell this store's connections apart
+            kwargs["application_name"] = f"interlude-{schema}"
+
+        async def connect() -> psycopg.AsyncConnection[Any]:
+            return await psycopg.AsyncConnection.connect(dsn, **kwargs)
+
+        self._pools = LoopPools(lambda: LoopPool(connect, max_size, pool_timeout))
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -240,11 +243,11 @@ class PostgresStore(PostgresOutbox):
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+    async def _run(self, what: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         if self._closed:
             raise SessionError("this PostgresStore is closed")
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await fn(*args)
         except SessionError:
             raise
         except self._down_errors as exc:  # unreachable, restarting, no connection in time
@@ -255,10 +258,11 @@ class PostgresStore(PostgresOutbox):
             raise SessionError(f"PostgreSQL failed to {what}: {_redact(str(exc)).strip()}") from exc
 
     def close(self) -> None:
-        """Close the pool (waits for connections in use to come back)."""
+        """Close the connections of every event loop's pool: idle ones now, those in use when
+        their call ends. Never waits on a loop (one may be closed, busy or gone)."""
         if not self._closed:
             self._closed = True
-            self._pool.close()
+            self._pools.close()
 
     def __enter__(self) -> PostgresStore:
         return self
@@ -272,9 +276,10 @@ class PostgresStore(PostgresOutbox):
         check_session_id(session_id)
         return await self._run(f"load session {session_id!r}", self._load, session_id)
 
-    def _load(self, session_id: str) -> StoredSession | None:
-        with self._pool.connection() as conn:
-            row = conn.execute(self._sql["load"], {"id": session_id}).fetchone()
+    async def _load(self, session_id: str) -> StoredSession | None:
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(self._sql["load"], {"id": session_id})
+            row = await cursor.fetchone()
         if row is None:
             return None
         version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
@@ -369,32 +374,19 @@ class PostgresStore(PostgresOutbox):
             self.bytes_written += size
         return version
 
-    def _save(self, p: dict[str, Any]) -> int:
-        # Plain round trips, not psycopg's pipeline mode: on a local server the pipeline's
-        # extra syncs cost more than the round trips they save (measured in bench/).
-        sid, q = p["id"], self._sql
+    async def _save(self, p: dict[str, Any]) -> int:
+        """One statement (migration 6's function): the compare-and-swap, the rows it adds and
+        removes, and on a conflict where the session stands, in one round trip."""
+        sid = p["id"]
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                if p["expected"] == 0:
-                    row = conn.execute(q["create"], {**p, "state": p["state"] or "{}"}).fetchone()
-                else:
-                    row = conn.execute(q["update"], p).fetchone()
-                if row is None or (p["expected"] == 0 and p["first"] != 0):
-                    current = conn.execute(q["current"], p).fetchone()
-                    raise self._conflict(sid, p, current if row is None else (0, 0))
-                if p["messages"]:
-                    conn.execute(q["append"], p)
-                if p["expected"] != 0 and not p["keep_pending"]:
-                    conn.execute(q["clear_pending"], p)
-                if p["ids"]:
-                    conn.execute(q["add_pending"], p)
-                if p["audit"]:
-                    conn.execute(q["add_audit"], p)
-                if p["applied"]:  # recorded answers this save applies: gone with it
-                    conn.execute(q["applied_answers"], p)
-                return int(row[0])
+            async with self._pools.connection() as conn:
+                cursor = await conn.execute(self._sql["save"], p)
+                row = await cursor.fetchone()
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
+        if row is None or row[0] is None:
+            raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
+        return int(row[0])
 
     @staticmethod
     def _conflict(
@@ -469,9 +461,10 @@ class PostgresStore(PostgresOutbox):
         check_session_id(session_id)
         return await self._run(f"read the audit of {session_id!r}", self._audit, session_id)
 
-    def _audit(self, session_id: str) -> list[dict[str, JsonValue]]:
-        with self._pool.connection() as conn:
-            rows = conn.execute(self._sql["audit"], {"id": session_id}).fetchall()
+    async def _audit(self, session_id: str) -> list[dict[str, JsonValue]]:
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(self._sql["audit"], {"id": session_id})
+            rows = await cursor.fetchall()
         return _audit_entries(session_id, rows)
 
     def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
@@ -482,13 +475,14 @@ class PostgresStore(PostgresOutbox):
         tail = b" AND ".join(where or [b"true"]) + PENDING_TAIL.encode()
         return self._sql["pending_head"] + tail, params
 
-    def _pending(
+    async def _pending(
         self, query: bytes, params: dict[str, Any]
     ) -> tuple[list[PendingInterrupt], dict[str, str], int]:
         """The readable pending interrupts, why each session's unreadable rows were left out,
         and how many rows there were."""
-        with self._pool.connection() as conn:
-            rows = conn.execute(query, params).fetchall()
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(query, params)
+            rows = await cursor.fetchall()
         found: list[PendingInterrupt] = []
         skipped: dict[str, str] = {}
         for sid, text, agent in rows:
@@ -508,19 +502,20 @@ class PostgresStore(PostgresOutbox):
     async def list_sessions(self) -> list[str]:
         return await self._run("list sessions", self._list)
 
-    def _list(self) -> list[str]:
-        with self._pool.connection() as conn:
-            return [row[0] for row in conn.execute(self._sql["list"])]
+    async def _list(self) -> list[str]:
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(self._sql["list"])
+            return [row[0] for row in await cursor.fetchall()]
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
         await self._run(f"delete session {session_id!r}", self._delete, session_id)
 
-    def _delete(self, session_id: str) -> None:
+    async def _delete(self, session_id: str) -> None:
         # Messages, pending and audit rows go with the session row (ON DELETE CASCADE), after
         # any save holding that row commits.
-        with self._pool.connection() as conn:
-            conn.execute(self._sql["delete"], {"id": session_id})
+        async with self._pools.connection() as conn:
+            await conn.execute(self._sql["delete"], {"id": session_id})
 
     # -- recorded answers, and what a worker has to do ------------------------------------------
 
@@ -544,20 +539,20 @@ class PostgresStore(PostgresOutbox):
             self.bytes_written += sum(map(len, params["data"]))
         return [read_answer(session_id, first + i, e) for i, e in enumerate(entries)]
 
-    def _record(self, p: dict[str, Any]) -> int:
+    async def _record(self, p: dict[str, Any]) -> int:
         """Store the answers; the seq of the first."""
         sid, q = p["id"], self._sql
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                row = conn.execute(q["answer_seq"], p).fetchone()
+            async with self._pools.connection() as conn, conn.transaction():
+                row = await (await conn.execute(q["answer_seq"], p)).fetchone()
                 if row is None:
                     raise no_session(sid)
-                taken = conn.execute(q["answer_taken"], p).fetchone()
+                taken = await (await conn.execute(q["answer_taken"], p)).fetchone()
                 if taken is not None:
                     raise conflict(sid, taken[0])
                 p["first"] = int(row[0]) - p["n"] + 1
                 if p["n"]:
-                    conn.execute(q["add_answers"], p)
+                    await conn.execute(q["add_answers"], p)
                 return int(p["first"])
         except self._integrity_error as exc:  # a row the seq counter did not account for
             raise _corrupt(sid, f"its answer rows clash with this call ({exc})") from exc
@@ -587,7 +582,7 @@ class PostgresStore(PostgresOutbox):
         ]
         return found if limit is None else found[:limit]
 
-    def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
-        with self._pool.connection() as conn:  # autocommit: one statement, one transaction
-            cursor = conn.execute(self._sql[statement], params)
-            return cursor.fetchall() if cursor.description else []
+    async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        async with self._pools.connection() as conn:  # autocommit: one statement, one transaction
+            cursor = await conn.execute(self._sql[statement], params)
+            return await cursor.fetchall() if cursor.description else []
