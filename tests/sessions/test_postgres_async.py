@@ -1,6 +1,7 @@
 """PostgresStore on psycopg's async API: one pool per event loop (sync calls, asyncio.run, a
 loop in another thread, in turn), close() with pools on closed or running loops, a save in one
-statement, and the migration to the save function with data in place."""
+statement, the migration to the save function with data in place, and work reserved for a
+worker by ``sessions_to_resume(reserve_for=...)``."""
 
 from __future__ import annotations
 
@@ -255,10 +256,10 @@ async def test_the_save_is_prepared_on_the_pooled_connection(store: PostgresStor
     assert any("save_session" in p for p in prepared)
 
 
-# --- migration 5 -> 6 with data in place -----------------------------------------------------
+# --- migration 5 -> 7 with data in place -----------------------------------------------------
 
 
-def test_a_schema_at_migration_5_gains_the_save_function() -> None:
+def test_a_schema_at_migration_5_gains_the_save_function_and_reservations() -> None:
     schema = unique_schema()
     try:
         import psycopg
@@ -299,6 +300,7 @@ def test_a_schema_at_migration_5_gains_the_save_function() -> None:
             assert asyncio.run(store.save("old", update(3, 1, [msg(1)]))) == 4
             after = asyncio.run(store.load("old"))
             assert after is not None and len(after.messages) == 2 and after.state == {"n": 1}
+            assert asyncio.run(store.sessions_to_resume(10.0, reserve_for="w")) == []
             with psycopg.connect(DSN) as conn:
                 done = conn.execute(
                     psql.SQL("SELECT version FROM {s}.interlude_migrations ORDER BY 1").format(
@@ -310,3 +312,55 @@ def test_a_schema_at_migration_5_gains_the_save_function() -> None:
             store.close()
     finally:
         drop_schema(schema)
+
+
+# --- work reserved for a worker --------------------------------------------------------------
+
+
+async def with_answers(store: PostgresStore, n: int) -> list[str]:
+    """``n`` sessions, each with a recorded answer at time i (so the oldest work is s000)."""
+    sids = [f"s{i:03}" for i in range(n)]
+    for i, sid in enumerate(sids):
+        await store.save(sid, update(0, 0, [msg(0)]))
+        await store.record_answers(sid, [answer("q", float(i))])
+    return sids
+
+
+async def test_reserved_work_goes_to_its_owner_until_the_lease_lapses(
+    store: PostgresStore,
+) -> None:
+    assert PostgresStore.reserves_work is True
+    sids = await with_answers(store, 5)
+    now = 100.0
+    first = await store.sessions_to_resume(now, limit=2, reserve_for="w1", lease=30)
+    assert first == sids[:2]  # oldest work first
+    assert await store.sessions_to_resume(now, reserve_for="w2", lease=30) == sids[2:]
+    assert await store.sessions_to_resume(now + 1, reserve_for="w3") == []  # all reserved
+    assert await store.sessions_to_resume(now + 1, reserve_for="w1", limit=5) == sids[:2]
+    assert await store.sessions_to_resume(now + 1) == sids  # without reserve_for: everything
+    assert await store.sessions_to_resume(now + 1, limit=3) == sids[:3]
+    lapsed = await store.sessions_to_resume(now + 31, reserve_for="w3", limit=3)
+    assert lapsed == sids[:3]  # w1's lapsed at 130, w2's too
+    assert await store.sessions_to_resume(now + 32, reserve_for="w2") == sids[3:]
+
+
+async def test_two_concurrent_reserving_calls_never_return_the_same_session(
+    request: pytest.FixtureRequest,
+) -> None:
+    a = make_store(request.addfinalizer)
+    b = PostgresStore(DSN, schema=a.schema)  # another pool: other connections
+    request.addfinalizer(b.close)
+    sids = await with_answers(a, 120)
+    for round_ in range(8):
+        now = 1000.0 + 100 * round_  # every earlier reservation has lapsed
+        limit = None if round_ % 2 else 50
+        got_a, got_b = await asyncio.gather(
+            a.sessions_to_resume(now, limit=limit, reserve_for="a", lease=10),
+            b.sessions_to_resume(now, limit=limit, reserve_for="b", lease=10),
+        )
+        assert not set(got_a) & set(got_b), round_
+        assert got_a == sorted(got_a) and got_b == sorted(got_b)  # oldest work first
+        if limit is None:
+            assert sorted(got_a + got_b) == sids  # each session went to one of them
+        else:
+            assert len(got_a) == len(got_b) == 50

@@ -165,6 +165,9 @@ class PostgresStore(PostgresOutbox):
     time) calls raise StoreUnavailableError (a SessionError), never "no such session"; the next
     call after an outage connects again at once.
 
+    ``sessions_to_resume(reserve_for=worker_id, lease=s)`` reserves what it returns for that
+    worker (``reserves_work``), in one ``UPDATE`` over rows picked ``FOR UPDATE SKIP LOCKED``.
+
     ``bytes_written`` counts the JSON bytes saved, as in MemoryStore.
     """
 
@@ -569,16 +572,37 @@ class PostgresStore(PostgresOutbox):
         params = {"id": session_id, "upto": int(upto_seq)}
         await self._run(f"clear the answers of {session_id!r}", self._rows, "clear_answers", params)
 
+    reserves_work = True
+    """:meth:`sessions_to_resume` can reserve what it returns for one worker
+    (``reserve_for=``), so that workers sharing the database take different sessions."""
+
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
-        work first: one query over the (small) answers table and two partial indexes."""
+        work first: one query over the (small) answers table and two partial indexes.
+
+        With ``reserve_for`` (a worker's id) the sessions returned are reserved for that owner
+        until ``now + lease``, in the same statement that picks them (rows locked with
+        ``FOR UPDATE SKIP LOCKED``): until then, a reserving call for another owner leaves them
+        out (the same owner may get them again). Calls without ``reserve_for`` ignore
+        reservations."""
         rows = None if limit is None or limit < 0 else int(limit)
-        params = {"now": float(epoch(now) or 0.0), "limit": rows}
+        at = float(epoch(now) or 0.0)
+        params: dict[str, Any] = {"now": at, "limit": rows}
+        statement = "to_resume"
+        if reserve_for is not None:
+            if not isinstance(reserve_for, str):
+                raise ConfigurationError(f"reserve_for is a worker id (str), got {reserve_for!r}")
+            params |= {"owner": reserve_for, "until": at + float(lease)}
+            statement = "to_resume_reserving"
         found = [
-            r[0]
-            for r in await self._run("list sessions to resume", self._rows, "to_resume", params)
+            r[0] for r in await self._run("list sessions to resume", self._rows, statement, params)
         ]
         return found if limit is None else found[:limit]
 

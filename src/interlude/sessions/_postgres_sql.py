@@ -163,6 +163,10 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             END IF;
         END $$""",
     ),
+    (  # work reserved for a worker by sessions_to_resume(reserve_for=...), until a deadline
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_by text",
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_until double precision",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -215,6 +219,24 @@ WORK = """SELECT id, min(due) AS due FROM (
     (SELECT id, claim_expires_at FROM {s}.sessions WHERE claim_expires_at <= %(now)s)
 ) work GROUP BY id"""
 TO_RESUME = WORK + " ORDER BY due, id LIMIT %(limit)s"
+# The same, reserving what it returns for %(owner)s until %(until)s, in one statement: the
+# session rows are locked as they are picked (oldest work first) and rows another call holds
+# are skipped; a row another call reserved meanwhile is checked again once locked (READ
+# COMMITTED re-reads it), so it is left out if that reservation has not lapsed.
+TO_RESUME_RESERVING = (
+    "WITH work AS ("
+    + WORK
+    + """),
+picked AS (
+    SELECT s.id, work.due FROM {s}.sessions s JOIN work ON work.id = s.id
+    WHERE s.reserved_until IS NULL OR s.reserved_until <= %(now)s OR s.reserved_by = %(owner)s
+    ORDER BY work.due, s.id LIMIT %(limit)s
+    FOR UPDATE OF s SKIP LOCKED),
+taken AS (
+    UPDATE {s}.sessions s SET reserved_by = %(owner)s, reserved_until = %(until)s
+    FROM picked WHERE s.id = picked.id RETURNING s.id, picked.due)
+SELECT id FROM taken ORDER BY due, id"""
+)
 NOTE_COLUMNS = """id, session_id, interrupt_id, event, status, attempts, next_at, created_at,
     last_error, payload"""
 # Closing events: interlude.sessions._protocol.CLOSING_EVENTS.
@@ -284,6 +306,7 @@ STATEMENTS: dict[str, LiteralString] = {
     "answers": ANSWERS,
     "clear_answers": CLEAR_ANSWERS,
     "to_resume": TO_RESUME,
+    "to_resume_reserving": TO_RESUME_RESERVING,
     "add_note": ADD_NOTE,
     "close_note": CLOSE_NOTE,
     "claim_notes": CLAIM_NOTES,
