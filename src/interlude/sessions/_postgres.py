@@ -11,12 +11,10 @@ indexed columns.
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote
 
 from .._interrupt import Interrupt
 from .._json import loads as strict_json
@@ -37,6 +35,8 @@ from ._answers import (
     read_answer,
     read_answer_rows,
 )
+from ._postgres_options import options as _options
+from ._postgres_options import redact as _redact
 from ._postgres_outbox import PostgresOutbox
 from ._postgres_pools import LoopPool, LoopPools
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
@@ -61,30 +61,6 @@ T = TypeVar("T")
 
 _MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
 
-_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-
-def _redact(text: str) -> str:
-    """``text`` (a DSN or an error naming one) with any password replaced by ``***``."""
-    text = re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
-    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", text, flags=re.I)
-
-
-def _split_schema(dsn: str, schema: str) -> tuple[str, str]:
-    """Take a ``schema=`` query parameter (unknown to libpq) out of a postgresql:// URL, so that
-    ``open_store`` URLs can name the schema; it must agree with an explicit ``schema``."""
-    base, sep, query = dsn.partition("?")
-    if not sep or not base.startswith(("postgresql://", "postgres://")):
-        return dsn, schema
-    pairs = [p for p in query.split("&") if p]
-    named = [unquote(p[len("schema=") :]) for p in pairs if p.startswith("schema=")]
-    if not named:
-        return dsn, schema
-    if schema not in ("interlude", named[-1]):
-        raise ConfigurationError(f"the DSN names schema {named[-1]!r} but schema={schema!r}")
-    rest = "&".join(p for p in pairs if not p.startswith("schema="))
-    return base + ("?" + rest if rest else ""), named[-1]
-
 
 def _load_json(text: str | None, what: str, session_id: str) -> Any:
     if text is None:
@@ -99,25 +75,6 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
 
 def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
     return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
-
-
-def _options(dsn: object, schema: str, min_size: int, max_size: int) -> tuple[str, str]:
-    """The DSN (without a ``schema`` parameter) and the schema a store is opened with;
-    ConfigurationError for a DSN that is not text, a bad schema name or bad pool sizes."""
-    if not isinstance(dsn, str):
-        raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
-    dsn, schema = _split_schema(dsn, schema)
-    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
-        raise ConfigurationError(
-            f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
-            "starting with a digit"
-        )
-    if not 0 <= min_size <= max_size or max_size < 1:
-        raise ConfigurationError(
-            f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
-            "0 <= min_size <= max_size and max_size >= 1"
-        )
-    return dsn, schema
 
 
 def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
@@ -154,8 +111,10 @@ class PostgresStore(PostgresOutbox):
     A save is one statement, so one round trip and one transaction: the ``save_session``
     function (migration 6) does the compare-and-swap and adds and removes the rows, and on a
     conflict returns the session's version and message count, for the same
-    SessionConflictError messages. A load is one query. Connections prepare each statement at
-    its first use (``prepare_threshold=0``). A cancelled save may still commit; load the
+    SessionConflictError messages; its parameters go in binary (no escaping of JSON texts) and
+    the arrays a save leaves empty are left out. A load is one query, read in binary (a long
+    conversation's ``text[]`` needs no unescaping). Connections prepare each statement at its
+    first use (``prepare_threshold=0``). A cancelled save may still commit; load the
     session to see where it stands.
 
     A pooled connection is checked before use without a round trip (its socket has nothing to
@@ -281,7 +240,8 @@ class PostgresStore(PostgresOutbox):
 
     async def _load(self, session_id: str) -> StoredSession | None:
         async with self._pools.connection() as conn:
-            cursor = await conn.execute(self._sql["load"], {"id": session_id})
+            # Binary results: a long conversation's text[] needs no unescaping (twice as fast).
+            cursor = await conn.execute(self._sql["load"], {"id": session_id}, binary=True)
             row = await cursor.fetchone()
         if row is None:
             return None
@@ -346,15 +306,18 @@ class PostgresStore(PostgresOutbox):
             raise StateFormatError(f"session {session_id!r}: pending interrupt ids repeat: {ids}")
         state = None if update.state is None else json.dumps(update.state)
         audit = audit_json(session_id, update.audit)
+        pause, claim = json.dumps(update.pause), json.dumps(update.claim)
+        applied = [int(seq) for seq in update.applied_answers]
+        filled = {"messages": messages, "ids": ids, "audit": audit, "applied": applied}
         params: dict[str, Any] = {
+            "statement": "save:" + ",".join(k for k, v in filled.items() if v),
             "id": session_id,
             "expected": update.expected_version,
             "first": update.first_index,
-            "added": len(messages),
             "fv": update.format_version,
             "state": state,
-            "pause": None if update.pause is None else json.dumps(update.pause),
-            "claim": None if update.claim is None else json.dumps(update.claim),
+            "pause": None if update.pause is None else pause,
+            "claim": None if update.claim is None else claim,
             "lease": claim_deadline(update.claim),  # indexed, for sessions_to_resume
             "tools": json.dumps(list(update.tools)),
             "messages": messages,
@@ -367,11 +330,11 @@ class PostgresStore(PostgresOutbox):
             "keep_pending": keep,
             "agent": update.agent,
             "audit": audit,
-            "applied": [int(seq) for seq in update.applied_answers],
+            "applied": applied,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
-        size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
-        size += len(json.dumps(update.claim)) + (0 if state is None else len(state))
+        size = sum(map(len, messages)) + len(pause) + sum(map(len, pending))
+        size += len(claim) + (0 if state is None else len(state))
         size += sum(map(len, audit))
         with self._lock:
             self.bytes_written += size
@@ -383,7 +346,7 @@ class PostgresStore(PostgresOutbox):
         sid = p["id"]
         try:
             async with self._pools.connection() as conn:
-                cursor = await conn.execute(self._sql["save"], p)
+                cursor = await conn.execute(self._sql[p["statement"]], p)
                 row = await cursor.fetchone()
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc

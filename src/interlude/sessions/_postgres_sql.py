@@ -107,9 +107,11 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         """CREATE FUNCTION {s}.save_session(
             p_id text, p_expected bigint, p_first int, p_fv int, p_state text, p_pause text,
             p_claim text, p_lease double precision, p_tools text, p_agent text,
-            p_messages text[], p_keep_pending boolean, p_ids text[], p_names text[],
-            p_tool_names text[], p_raised double precision[], p_expires double precision[],
-            p_data text[], p_audit text[], p_applied bigint[],
+            p_keep_pending boolean, p_messages text[] DEFAULT '{{}}',
+            p_ids text[] DEFAULT '{{}}', p_names text[] DEFAULT '{{}}',
+            p_tool_names text[] DEFAULT '{{}}', p_raised double precision[] DEFAULT '{{}}',
+            p_expires double precision[] DEFAULT '{{}}', p_data text[] DEFAULT '{{}}',
+            p_audit text[] DEFAULT '{{}}', p_applied bigint[] DEFAULT '{{}}',
             OUT saved bigint, OUT at_version bigint, OUT at_count int)
         LANGUAGE plpgsql AS $$
         BEGIN
@@ -179,12 +181,36 @@ LEFT JOIN LATERAL (
     FROM {s}.audit WHERE session_id = s.id) a ON true
 WHERE s.id = %(id)s"""
 # The whole save in one statement (one round trip, one transaction): migration 6's function.
-SAVE = """SELECT saved, at_version, at_count FROM {s}.save_session(%(id)s::text,
-    %(expected)s::bigint, %(first)s::int, %(fv)s::int, %(state)s::text, %(pause)s::text,
-    %(claim)s::text, %(lease)s::float8, %(tools)s::text, %(agent)s::text, %(messages)s::text[],
-    %(keep_pending)s::boolean, %(ids)s::text[], %(names)s::text[], %(tool_names)s::text[],
-    %(raised)s::float8[], %(expires)s::float8[], %(data)s::text[], %(audit)s::text[],
-    %(applied)s::bigint[])"""
+# Parameters go in binary (``%(x)b``: no escaping of the JSON texts), and the arrays a save
+# leaves empty are left out (the function's defaults), so no time goes to dumping them.
+SAVE_HEAD: LiteralString = """SELECT saved, at_version, at_count FROM {s}.save_session(
+    %(id)b::text, %(expected)b::bigint, %(first)b::int, %(fv)b::int, %(state)b::text,
+    %(pause)b::text, %(claim)b::text, %(lease)b::float8, %(tools)b::text, %(agent)b::text,
+    %(keep_pending)b::boolean"""
+SAVE_ARRAYS: dict[str, LiteralString] = {
+    "messages": ", p_messages => %(messages)b::text[]",
+    "ids": """, p_ids => %(ids)b::text[], p_names => %(names)b::text[],
+    p_tool_names => %(tool_names)b::text[], p_raised => %(raised)b::float8[],
+    p_expires => %(expires)b::float8[], p_data => %(data)b::text[]""",
+    "audit": ", p_audit => %(audit)b::text[]",
+    "applied": ", p_applied => %(applied)b::bigint[]",
+}
+
+
+def save_statements() -> dict[str, LiteralString]:
+    """The save call for each combination of non-empty arrays, named ``save:<arrays>``
+    (e.g. ``save:messages,audit``)."""
+    out: dict[str, LiteralString] = {}
+    names = list(SAVE_ARRAYS)
+    for mask in range(1 << len(names)):
+        chosen = [n for i, n in enumerate(names) if mask >> i & 1]
+        query: LiteralString = SAVE_HEAD
+        for name in chosen:
+            query += SAVE_ARRAYS[name]
+        out["save:" + ",".join(chosen)] = query + ")"
+    return out
+
+
 AUDIT = "SELECT seq, entry FROM {s}.audit WHERE session_id = %(id)s ORDER BY seq"
 # The agent comes from the session row (a scalar subquery keeps the plans on the pending index).
 PENDING_COLUMNS = """SELECT p.session_id, p.data,
@@ -294,7 +320,6 @@ FILTERS: dict[str, LiteralString] = {
 
 STATEMENTS: dict[str, LiteralString] = {
     "load": LOAD,
-    "save": SAVE,
     "list": LIST,
     "delete": DELETE,
     "pending_head": PENDING_HEAD,
@@ -314,7 +339,7 @@ STATEMENTS: dict[str, LiteralString] = {
     "settle_note": SETTLE_NOTE,
     "open_notes": OPEN_NOTES,
     "session_notes": SESSION_NOTES,
-}
+} | save_statements()
 
 
 def migrate(conn: psycopg.Connection[Any], s: sql.Identifier) -> None:
