@@ -10,14 +10,11 @@ indexed columns.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import unquote
 
 from .._interrupt import Interrupt
 from .._json import loads as strict_json
@@ -38,7 +35,10 @@ from ._answers import (
     read_answer,
     read_answer_rows,
 )
+from ._postgres_options import options as _options
+from ._postgres_options import redact as _redact
 from ._postgres_outbox import PostgresOutbox
+from ._postgres_pools import LoopPool, LoopPools
 from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrate
 from ._protocol import (
     PendingInterrupt,
@@ -54,37 +54,12 @@ from ._protocol import (
 if TYPE_CHECKING:
     import psycopg
     from psycopg import sql
-    from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
 _MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
-
-_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-
-
-def _redact(text: str) -> str:
-    """``text`` (a DSN or an error naming one) with any password replaced by ``***``."""
-    text = re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
-    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", text, flags=re.I)
-
-
-def _split_schema(dsn: str, schema: str) -> tuple[str, str]:
-    """Take a ``schema=`` query parameter (unknown to libpq) out of a postgresql:// URL, so that
-    ``open_store`` URLs can name the schema; it must agree with an explicit ``schema``."""
-    base, sep, query = dsn.partition("?")
-    if not sep or not base.startswith(("postgresql://", "postgres://")):
-        return dsn, schema
-    pairs = [p for p in query.split("&") if p]
-    named = [unquote(p[len("schema=") :]) for p in pairs if p.startswith("schema=")]
-    if not named:
-        return dsn, schema
-    if schema not in ("interlude", named[-1]):
-        raise ConfigurationError(f"the DSN names schema {named[-1]!r} but schema={schema!r}")
-    rest = "&".join(p for p in pairs if not p.startswith("schema="))
-    return base + ("?" + rest if rest else ""), named[-1]
 
 
 def _load_json(text: str | None, what: str, session_id: str) -> Any:
@@ -100,25 +75,6 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
 
 def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
     return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
-
-
-def _options(dsn: object, schema: str, min_size: int, max_size: int) -> tuple[str, str]:
-    """The DSN (without a ``schema`` parameter) and the schema a store is opened with;
-    ConfigurationError for a DSN that is not text, a bad schema name or bad pool sizes."""
-    if not isinstance(dsn, str):
-        raise ConfigurationError(f"a PostgreSQL DSN is a string, got {dsn!r}")
-    dsn, schema = _split_schema(dsn, schema)
-    if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
-        raise ConfigurationError(
-            f"invalid schema name {schema!r}: use 1-63 letters, digits or '_', not "
-            "starting with a digit"
-        )
-    if not 0 <= min_size <= max_size or max_size < 1:
-        raise ConfigurationError(
-            f"pool sizes min_size={min_size!r}, max_size={max_size!r}: need "
-            "0 <= min_size <= max_size and max_size >= 1"
-        )
-    return dsn, schema
 
 
 def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
@@ -140,16 +96,36 @@ class PostgresStore(PostgresOutbox):
     pending interrupt. Saves are compare-and-swap transactions, safe across processes.
 
     The tables live in ``schema`` (created, and migrated forward, when the store opens; a
-    ``?schema=name`` parameter of a postgresql:// DSN names it too). Each
-    async method runs its database work on a pooled connection in a worker thread
-    (``asyncio.to_thread``), so it never blocks the event loop and works from any loop. The
-    constructor and ``close()`` block: they connect, migrate, and open or close the pool.
-    A cancelled save may still commit; load the session to see where it stands.
+    ``?schema=name`` parameter of a postgresql:// DSN names it too). The constructor and
+    ``close()`` block: the constructor connects once (sync) to migrate.
 
-    Pooled connections are checked before use, so those a server restart killed are replaced
-    rather than failing a call; a call waits at most ``pool_timeout`` seconds for a connection.
-    When the server cannot be reached (down, restarting, no connection within that time) calls
-    raise StoreUnavailableError (a SessionError), never "no such session".
+    Calls run on psycopg's async API, on the caller's event loop (no worker-thread hop). An
+    async connection belongs to one loop, so each loop the store is used from (the per-thread
+    loop of sync calls, ``asyncio.run``, a helper thread's loop, a worker's) gets its own small
+    pool, made at its first call, up to ``max_size`` connections (``min_size`` is accepted for
+    compatibility: connections open on demand). A pool whose loop has closed is dropped without
+    that loop; ``close()`` closes every pool's idle connections at once and the busy ones as
+    their calls end, never waiting on a loop. psycopg_pool's ``AsyncConnectionPool`` is not
+    used: it keeps tasks running on its loop until closed there (see ``_postgres_pools``).
+
+    A save is one statement, so one round trip and one transaction: the ``save_session``
+    function (migration 6) does the compare-and-swap and adds and removes the rows, and on a
+    conflict returns the session's version and message count, for the same
+    SessionConflictError messages; its parameters go in binary (no escaping of JSON texts) and
+    the arrays a save leaves empty are left out. A load is one query, read in binary (a long
+    conversation's ``text[]`` needs no unescaping). Connections prepare each statement at its
+    first use (``prepare_threshold=0``). A cancelled save may still commit; load the
+    session to see where it stands.
+
+    A pooled connection is checked before use without a round trip (its socket has nothing to
+    read while idle) and pinged, then replaced, when it has: so those a server restart killed
+    are replaced rather than failing a call. A call waits at most ``pool_timeout`` seconds for a
+    connection. When the server cannot be reached (down, restarting, no connection within that
+    time) calls raise StoreUnavailableError (a SessionError), never "no such session"; the next
+    call after an outage connects again at once.
+
+    ``sessions_to_resume(reserve_for=worker_id, lease=s)`` reserves what it returns for that
+    worker (``reserves_work``), in one ``UPDATE`` over rows picked ``FOR UPDATE SKIP LOCKED``.
 
     ``bytes_written`` counts the JSON bytes saved, as in MemoryStore.
     """
@@ -168,8 +144,8 @@ class PostgresStore(PostgresOutbox):
             raise ConfigurationError(f"pool_timeout is seconds > 0, got {pool_timeout!r}")
         try:
             import psycopg
+            import psycopg_pool  # noqa: F401 - its PoolTimeout: no connection in time
             from psycopg import conninfo, sql
-            from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise ConfigurationError(
                 f"PostgresStore needs psycopg 3 and psycopg-pool ({exc}): "
@@ -203,26 +179,15 @@ class PostgresStore(PostgresOutbox):
                 f"cannot open PostgreSQL session store at {shown!r}, schema {schema!r}: "
                 f"{_redact(str(exc)).strip()}"
             ) from None
-        self._pool: ConnectionPool = ConnectionPool(
-            dsn,
-            min_size=min_size,
-            max_size=max_size,
-            kwargs={"autocommit": True, **timeout},
-            name=f"interlude-{schema}",
-            open=False,
-            timeout=pool_timeout,
-            check=ConnectionPool.check_connection,  # a restart's dead connections: replaced
-            # After an outage the pool's own reconnection backs off (1, 2, 4 ... s); giving it
-            # up soon lets the next call connect at once, so service resumes within seconds.
-            reconnect_timeout=max(pool_timeout, 1.0),
-        )
-        try:
-            self._pool.open(wait=True, timeout=30)
-        except psycopg.Error as exc:
-            self._pool.close()
-            raise SessionError(
-                f"cannot open a connection pool to {shown!r}: {_redact(str(exc)).strip()}"
-            ) from None
+        # Prepared at first use: the hot statements skip parsing and planning from the start.
+        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, **timeout}
+        if "application_name" not in params:  # to tell this store's connections apart
+            kwargs["application_name"] = f"interlude-{schema}"
+
+        async def connect() -> psycopg.AsyncConnection[Any]:
+            return await psycopg.AsyncConnection.connect(dsn, **kwargs)
+
+        self._pools = LoopPools(lambda: LoopPool(connect, max_size, pool_timeout))
 
     # -- setup ---------------------------------------------------------------------------------
 
@@ -240,11 +205,11 @@ class PostgresStore(PostgresOutbox):
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+    async def _run(self, what: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         if self._closed:
             raise SessionError("this PostgresStore is closed")
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await fn(*args)
         except SessionError:
             raise
         except self._down_errors as exc:  # unreachable, restarting, no connection in time
@@ -255,10 +220,11 @@ class PostgresStore(PostgresOutbox):
             raise SessionError(f"PostgreSQL failed to {what}: {_redact(str(exc)).strip()}") from exc
 
     def close(self) -> None:
-        """Close the pool (waits for connections in use to come back)."""
+        """Close the connections of every event loop's pool: idle ones now, those in use when
+        their call ends. Never waits on a loop (one may be closed, busy or gone)."""
         if not self._closed:
             self._closed = True
-            self._pool.close()
+            self._pools.close()
 
     def __enter__(self) -> PostgresStore:
         return self
@@ -272,9 +238,11 @@ class PostgresStore(PostgresOutbox):
         check_session_id(session_id)
         return await self._run(f"load session {session_id!r}", self._load, session_id)
 
-    def _load(self, session_id: str) -> StoredSession | None:
-        with self._pool.connection() as conn:
-            row = conn.execute(self._sql["load"], {"id": session_id}).fetchone()
+    async def _load(self, session_id: str) -> StoredSession | None:
+        async with self._pools.connection() as conn:
+            # Binary results: a long conversation's text[] needs no unescaping (twice as fast).
+            cursor = await conn.execute(self._sql["load"], {"id": session_id}, binary=True)
+            row = await cursor.fetchone()
         if row is None:
             return None
         version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
@@ -338,15 +306,18 @@ class PostgresStore(PostgresOutbox):
             raise StateFormatError(f"session {session_id!r}: pending interrupt ids repeat: {ids}")
         state = None if update.state is None else json.dumps(update.state)
         audit = audit_json(session_id, update.audit)
+        pause, claim = json.dumps(update.pause), json.dumps(update.claim)
+        applied = [int(seq) for seq in update.applied_answers]
+        filled = {"messages": messages, "ids": ids, "audit": audit, "applied": applied}
         params: dict[str, Any] = {
+            "statement": "save:" + ",".join(k for k, v in filled.items() if v),
             "id": session_id,
             "expected": update.expected_version,
             "first": update.first_index,
-            "added": len(messages),
             "fv": update.format_version,
             "state": state,
-            "pause": None if update.pause is None else json.dumps(update.pause),
-            "claim": None if update.claim is None else json.dumps(update.claim),
+            "pause": None if update.pause is None else pause,
+            "claim": None if update.claim is None else claim,
             "lease": claim_deadline(update.claim),  # indexed, for sessions_to_resume
             "tools": json.dumps(list(update.tools)),
             "messages": messages,
@@ -359,42 +330,29 @@ class PostgresStore(PostgresOutbox):
             "keep_pending": keep,
             "agent": update.agent,
             "audit": audit,
-            "applied": [int(seq) for seq in update.applied_answers],
+            "applied": applied,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
-        size = sum(map(len, messages)) + len(json.dumps(update.pause)) + sum(map(len, pending))
-        size += len(json.dumps(update.claim)) + (0 if state is None else len(state))
+        size = sum(map(len, messages)) + len(pause) + sum(map(len, pending))
+        size += len(claim) + (0 if state is None else len(state))
         size += sum(map(len, audit))
         with self._lock:
             self.bytes_written += size
         return version
 
-    def _save(self, p: dict[str, Any]) -> int:
-        # Plain round trips, not psycopg's pipeline mode: on a local server the pipeline's
-        # extra syncs cost more than the round trips they save (measured in bench/).
-        sid, q = p["id"], self._sql
+    async def _save(self, p: dict[str, Any]) -> int:
+        """One statement (migration 6's function): the compare-and-swap, the rows it adds and
+        removes, and on a conflict where the session stands, in one round trip."""
+        sid = p["id"]
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                if p["expected"] == 0:
-                    row = conn.execute(q["create"], {**p, "state": p["state"] or "{}"}).fetchone()
-                else:
-                    row = conn.execute(q["update"], p).fetchone()
-                if row is None or (p["expected"] == 0 and p["first"] != 0):
-                    current = conn.execute(q["current"], p).fetchone()
-                    raise self._conflict(sid, p, current if row is None else (0, 0))
-                if p["messages"]:
-                    conn.execute(q["append"], p)
-                if p["expected"] != 0 and not p["keep_pending"]:
-                    conn.execute(q["clear_pending"], p)
-                if p["ids"]:
-                    conn.execute(q["add_pending"], p)
-                if p["audit"]:
-                    conn.execute(q["add_audit"], p)
-                if p["applied"]:  # recorded answers this save applies: gone with it
-                    conn.execute(q["applied_answers"], p)
-                return int(row[0])
+            async with self._pools.connection() as conn:
+                cursor = await conn.execute(self._sql[p["statement"]], p)
+                row = await cursor.fetchone()
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
+        if row is None or row[0] is None:
+            raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
+        return int(row[0])
 
     @staticmethod
     def _conflict(
@@ -469,9 +427,10 @@ class PostgresStore(PostgresOutbox):
         check_session_id(session_id)
         return await self._run(f"read the audit of {session_id!r}", self._audit, session_id)
 
-    def _audit(self, session_id: str) -> list[dict[str, JsonValue]]:
-        with self._pool.connection() as conn:
-            rows = conn.execute(self._sql["audit"], {"id": session_id}).fetchall()
+    async def _audit(self, session_id: str) -> list[dict[str, JsonValue]]:
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(self._sql["audit"], {"id": session_id})
+            rows = await cursor.fetchall()
         return _audit_entries(session_id, rows)
 
     def _pending_query(self, **params: Any) -> tuple[bytes, dict[str, Any]]:
@@ -482,13 +441,14 @@ class PostgresStore(PostgresOutbox):
         tail = b" AND ".join(where or [b"true"]) + PENDING_TAIL.encode()
         return self._sql["pending_head"] + tail, params
 
-    def _pending(
+    async def _pending(
         self, query: bytes, params: dict[str, Any]
     ) -> tuple[list[PendingInterrupt], dict[str, str], int]:
         """The readable pending interrupts, why each session's unreadable rows were left out,
         and how many rows there were."""
-        with self._pool.connection() as conn:
-            rows = conn.execute(query, params).fetchall()
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(query, params)
+            rows = await cursor.fetchall()
         found: list[PendingInterrupt] = []
         skipped: dict[str, str] = {}
         for sid, text, agent in rows:
@@ -508,19 +468,20 @@ class PostgresStore(PostgresOutbox):
     async def list_sessions(self) -> list[str]:
         return await self._run("list sessions", self._list)
 
-    def _list(self) -> list[str]:
-        with self._pool.connection() as conn:
-            return [row[0] for row in conn.execute(self._sql["list"])]
+    async def _list(self) -> list[str]:
+        async with self._pools.connection() as conn:
+            cursor = await conn.execute(self._sql["list"])
+            return [row[0] for row in await cursor.fetchall()]
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
         await self._run(f"delete session {session_id!r}", self._delete, session_id)
 
-    def _delete(self, session_id: str) -> None:
+    async def _delete(self, session_id: str) -> None:
         # Messages, pending and audit rows go with the session row (ON DELETE CASCADE), after
         # any save holding that row commits.
-        with self._pool.connection() as conn:
-            conn.execute(self._sql["delete"], {"id": session_id})
+        async with self._pools.connection() as conn:
+            await conn.execute(self._sql["delete"], {"id": session_id})
 
     # -- recorded answers, and what a worker has to do ------------------------------------------
 
@@ -544,20 +505,20 @@ class PostgresStore(PostgresOutbox):
             self.bytes_written += sum(map(len, params["data"]))
         return [read_answer(session_id, first + i, e) for i, e in enumerate(entries)]
 
-    def _record(self, p: dict[str, Any]) -> int:
+    async def _record(self, p: dict[str, Any]) -> int:
         """Store the answers; the seq of the first."""
         sid, q = p["id"], self._sql
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                row = conn.execute(q["answer_seq"], p).fetchone()
+            async with self._pools.connection() as conn, conn.transaction():
+                row = await (await conn.execute(q["answer_seq"], p)).fetchone()
                 if row is None:
                     raise no_session(sid)
-                taken = conn.execute(q["answer_taken"], p).fetchone()
+                taken = await (await conn.execute(q["answer_taken"], p)).fetchone()
                 if taken is not None:
                     raise conflict(sid, taken[0])
                 p["first"] = int(row[0]) - p["n"] + 1
                 if p["n"]:
-                    conn.execute(q["add_answers"], p)
+                    await conn.execute(q["add_answers"], p)
                 return int(p["first"])
         except self._integrity_error as exc:  # a row the seq counter did not account for
             raise _corrupt(sid, f"its answer rows clash with this call ({exc})") from exc
@@ -574,20 +535,41 @@ class PostgresStore(PostgresOutbox):
         params = {"id": session_id, "upto": int(upto_seq)}
         await self._run(f"clear the answers of {session_id!r}", self._rows, "clear_answers", params)
 
+    reserves_work = True
+    """:meth:`sessions_to_resume` can reserve what it returns for one worker
+    (``reserve_for=``), so that workers sharing the database take different sessions."""
+
     async def sessions_to_resume(
-        self, now: datetime | float, *, limit: int | None = None
+        self,
+        now: datetime | float,
+        *,
+        limit: int | None = None,
+        reserve_for: str | None = None,
+        lease: float = 30.0,
     ) -> list[str]:
         """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
-        work first: one query over the (small) answers table and two partial indexes."""
+        work first: one query over the (small) answers table and two partial indexes.
+
+        With ``reserve_for`` (a worker's id) the sessions returned are reserved for that owner
+        until ``now + lease``, in the same statement that picks them (rows locked with
+        ``FOR UPDATE SKIP LOCKED``): until then, a reserving call for another owner leaves them
+        out (the same owner may get them again). Calls without ``reserve_for`` ignore
+        reservations."""
         rows = None if limit is None or limit < 0 else int(limit)
-        params = {"now": float(epoch(now) or 0.0), "limit": rows}
+        at = float(epoch(now) or 0.0)
+        params: dict[str, Any] = {"now": at, "limit": rows}
+        statement = "to_resume"
+        if reserve_for is not None:
+            if not isinstance(reserve_for, str):
+                raise ConfigurationError(f"reserve_for is a worker id (str), got {reserve_for!r}")
+            params |= {"owner": reserve_for, "until": at + float(lease)}
+            statement = "to_resume_reserving"
         found = [
-            r[0]
-            for r in await self._run("list sessions to resume", self._rows, "to_resume", params)
+            r[0] for r in await self._run("list sessions to resume", self._rows, statement, params)
         ]
         return found if limit is None else found[:limit]
 
-    def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
-        with self._pool.connection() as conn:  # autocommit: one statement, one transaction
-            cursor = conn.execute(self._sql[statement], params)
-            return cursor.fetchall() if cursor.description else []
+    async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        async with self._pools.connection() as conn:  # autocommit: one statement, one transaction
+            cursor = await conn.execute(self._sql[statement], params)
+            return await cursor.fetchall() if cursor.description else []

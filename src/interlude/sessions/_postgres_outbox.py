@@ -5,7 +5,7 @@ database take different ones."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ._outbox import (
@@ -17,7 +17,7 @@ from ._outbox import (
 from ._protocol import Notification, check_session_id
 
 if TYPE_CHECKING:
-    from psycopg_pool import ConnectionPool
+    from ._postgres_pools import LoopPools
 
 __all__ = ["PostgresOutbox"]
 
@@ -28,10 +28,10 @@ class PostgresOutbox:
     """The outbox methods of :class:`~interlude.sessions.PostgresStore` (a mixin: it uses the
     store's pool, statements and error mapping)."""
 
-    _pool: ConnectionPool
+    _pools: LoopPools
     _sql: dict[str, bytes]
 
-    async def _run(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+    async def _run(self, what: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise NotImplementedError
 
     async def add_notifications(self, notifications: list[Notification]) -> list[str]:
@@ -43,14 +43,15 @@ class PostgresOutbox:
             rows.append(row)
         return await self._run("add notifications", self._add, rows)
 
-    def _add(self, rows: list[dict[str, Any]]) -> list[str]:
+    async def _add(self, rows: list[dict[str, Any]]) -> list[str]:
         added = []
-        with self._pool.connection() as conn, conn.transaction():
+        async with self._pools.connection() as conn, conn.transaction():
             for row in rows:
-                if conn.execute(self._sql["add_note"], row).fetchone() is not None:
+                cursor = await conn.execute(self._sql["add_note"], row)
+                if await cursor.fetchone() is not None:
                     added.append(row["id"])
                     if row["event"] in CLOSING_EVENTS:
-                        conn.execute(self._sql["close_note"], row)
+                        await conn.execute(self._sql["close_note"], row)
         return added
 
     async def claim_notifications(
@@ -72,15 +73,16 @@ class PostgresOutbox:
         retry_at: float | None = None,
         error: str | None = None,
     ) -> None:
-        def settle() -> None:
-            with self._pool.connection() as conn, conn.transaction():
-                row = conn.execute(self._sql["note"], {"id": notification_id}).fetchone()
+        async def settle() -> None:
+            async with self._pools.connection() as conn, conn.transaction():
+                cursor = await conn.execute(self._sql["note"], {"id": notification_id})
+                row = await cursor.fetchone()
                 if row is None:
                     return
                 n = settled(notification_from_row(row), outcome, retry_at, error)
                 params = n.to_dict()
                 params["next_at"] = params.pop("next_attempt_at")
-                conn.execute(self._sql["settle_note"], params)
+                await conn.execute(self._sql["settle_note"], params)
 
         await self._run(f"settle notification {notification_id!r}", settle)
 
@@ -99,5 +101,5 @@ class PostgresOutbox:
         )
         return [notification_from_row(r) for r in rows]
 
-    def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
+    async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
         raise NotImplementedError

@@ -103,6 +103,72 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "CREATE INDEX notifications_question ON {s}.notifications (session_id, interrupt_id)",
         "CREATE INDEX notifications_open ON {s}.notifications (created_at, id) WHERE open",
     ),
+    (  # a save in one round trip: the whole compare-and-swap in one function call
+        """CREATE FUNCTION {s}.save_session(
+            p_id text, p_expected bigint, p_first int, p_fv int, p_state text, p_pause text,
+            p_claim text, p_lease double precision, p_tools text, p_agent text,
+            p_keep_pending boolean, p_messages text[] DEFAULT '{{}}',
+            p_ids text[] DEFAULT '{{}}', p_names text[] DEFAULT '{{}}',
+            p_tool_names text[] DEFAULT '{{}}', p_raised double precision[] DEFAULT '{{}}',
+            p_expires double precision[] DEFAULT '{{}}', p_data text[] DEFAULT '{{}}',
+            p_audit text[] DEFAULT '{{}}', p_applied bigint[] DEFAULT '{{}}',
+            OUT saved bigint, OUT at_version bigint, OUT at_count int)
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            -- saved: the new version; NULL on a conflict, with the session's version and
+            -- message count (both NULL when there is no such session)
+            IF p_expected = 0 THEN
+                IF p_first = 0 THEN
+                    INSERT INTO {s}.sessions AS s (id, version, format_version, state, pause,
+                        claim, tools, message_count, agent, claim_expires_at)
+                    VALUES (p_id, 1, p_fv, coalesce(p_state, '{{}}'), p_pause, p_claim,
+                        p_tools, cardinality(p_messages), p_agent, p_lease)
+                    ON CONFLICT (id) DO NOTHING RETURNING s.version INTO saved;
+                END IF;
+            ELSE
+                UPDATE {s}.sessions AS s SET version = s.version + 1, format_version = p_fv,
+                    state = coalesce(p_state, s.state), pause = p_pause, claim = p_claim,
+                    tools = p_tools, message_count = s.message_count + cardinality(p_messages),
+                    updated_at = now(), agent = coalesce(p_agent, s.agent),
+                    claim_expires_at = p_lease
+                WHERE s.id = p_id AND s.version = p_expected AND s.message_count = p_first
+                RETURNING s.version INTO saved;
+                IF saved IS NOT NULL AND NOT p_keep_pending THEN
+                    DELETE FROM {s}.pending WHERE session_id = p_id;
+                END IF;
+            END IF;
+            IF saved IS NULL THEN
+                SELECT s.version, s.message_count INTO at_version, at_count
+                FROM {s}.sessions s WHERE s.id = p_id;
+                RETURN;
+            END IF;
+            IF cardinality(p_messages) > 0 THEN
+                INSERT INTO {s}.messages (session_id, idx, data)
+                SELECT p_id, p_first + t.n - 1, t.data
+                FROM unnest(p_messages) WITH ORDINALITY AS t(data, n);
+            END IF;
+            IF cardinality(p_ids) > 0 THEN
+                INSERT INTO {s}.pending (session_id, interrupt_id, name, tool_name, raised_at,
+                    expires_at, data)
+                SELECT p_id, t.* FROM unnest(p_ids, p_names, p_tool_names, p_raised,
+                    p_expires, p_data) AS t;
+            END IF;
+            IF cardinality(p_audit) > 0 THEN  -- the session row is locked: seq cannot race
+                INSERT INTO {s}.audit (session_id, seq, entry)
+                SELECT p_id, base.next + t.n - 1, t.entry
+                FROM (SELECT coalesce(max(a.seq) + 1, 0) AS next FROM {s}.audit a
+                        WHERE a.session_id = p_id) base,
+                    unnest(p_audit) WITH ORDINALITY AS t(entry, n);
+            END IF;
+            IF cardinality(p_applied) > 0 THEN  -- recorded answers this save applies
+                DELETE FROM {s}.answers WHERE session_id = p_id AND seq = ANY(p_applied);
+            END IF;
+        END $$""",
+    ),
+    (  # work reserved for a worker by sessions_to_resume(reserve_for=...), until a deadline
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_by text",
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_until double precision",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -114,31 +180,37 @@ LEFT JOIN LATERAL (
     SELECT array_agg(entry ORDER BY seq) AS entries, array_agg(seq ORDER BY seq) AS seqs
     FROM {s}.audit WHERE session_id = s.id) a ON true
 WHERE s.id = %(id)s"""
-CREATE = """INSERT INTO {s}.sessions (id, version, format_version, state, pause, claim, tools,
-    message_count, agent, claim_expires_at)
-VALUES (%(id)s, 1, %(fv)s, %(state)s, %(pause)s, %(claim)s, %(tools)s, %(added)s, %(agent)s,
-    %(lease)s)
-ON CONFLICT (id) DO NOTHING RETURNING version"""
-UPDATE = """UPDATE {s}.sessions SET version = version + 1, format_version = %(fv)s,
-    state = coalesce(%(state)s, state), pause = %(pause)s, claim = %(claim)s, tools = %(tools)s,
-    message_count = message_count + %(added)s, updated_at = now(),
-    agent = coalesce(%(agent)s, agent), claim_expires_at = %(lease)s
-WHERE id = %(id)s AND version = %(expected)s AND message_count = %(first)s
-RETURNING version"""
-CURRENT = "SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s"
-APPEND = """INSERT INTO {s}.messages (session_id, idx, data)
-SELECT %(id)s, %(first)s + t.n - 1, t.data
-FROM unnest(%(messages)s::text[]) WITH ORDINALITY AS t(data, n)"""
-CLEAR_PENDING = "DELETE FROM {s}.pending WHERE session_id = %(id)s"
-ADD_PENDING = """INSERT INTO {s}.pending (session_id, interrupt_id, name, tool_name, raised_at,
-    expires_at, data)
-SELECT %(id)s, * FROM unnest(%(ids)s::text[], %(names)s::text[], %(tool_names)s::text[],
-    %(raised)s::float8[], %(expires)s::float8[], %(data)s::text[])"""
-# The session row is locked by the save's UPDATE (or INSERT), so seq cannot race.
-ADD_AUDIT = """INSERT INTO {s}.audit (session_id, seq, entry)
-SELECT %(id)s, base.next + t.n - 1, t.entry
-FROM (SELECT coalesce(max(seq) + 1, 0) AS next FROM {s}.audit WHERE session_id = %(id)s) base,
-    unnest(%(audit)s::text[]) WITH ORDINALITY AS t(entry, n)"""
+# The whole save in one statement (one round trip, one transaction): migration 6's function.
+# Parameters go in binary (``%(x)b``: no escaping of the JSON texts), and the arrays a save
+# leaves empty are left out (the function's defaults), so no time goes to dumping them.
+SAVE_HEAD: LiteralString = """SELECT saved, at_version, at_count FROM {s}.save_session(
+    %(id)b::text, %(expected)b::bigint, %(first)b::int, %(fv)b::int, %(state)b::text,
+    %(pause)b::text, %(claim)b::text, %(lease)b::float8, %(tools)b::text, %(agent)b::text,
+    %(keep_pending)b::boolean"""
+SAVE_ARRAYS: dict[str, LiteralString] = {
+    "messages": ", p_messages => %(messages)b::text[]",
+    "ids": """, p_ids => %(ids)b::text[], p_names => %(names)b::text[],
+    p_tool_names => %(tool_names)b::text[], p_raised => %(raised)b::float8[],
+    p_expires => %(expires)b::float8[], p_data => %(data)b::text[]""",
+    "audit": ", p_audit => %(audit)b::text[]",
+    "applied": ", p_applied => %(applied)b::bigint[]",
+}
+
+
+def save_statements() -> dict[str, LiteralString]:
+    """The save call for each combination of non-empty arrays, named ``save:<arrays>``
+    (e.g. ``save:messages,audit``)."""
+    out: dict[str, LiteralString] = {}
+    names = list(SAVE_ARRAYS)
+    for mask in range(1 << len(names)):
+        chosen = [n for i, n in enumerate(names) if mask >> i & 1]
+        query: LiteralString = SAVE_HEAD
+        for name in chosen:
+            query += SAVE_ARRAYS[name]
+        out["save:" + ",".join(chosen)] = query + ")"
+    return out
+
+
 AUDIT = "SELECT seq, entry FROM {s}.audit WHERE session_id = %(id)s ORDER BY seq"
 # The agent comes from the session row (a scalar subquery keeps the plans on the pending index).
 PENDING_COLUMNS = """SELECT p.session_id, p.data,
@@ -160,11 +232,10 @@ FROM unnest(%(ids)s::text[], %(ats)s::float8[], %(data)s::text[])
     WITH ORDINALITY AS t(iid, at, data, k)"""
 ANSWERS = "SELECT seq, interrupt_id, data FROM {s}.answers WHERE session_id = %(id)s ORDER BY seq"
 CLEAR_ANSWERS = "DELETE FROM {s}.answers WHERE session_id = %(id)s AND seq <= %(upto)s"
-APPLIED_ANSWERS = "DELETE FROM {s}.answers WHERE session_id = %(id)s AND seq = ANY(%(applied)s)"
 # Each session with work, by when its oldest work became due: its first recorded answer, its
 # earliest overdue question (the partial deadline index), a lapsed run claim (the partial
 # lease index). The answers table holds only answers not yet applied, so it stays small.
-TO_RESUME = """SELECT id, min(due) AS due FROM (
+WORK = """SELECT id, min(due) AS due FROM (
     (SELECT DISTINCT ON (session_id) session_id AS id, at AS due FROM {s}.answers
         ORDER BY session_id, seq)
     UNION ALL
@@ -172,7 +243,26 @@ TO_RESUME = """SELECT id, min(due) AS due FROM (
         GROUP BY session_id)
     UNION ALL
     (SELECT id, claim_expires_at FROM {s}.sessions WHERE claim_expires_at <= %(now)s)
-) work GROUP BY id ORDER BY due, id LIMIT %(limit)s"""
+) work GROUP BY id"""
+TO_RESUME = WORK + " ORDER BY due, id LIMIT %(limit)s"
+# The same, reserving what it returns for %(owner)s until %(until)s, in one statement: the
+# session rows are locked as they are picked (oldest work first) and rows another call holds
+# are skipped; a row another call reserved meanwhile is checked again once locked (READ
+# COMMITTED re-reads it), so it is left out if that reservation has not lapsed.
+TO_RESUME_RESERVING = (
+    "WITH work AS ("
+    + WORK
+    + """),
+picked AS (
+    SELECT s.id, work.due FROM {s}.sessions s JOIN work ON work.id = s.id
+    WHERE s.reserved_until IS NULL OR s.reserved_until <= %(now)s OR s.reserved_by = %(owner)s
+    ORDER BY work.due, s.id LIMIT %(limit)s
+    FOR UPDATE OF s SKIP LOCKED),
+taken AS (
+    UPDATE {s}.sessions s SET reserved_by = %(owner)s, reserved_until = %(until)s
+    FROM picked WHERE s.id = picked.id RETURNING s.id, picked.due)
+SELECT id FROM taken ORDER BY due, id"""
+)
 NOTE_COLUMNS = """id, session_id, interrupt_id, event, status, attempts, next_at, created_at,
     last_error, payload"""
 # Closing events: interlude.sessions._protocol.CLOSING_EVENTS.
@@ -230,16 +320,9 @@ FILTERS: dict[str, LiteralString] = {
 
 STATEMENTS: dict[str, LiteralString] = {
     "load": LOAD,
-    "create": CREATE,
-    "update": UPDATE,
-    "current": CURRENT,
-    "append": APPEND,
-    "clear_pending": CLEAR_PENDING,
-    "add_pending": ADD_PENDING,
     "list": LIST,
     "delete": DELETE,
     "pending_head": PENDING_HEAD,
-    "add_audit": ADD_AUDIT,
     "audit": AUDIT,
     "expired": EXPIRED,
     "answer_seq": ANSWER_SEQ,
@@ -247,8 +330,8 @@ STATEMENTS: dict[str, LiteralString] = {
     "add_answers": ADD_ANSWERS,
     "answers": ANSWERS,
     "clear_answers": CLEAR_ANSWERS,
-    "applied_answers": APPLIED_ANSWERS,
     "to_resume": TO_RESUME,
+    "to_resume_reserving": TO_RESUME_RESERVING,
     "add_note": ADD_NOTE,
     "close_note": CLOSE_NOTE,
     "claim_notes": CLAIM_NOTES,
@@ -256,7 +339,7 @@ STATEMENTS: dict[str, LiteralString] = {
     "settle_note": SETTLE_NOTE,
     "open_notes": OPEN_NOTES,
     "session_notes": SESSION_NOTES,
-}
+} | save_statements()
 
 
 def migrate(conn: psycopg.Connection[Any], s: sql.Identifier) -> None:
