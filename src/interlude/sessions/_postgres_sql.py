@@ -103,6 +103,10 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
         "CREATE INDEX notifications_question ON {s}.notifications (session_id, interrupt_id)",
         "CREATE INDEX notifications_open ON {s}.notifications (created_at, id) WHERE open",
     ),
+    (  # work reserved for a worker by sessions_to_resume(reserve_for=...), until a deadline
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_by text",
+        "ALTER TABLE {s}.sessions ADD COLUMN reserved_until double precision",
+    ),
     (  # a save in one round trip: the whole compare-and-swap in one function call
         """CREATE FUNCTION {s}.save_session(
             p_id text, p_expected bigint, p_first int, p_fv int, p_state text, p_pause text,
@@ -130,7 +134,10 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
                     state = coalesce(p_state, s.state), pause = p_pause, claim = p_claim,
                     tools = p_tools, message_count = s.message_count + cardinality(p_messages),
                     updated_at = now(), agent = coalesce(p_agent, s.agent),
-                    claim_expires_at = p_lease
+                    claim_expires_at = p_lease,
+                    -- a run claiming the session ends a worker's reservation of it
+                    reserved_by = CASE WHEN p_claim IS NULL THEN s.reserved_by END,
+                    reserved_until = CASE WHEN p_claim IS NULL THEN s.reserved_until END
                 WHERE s.id = p_id AND s.version = p_expected AND s.message_count = p_first
                 RETURNING s.version INTO saved;
                 IF saved IS NOT NULL AND NOT p_keep_pending THEN
@@ -164,10 +171,6 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
                 DELETE FROM {s}.answers WHERE session_id = p_id AND seq = ANY(p_applied);
             END IF;
         END $$""",
-    ),
-    (  # work reserved for a worker by sessions_to_resume(reserve_for=...), until a deadline
-        "ALTER TABLE {s}.sessions ADD COLUMN reserved_by text",
-        "ALTER TABLE {s}.sessions ADD COLUMN reserved_until double precision",
     ),
 )
 

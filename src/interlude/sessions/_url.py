@@ -46,13 +46,9 @@ def open_store(url: str) -> InboxStore:
         from ._file import FileStore
 
         return FileStore(path)
-    from typing import cast
-
     from ._postgres import PostgresStore
 
-    # cast: PostgresStore.sessions_to_resume does not take reserve_for yet (it has no
-    # reserves_work, so a Worker does not pass it); drop the cast once it does.
-    return cast("InboxStore", PostgresStore(url))
+    return PostgresStore(url)
 
 
 def store_url(kind: str, location: str) -> str:
