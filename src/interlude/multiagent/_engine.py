@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
 from .._messages import JsonValue, Message, Text
@@ -264,8 +265,8 @@ class EngineOwner:
         record = self.record if record is None else record
         return GraphState(
             task=record.task or "",
-            results=dict(record.results),
-            runs=dict(record.runs),
+            results=MappingProxyType(dict(record.results)),
+            runs=MappingProxyType(dict(record.runs)),
             order=record.order,
         )
 

@@ -93,7 +93,7 @@ class AgentNode:
 
     def fresh(self, *, with_session: bool = True) -> Agent:
         """A new copy of the template (with the node's session, unless told otherwise)."""
-        spec = self.template.spec
+        spec = replace(self.template.spec, list_pending=False)  # listed with the orchestration
         if self._extra:
             spec = replace(spec, tools={**spec.tools, **{t.name: t for t in self._extra}})
         state = json.loads(json.dumps(self.template.state))
