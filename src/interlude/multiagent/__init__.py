@@ -21,8 +21,10 @@ from ._events import (
     node_path,
 )
 from ._graph import Condition, Edge, Graph
+from ._swarm import HANDOFF, Swarm
 
 __all__ = [
+    "HANDOFF",
     "AfterNodeCallEvent",
     "BeforeNodeCallEvent",
     "Condition",
@@ -36,5 +38,6 @@ __all__ = [
     "NodeFinished",
     "NodeHookEvent",
     "NodeStarted",
+    "Swarm",
     "node_path",
 ]

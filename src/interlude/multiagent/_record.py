@@ -71,6 +71,8 @@ class Record:
     ready: tuple[str, ...] = ()
     active: Mapping[str, NodeRun] = field(default_factory=_frozen_map)
     handoffs: int = 0
+    handed: tuple[str, str, str] | None = None
+    """A swarm's last handoff: (from, to, message)."""
 
     @property
     def questions(self) -> list[Interrupt]:
@@ -158,6 +160,7 @@ def record_to_json(record: Record, kind: str) -> dict[str, JsonValue]:
         "ready": list(record.ready),
         "active": {n: _run_to_json(r) for n, r in record.active.items()},
         "handoffs": record.handoffs,
+        "handed": None if record.handed is None else list(record.handed),
     }
 
 
@@ -187,6 +190,13 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
         raise StateFormatError("record.runs: expected whole numbers")
     if not isinstance(handoffs, int) or isinstance(handoffs, bool):
         raise StateFormatError("record.handoffs: expected a whole number")
+    handed = d.get("handed")
+    if handed is not None and (
+        not isinstance(handed, list)
+        or len(handed) != 3
+        or not all(isinstance(h, str) for h in handed)
+    ):
+        raise StateFormatError("record.handed: expected [from, to, message]")
     return Record(
         task=task,
         status=status,
@@ -198,6 +208,7 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
         ready=tuple(ready),
         active=_frozen_map({n: _run_from_json(r, f"record.active.{n}") for n, r in active.items()}),
         handoffs=handoffs,
+        handed=None if handed is None else (handed[0], handed[1], handed[2]),
     )
 
 
