@@ -345,3 +345,22 @@ def test_configuration_errors() -> None:
     ]:
         with pytest.raises(ConfigurationError):
             Graph(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_failing_node_or_condition_ends_the_run_and_the_graph_takes_a_new_task() -> None:
+    from interlude.errors import ScriptError
+
+    ok = agent("ok", "fine", "fine again")
+    graph = Graph({"ok": ok, "broken": agent("broken")}, entry=["ok", "broken"])
+    with pytest.raises(ScriptError):
+        graph("go")
+    assert len(ok.model.requests) == 1  # the other node went to its end
+    assert not graph.is_paused and not graph.needs_recovery
+
+    def boom(state: GraphState) -> bool:
+        raise ValueError("bad condition")
+
+    graph = Graph({"a": agent("a", "x"), "b": agent("b", "y")}, [("a", "b", boom)], entry="a")
+    with pytest.raises(ValueError, match="bad condition"):
+        graph("go")
+    assert not graph.is_paused and not graph.needs_recovery

@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 from interlude import Agent, ToolUse
-from interlude.errors import ConfigurationError, StateFormatError, StateMismatchError
+from interlude.errors import (
+    AgentPausedError,
+    ConfigurationError,
+    StateFormatError,
+    StateMismatchError,
+)
 from interlude.multiagent import BeforeNodeCallEvent, Graph, node_path
-from interlude.sessions import MemoryStore, SQLiteStore
+from interlude.sessions import MemoryStore, SessionUpdate, SQLiteStore
 from interlude.testing import ScriptedModel
 
 from .graph_child import SESSION, ask, writer_graph
@@ -141,3 +146,46 @@ def test_a_process_killed_inside_a_node_is_recovered_without_repeating_finished_
         "text": "work done",
         "stop": "end_turn",
     }
+
+
+class _DiesOnRecording:
+    """A store that dies (as a killed process would) when the graph records ``node`` done."""
+
+    def __init__(self, store: MemoryStore, node: str) -> None:
+        self._store, self._node = store, node
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def save(self, session_id: str, update: SessionUpdate) -> int:
+        record = (update.state or {}).get("interlude.orchestration")
+        if isinstance(record, dict) and self._node in record["results"]:
+            raise SystemExit("killed before the graph recorded the node")
+        return await self._store.save(session_id, update)
+
+
+async def test_a_node_that_finished_before_the_graph_recorded_it_is_not_run_again() -> None:
+    store = MemoryStore()
+
+    def build(first: list[object], second: list[object], dying: bool) -> Graph:
+        where: object = _DiesOnRecording(store, "first") if dying else store
+        return Graph(
+            {
+                "first": Agent(ScriptedModel(first), name="first"),
+                "second": Agent(ScriptedModel(second), name="second"),
+            },
+            [("first", "second")],
+            entry="first",
+            session=where,  # type: ignore[arg-type]
+            session_id="g",
+        )
+
+    with pytest.raises(SystemExit):
+        await build(["first reply"], [], dying=True).invoke_async("go")
+    fresh = build([], ["second reply"], dying=False)  # first's model has nothing to give
+    assert fresh.needs_recovery and not fresh.is_paused
+    with pytest.raises(AgentPausedError):
+        await fresh.invoke_async("another task")
+    done = await fresh.recover_async()
+    assert done.order == ["first", "second"] and str(done.nodes["first"]) == "first reply"
+    assert str(done) == "second reply"

@@ -100,7 +100,12 @@ class Engine:
                         failure = failure or exc
                         owner.record = self._failed(owner.record, name)
                         continue
-                    owner.record = owner.applied(owner.record, name, outcome)
+                    try:  # an edge condition may raise
+                        owner.record = owner.applied(owner.record, name, outcome)
+                    except Exception as exc:
+                        failure = failure or exc
+                        owner.record = self._failed(owner.record, name)
+                        continue
                     if emit is not None and not isinstance(outcome, Paused):
                         emit(NodeFinished(name, owner.record.results[name]))
                 await owner.save()
