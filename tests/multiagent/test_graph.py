@@ -364,3 +364,12 @@ def test_a_failing_node_or_condition_ends_the_run_and_the_graph_takes_a_new_task
     with pytest.raises(ValueError, match="bad condition"):
         graph("go")
     assert not graph.is_paused and not graph.needs_recovery
+
+
+async def test_a_streamed_resume_tags_the_resumed_node() -> None:
+    graph = Graph({"n": asker("n", "n done")}, entry="n")
+    (question,) = (await graph.invoke_async("go")).interrupts
+    answer = [{"interruptResponse": {"interruptId": question.id, "response": "yes"}}]
+    events = [e async for e in graph.stream_async(answer)]
+    assert isinstance(events[-1], MultiAgentFinished) and str(events[-1].result) == "n done"
+    assert {e.node for e in events if isinstance(e, NodeEvent)} == {"n"}

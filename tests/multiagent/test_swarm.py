@@ -129,3 +129,20 @@ def test_configuration_errors() -> None:
     ]:
         with pytest.raises(ConfigurationError):
             Swarm(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_export_and_import_carry_a_swarm_pause() -> None:
+    def build(first: list[object], second: list[object]) -> Swarm:
+        return Swarm(
+            [
+                Agent(ScriptedModel(first), name="first"),
+                Agent(ScriptedModel(second), tools=[weather], name="forecaster"),
+            ],
+            name="crew",
+        )
+
+    one = build([[handoff("h1", "forecaster", "check")], "Over."], [[ToolUse("t1", "weather", {})]])
+    (question,) = one("weather?").interrupts
+    two = build([], ["Rainy."])
+    two.import_state(one.export_state())
+    assert str(two.resume({question.id: "rain"})) == "Rainy."
