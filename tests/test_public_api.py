@@ -88,6 +88,7 @@ def test_import_is_light() -> None:
         "opentelemetry",
         "interlude.otel",
         "interlude.notify",
+        "interlude.multiagent",
         "urllib.request",
         "smtplib",
     ]

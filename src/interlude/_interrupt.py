@@ -26,6 +26,8 @@ InterruptSource = Literal[
     "tool_call",
     "after_tool_call",
     "in_doubt",
+    "before_node_call",
+    "after_node_call",
 ]
 
 SOURCES: frozenset[str] = frozenset(get_args(InterruptSource))

@@ -13,7 +13,9 @@ Exception
     ├── AgentBusyError              a second run started while one is going
     ├── LimitError
     │   ├── CycleLimitError         too many model/tool cycles in one invocation
-    │   └── RetryLimitError         a tool or model call retried too often
+    │   ├── RetryLimitError         a tool or model call retried too often
+    │   ├── NodeRunLimitError       a graph node would run more than max_node_runs times
+    │   └── HandoffLimitError       a swarm handed off more than max_handoffs times
     ├── ModelError                  a model could not answer (``retryable``, ``status``)
     │   ├── ModelThrottledError     rate limited / throttled, still after the retries
     │   ├── ModelAuthError          the provider refused the credentials
@@ -69,6 +71,7 @@ __all__ = [
     "ControlFlowSignal",
     "CycleLimitError",
     "DirectToolInterruptError",
+    "HandoffLimitError",
     "HookEventWriteError",
     "InterludeError",
     "InterruptError",
@@ -81,6 +84,7 @@ __all__ = [
     "ModelError",
     "ModelProviderError",
     "ModelThrottledError",
+    "NodeRunLimitError",
     "NotAllowedToAnswerError",
     "NotPausedError",
     "NotificationError",
@@ -159,6 +163,14 @@ class CycleLimitError(LimitError):
 
 class RetryLimitError(LimitError):
     """A tool or a model call was retried more often than ``max_retries`` allows."""
+
+
+class NodeRunLimitError(LimitError):
+    """A graph node would run more often in one invocation than ``max_node_runs`` allows."""
+
+
+class HandoffLimitError(LimitError):
+    """A swarm's agents handed off more often in one invocation than ``max_handoffs`` allows."""
 
 
 class ModelError(InterludeError):

@@ -186,7 +186,9 @@ class Agent:
         if session is not None and session_id is not None:
             from ._persist import SessionLink
 
-            self._session = SessionLink(session, session_id, spec.session_lease)
+            self._session = SessionLink(
+                session, session_id, spec.session_lease, list_pending=spec.list_pending
+            )
             self._unloaded = True
 
     @property

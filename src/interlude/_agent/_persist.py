@@ -57,18 +57,22 @@ class SessionLink:
         "claim",
         "lease",
         "legacy_resumed",
+        "list_pending",
         "lost",
         "saved",
         "session_id",
         "version",
     )
 
-    def __init__(self, store: SessionStore | str, session_id: str, lease: float) -> None:
+    def __init__(
+        self, store: SessionStore | str, session_id: str, lease: float, *, list_pending: bool = True
+    ) -> None:
         from ..sessions._protocol import check_session_id
 
         self._store = store  # a store's URL is opened at first use (opening one is I/O)
         self.session_id = check_session_id(session_id)
         self.lease = lease
+        self.list_pending = list_pending  # False: the questions stay out of the pending index
         self.version = 0
         self.saved = 0  # messages already stored
         self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
@@ -268,7 +272,7 @@ class SessionLink:
             claim = self._held
         else:
             self._held = None
-        questions = [] if pause is None else pause.interrupts
+        questions = [] if pause is None or not self.list_pending else pause.interrupts
         # No question then and none now: leave the index alone (a running agent's journal).
         pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
         update = SessionUpdate(

@@ -60,6 +60,10 @@ class AgentSpec:
     session_lease: float = 30.0
     approver: Approver | None = None
     """Called with each question when a run pauses: an answer, or None (a person decides)."""
+    list_pending: bool = True
+    """Whether the session's questions go into the store's pending index. False for the node
+    agents of an orchestration (``interlude.multiagent``): their questions are listed, under
+    the orchestration's ids, with the orchestration's own session, where they are answered."""
 
     def __post_init__(self) -> None:
         from ._signing import as_key

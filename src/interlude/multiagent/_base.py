@@ -1,0 +1,337 @@
+"""What graphs and swarms share: called like an agent, paused and resumed like one, durable.
+
+The orchestration's record is saved as a session of its own in the store it is given (its
+JSON under the state key ``interlude.orchestration``, no messages, and its pending questions
+in the store's pending index under its session id); each node's agent has its own session in
+the same store (see ``_nodes``). Without a session, ``export_state()`` holds the record and
+every node agent's exported state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .._messages import JsonValue
+from .._sync import run_sync
+from ..errors import (
+    AgentBusyError,
+    AgentPausedError,
+    ConfigurationError,
+    NotPausedError,
+    ResumeInputError,
+    StateFormatError,
+    StateMismatchError,
+    UnknownInterruptError,
+)
+from ..hooks import HookProvider, HookRegistry
+from ..sessions import SessionUpdate, check_session_id, open_store
+from ._engine import Engine, EngineOwner
+from ._events import MultiAgentFinished, MultiAgentResult, MultiAgentStreamEvent
+from ._record import VERSION, Record, record_from_json, record_to_json
+
+if TYPE_CHECKING:
+    from .._interrupt import Interrupt
+    from .._tools._spec import AgentTool
+    from ..sessions import SessionStore
+    from ._nodes import AgentNode
+
+__all__ = ["STATE_KEY", "Orchestration"]
+
+STATE_KEY = "interlude.orchestration"
+_EXPORT = "interlude.orchestration-state"
+
+
+class Orchestration(EngineOwner):
+    """Base of :class:`Graph` and :class:`Swarm`."""
+
+    kind: ClassVar[str]
+
+    def _setup(
+        self,
+        name: str | None,
+        hooks: Iterable[HookProvider],
+        session: SessionStore | str | None,
+        session_id: str | None,
+    ) -> None:
+        if (session is None) != (session_id is None):
+            raise ConfigurationError("give both session= and session_id=, or neither")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ConfigurationError(f"name must be non-empty text, got {name!r}")
+        self.name = name
+        self.hooks = HookRegistry()
+        for provider in hooks:
+            self.hooks.add_hook(provider)
+        self._store: SessionStore | None = (
+            open_store(session) if isinstance(session, str) else session
+        )
+        self._session_id = None if session_id is None else check_session_id(session_id)
+        self.record = Record()
+        self._version = 0
+        self._loaded = self._store is None
+        self._running = False
+
+    def _node_session(self) -> tuple[SessionStore | None, str | None]:
+        return self._store, self._session_id
+
+    # --- where it stands ------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    @property
+    def is_paused(self) -> bool:
+        """Whether it waits on answers (``resume``)."""
+        self._load_sync()
+        return self.record.status == "paused"
+
+    @property
+    def needs_recovery(self) -> bool:
+        """Whether it holds a run whose process stopped before it finished (``recover``)."""
+        self._load_sync()
+        return self.record.status == "running" and not self._running
+
+    @property
+    def interrupts(self) -> list[Interrupt]:
+        """Every question waiting, node by node (empty when not paused)."""
+        self._load_sync()
+        return self.record.questions if self.record.status == "paused" else []
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def __call__(self, task: str | Sequence[Mapping[str, Any]]) -> MultiAgentResult:
+        """Run on ``task`` (or resume, given the list form of answers) from sync code."""
+        return run_sync(self.invoke_async(task))
+
+    async def invoke_async(self, task: str | Sequence[Mapping[str, Any]]) -> MultiAgentResult:
+        """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
+        return await self._run(task, None)
+
+    async def stream_async(
+        self, task: str | Sequence[Mapping[str, Any]]
+    ) -> AsyncIterator[MultiAgentStreamEvent]:
+        """Run, yielding each node's events tagged with the node; the last event is
+        :class:`MultiAgentFinished`."""
+        queue: asyncio.Queue[MultiAgentStreamEvent | None] = asyncio.Queue()
+        task_ = asyncio.ensure_future(self._run(task, queue.put_nowait))
+        task_.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            yield MultiAgentFinished(task_.result())
+        finally:
+            if not task_.done():
+                task_.cancel()
+                await asyncio.gather(task_, return_exceptions=True)
+
+    async def _run(self, task: object, emit: Any) -> MultiAgentResult:
+        await self.load()
+        if not isinstance(task, str):
+            return await self._resume(_listed_answers(task), None, False, emit)
+        self._check_idle()
+        if not task.strip():
+            raise ConfigurationError("the task must be non-empty text")
+        self.record = Record(task=task, status="running", ready=self.entry_nodes())
+        await self.save()
+        return await self._engine(lambda engine: engine.drive({}, emit=emit))
+
+    def resume(
+        self, answers: Mapping[str, JsonValue], *, by: str | None = None, partial: bool = False
+    ) -> MultiAgentResult:
+        """Answer pending questions and carry on, from sync code."""
+        return run_sync(self.resume_async(answers, by=by, partial=partial))
+
+    async def resume_async(
+        self, answers: Mapping[str, JsonValue], *, by: str | None = None, partial: bool = False
+    ) -> MultiAgentResult:
+        """Answer pending questions (``{id: answer}``; some of them, as with ``Agent.resume``)
+        and carry on. Each node with answers carries on; the others keep waiting. Without
+        ``partial``, no new node starts while any question is still open: the answered nodes
+        go to their end (or their next question) and the run pauses again. With
+        ``partial=True`` the nodes after them run too while the others wait."""
+        await self.load()
+        return await self._resume(answers, by, partial, None)
+
+    async def _resume(
+        self, answers: object, by: str | None, partial: bool, emit: Any
+    ) -> MultiAgentResult:
+        if self._running:
+            raise AgentBusyError(f"this {self.kind} is running")
+        if self.record.status != "paused":
+            raise NotPausedError(f"the {self.kind} is not paused; there is nothing to resume")
+        if not isinstance(answers, Mapping) or not answers:
+            raise ResumeInputError("answers must be a non-empty map of interrupt id to answer")
+        pending = {q.id: name for name, run in self.record.active.items() for q in run.questions}
+        unknown = sorted(str(i) for i in answers if i not in pending)
+        if unknown:
+            raise UnknownInterruptError(
+                f"not pending: {', '.join(unknown)}; pending: {', '.join(sorted(pending))}"
+            )
+        for iid, answer in answers.items():
+            try:
+                json.dumps(answer, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ResumeInputError(f"the answer to {iid!r} is not JSON ({exc})") from None
+        per_node: dict[str, dict[str, JsonValue]] = {}
+        for iid, answer in answers.items():
+            per_node.setdefault(pending[iid], {})[iid] = answer
+        self.record = self.record.but(status="running")
+        return await self._engine(
+            lambda engine: engine.drive(per_node, partial=partial, by=by, emit=emit)
+        )
+
+    def recover(self) -> MultiAgentResult:
+        """Carry on a run whose process stopped, from sync code."""
+        return run_sync(self.recover_async())
+
+    async def recover_async(self) -> MultiAgentResult:
+        """Carry on a run whose process stopped (see :attr:`needs_recovery`): finished nodes
+        are kept, each node that was running carries on from its own agent's session (its
+        journal, its pause or its reply), and the rest runs as it would have."""
+        await self.load()
+        if self.record.status != "running" or self._running:
+            raise NotPausedError(f"the {self.kind} holds no stopped run to recover")
+        started = tuple(n for n, run in self.record.active.items() if not run.questions)
+        return await self._engine(lambda engine: engine.drive({}, recovering=started))
+
+    async def _engine(self, go: Any) -> MultiAgentResult:
+        self._running = True
+        try:
+            result: MultiAgentResult = await go(Engine(self))
+            return result
+        finally:
+            self._running = False
+
+    def _check_idle(self) -> None:
+        if self._running:
+            raise AgentBusyError(f"this {self.kind} is running")
+        if self.record.status == "paused":
+            raise AgentPausedError(f"the {self.kind} is paused: answer its questions (resume)")
+        if self.record.status == "running":
+            raise AgentPausedError(f"the {self.kind} holds a stopped run: recover() it")
+
+    # --- sessions, export and import --------------------------------------------------------
+
+    async def load(self) -> None:
+        """Load the session (done at first use)."""
+        if self._loaded:
+            return
+        assert self._store is not None and self._session_id is not None
+        stored = await self._store.load(self._session_id)
+        if stored is not None:
+            data = stored.state.get(STATE_KEY)
+            if data is None:
+                raise StateFormatError(
+                    f"session {self._session_id!r} is not a {self.kind}'s (no {STATE_KEY!r})"
+                )
+            self.record = record_from_json(data, self.kind, self.nodes)
+            self._version = stored.version
+        for node in self.nodes.values():
+            await node.agent.load()
+        self._loaded = True
+
+    def _load_sync(self) -> None:
+        if not self._loaded:
+            run_sync(self.load())
+
+    async def save(self) -> None:
+        """Save the record (with a session): one compare-and-swap on the session's version."""
+        if self._store is None or self._session_id is None:
+            return
+        record = self.record
+        update = SessionUpdate(
+            expected_version=self._version,
+            first_index=0,
+            new_messages=[],
+            pause=None,
+            pending=[q.to_dict() for q in record.questions],
+            tools=[],
+            format_version=VERSION,
+            state={STATE_KEY: record_to_json(record, self.kind)},
+            agent=self.name,
+        )
+        self._version = await self._store.save(self._session_id, update)
+
+    def export_state(self) -> dict[str, JsonValue]:
+        """The record and every node agent's state, as versioned JSON data."""
+        if self._running:
+            raise AgentBusyError(f"cannot export state while the {self.kind} runs")
+        self._load_sync()
+        return {
+            "format": _EXPORT,
+            "version": VERSION,
+            "name": self.name,
+            "record": record_to_json(self.record, self.kind),
+            "nodes": {n: node.agent.export_state() for n, node in self.nodes.items()},
+        }
+
+    def import_state(self, data: Mapping[str, JsonValue]) -> None:
+        """Load ``data`` from :meth:`export_state` into this one (built the same way).
+        StateFormatError / StateMismatchError if it does not fit; nothing changes then."""
+        if self._running:
+            raise AgentBusyError(f"cannot import state while the {self.kind} runs")
+        if self._store is not None:
+            raise ConfigurationError(
+                f"this {self.kind}'s state comes from its session; import into one without"
+            )
+        if not isinstance(data, Mapping) or data.get("format") != _EXPORT:
+            raise StateFormatError(f"not an exported {self.kind} state")
+        if data.get("version") != VERSION:
+            raise StateFormatError(f"unknown version {data.get('version')!r}")
+        if data.get("name") != self.name:
+            raise StateMismatchError(
+                f"the state was saved by {data.get('name')!r}; this {self.kind} is {self.name!r}"
+            )
+        record = record_from_json(data.get("record"), self.kind, self.nodes)
+        states = data.get("nodes")
+        if not isinstance(states, Mapping) or set(states) != set(self.nodes):
+            raise StateMismatchError(f"the state's nodes are not this {self.kind}'s nodes")
+        agents = {}
+        for name, node in self.nodes.items():
+            agent = node.fresh()
+            agent.import_state(states[name])
+            agents[name] = agent
+        for name, agent in agents.items():
+            self.nodes[name].agent = agent
+        self.record = record
+
+    # --- as a tool --------------------------------------------------------------------------
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> AgentTool:
+        """This orchestration as a tool of an agent: it takes ``{"prompt": text}`` and returns
+        the text of a fresh copy run on it; the copy's questions pause the calling agent."""
+        from ._tool import OrchestrationTool
+
+        return OrchestrationTool(self, name, description)
+
+    def copy(self) -> Orchestration:
+        """A new one built the same way, with no session and nothing run."""
+        raise NotImplementedError
+
+    # --- for subclasses ---------------------------------------------------------------------
+
+    nodes: dict[str, AgentNode]
+
+    def entry_nodes(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+
+def _listed_answers(items: object) -> dict[str, JsonValue]:
+    """``[{"interruptResponse": {"interruptId": id, "response": answer}}, ...]`` as a map."""
+    out: dict[str, JsonValue] = {}
+    if isinstance(items, Sequence) and not isinstance(items, str | bytes):
+        for item in items:
+            inner = item.get("interruptResponse") if isinstance(item, Mapping) else None
+            if not isinstance(inner, Mapping) or not isinstance(inner.get("interruptId"), str):
+                break
+            out[inner["interruptId"]] = inner.get("response")
+        else:
+            if out:
+                return out
+    raise ResumeInputError(
+        "expected a task (text) or a list of {'interruptResponse': {'interruptId': id, "
+        "'response': answer}}"
+    )

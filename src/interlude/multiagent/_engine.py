@@ -1,0 +1,305 @@
+"""The run loop graphs and swarms share: start ready nodes, collect outcomes, pause, resume.
+
+A node's run is a task on the event loop, so nodes ready at the same time run concurrently.
+Each outcome (finished, paused with questions, cancelled by a hook) replaces the record and
+the record is saved (with a session) before anything else starts, so a finished node is
+recorded as it finishes. While a node waits on a person, no new node starts (unless a resume
+says ``partial=True``): the nodes already running go to their end, then the orchestration
+pauses with every question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, cast
+
+from .._messages import JsonValue, Message, Text
+from .._result import AgentResult
+from ..hooks import HookRegistry
+from ._events import (
+    AfterNodeCallEvent,
+    BeforeNodeCallEvent,
+    GraphState,
+    MultiAgentResult,
+    NodeFinished,
+    NodeStarted,
+    hook_answers,
+)
+from ._nodes import AgentNode, Emit, marked
+from ._record import NodeRun, Record
+
+if TYPE_CHECKING:
+    from .._view import AgentView
+
+__all__ = ["Cancelled", "Engine", "Finished", "Outcome", "Paused"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    result: AgentResult
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    run: NodeRun
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    message: str
+
+
+Outcome = Finished | Paused | Cancelled
+
+
+class Engine:
+    """The loop over one orchestration's nodes. The orchestration supplies the record (and
+    gets it back), how a node's prompt is made and what runs after a node finished."""
+
+    def __init__(self, owner: EngineOwner) -> None:
+        self.owner = owner
+
+    async def drive(
+        self,
+        resuming: Mapping[str, Mapping[str, JsonValue]],
+        *,
+        partial: bool = False,
+        by: str | None = None,
+        emit: Emit | None = None,
+        recovering: tuple[str, ...] = (),
+    ) -> MultiAgentResult:
+        """Run until nothing can run: every node done, or the rest waiting on answers."""
+        owner = self.owner
+        tasks: dict[asyncio.Task[Outcome], str] = {}
+        failure: Exception | None = None
+        for name in recovering:
+            tasks[asyncio.ensure_future(self._recover(name, emit))] = name
+        for name, answers in resuming.items():
+            run = owner.record.active[name]
+            tasks[asyncio.ensure_future(self._step(name, run, answers, by, emit))] = name
+        try:
+            while True:
+                if failure is None:
+                    try:
+                        if self._start_ready(tasks, partial, emit):
+                            await owner.save()
+                    except Exception as exc:  # a limit reached: start nothing more
+                        failure = exc
+                if not tasks:
+                    break
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=lambda t: owner.position(tasks[t])):
+                    name = tasks.pop(task)
+                    try:
+                        outcome = task.result()
+                    except Exception as exc:
+                        failure = failure or exc
+                        owner.record = self._failed(owner.record, name)
+                        continue
+                    try:  # an edge condition may raise
+                        owner.record = owner.applied(owner.record, name, outcome)
+                    except Exception as exc:
+                        failure = failure or exc
+                        owner.record = self._failed(owner.record, name)
+                        continue
+                    if emit is not None and not isinstance(outcome, Paused):
+                        emit(NodeFinished(name, owner.record.results[name]))
+                await owner.save()
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        record = owner.record
+        if record.questions:
+            owner.record = record.but(status="paused")
+        else:
+            owner.record = record.but(status="idle", ready=(), active={})
+        await owner.save()
+        if failure is not None:
+            raise failure
+        return owner.result()
+
+    def _start_ready(
+        self, tasks: dict[asyncio.Task[Outcome], str], partial: bool, emit: Emit | None
+    ) -> bool:
+        """Start the ready nodes that can start now; whether any did."""
+        owner = self.owner
+        record = owner.record
+        busy = set(tasks.values())
+        waiting = [n for n, run in record.active.items() if n not in busy and run.questions]
+        if waiting and not partial:
+            return False
+        later: list[str] = []
+        started = False
+        for name in record.ready:
+            if name in busy or name in record.active:
+                later.append(name)  # it is still running or waiting: it runs again after
+                continue
+            owner.check_limit(name, record)
+            node = owner.nodes[name]
+            run = NodeRun(prompt=owner.prompt(name, record), base=node.message_count())
+            record = record.but(
+                runs={**record.runs, name: record.runs.get(name, 0) + 1},
+                active={**record.active, name: run},
+            )
+            tasks[asyncio.ensure_future(self._step(name, run, {}, None, emit))] = name
+            busy.add(name)
+            started = True
+        owner.record = record.but(ready=tuple(later))
+        return started
+
+    async def _step(
+        self,
+        name: str,
+        run: NodeRun,
+        answers: Mapping[str, JsonValue],
+        by: str | None,
+        emit: Emit | None,
+        result: AgentResult | None = None,
+    ) -> Outcome:
+        """Carry a node's run on from where it stands, to its end or its next pause."""
+        owner, node = self.owner, self.owner.nodes[name]
+        if emit is not None:
+            emit(NodeStarted(name))
+        view = cast("AgentView", node.agent)
+        if result is None and run.phase == "before":
+            given = {**run.answers, **answers}
+            if owner.hooks.has_callbacks(BeforeNodeCallEvent):
+                event = BeforeNodeCallEvent(
+                    view,
+                    name,
+                    run.prompt,
+                    owner.state(),
+                    is_replay=bool(run.questions),
+                    answers=hook_answers(given, time.time),
+                )
+                raised = await owner.hooks.invoke(event)
+                if raised:
+                    questions = tuple(marked(name, q) for q in raised)
+                    return Paused(replace(run, questions=questions, answers=given))
+                if event.cancel_message is not None:
+                    return Cancelled(event.cancel_message)
+            result = await node.start(run.prompt, emit)
+        elif result is None and run.phase == "running":
+            own = {run.inner[i]: a for i, a in answers.items()}
+            result = await node.resume(own, by, emit)
+        if result is not None:
+            if result.stop_reason == "interrupt":
+                questions, inner = node.questions()
+                return Paused(
+                    replace(run, phase="running", questions=questions, inner=inner, answers={})
+                )
+            run, given = replace(run, phase="after", questions=(), answers={}), {}
+        else:
+            result, given = run.result, {**run.answers, **answers}
+            assert result is not None, "a node paused after its run keeps its result"
+        if owner.hooks.has_callbacks(AfterNodeCallEvent):
+            event_after = AfterNodeCallEvent(
+                view,
+                name,
+                run.prompt,
+                owner.state(),
+                result,
+                is_replay=bool(run.questions),
+                answers=hook_answers(given, time.time),
+            )
+            raised = await owner.hooks.invoke(event_after)
+            if raised:
+                questions = tuple(marked(name, q) for q in raised)
+                return Paused(replace(run, result=result, questions=questions, answers=given))
+        return Finished(result)
+
+    async def _recover(self, name: str, emit: Emit | None) -> Outcome:
+        """Carry on a node that was running when the process stopped, from its agent's own
+        session: its journal, its pause, or its finished reply; else start it again."""
+        owner = self.owner
+        run = owner.record.active[name]
+        agent = owner.nodes[name].agent
+        if agent.needs_recovery:
+            result = await agent.recover_async()
+        elif agent.is_paused:
+            result = AgentResult(stop_reason="interrupt", interrupts=agent.interrupts)
+        else:
+            finished = owner.nodes[name].finished_since(run.base)
+            if finished is None or run.phase == "after":
+                return await self._step(name, replace(run, phase="before"), {}, None, emit)
+            result = finished
+        return await self._step(name, replace(run, phase="running"), {}, None, emit, result)
+
+    def _failed(self, record: Record, name: str) -> Record:
+        """The record after node ``name`` raised: it keeps its questions if its agent still
+        waits on them (a resume it refused), else it is no longer started."""
+        run = record.active.get(name)
+        agent = self.owner.nodes[name].agent
+        if run is not None and run.questions and (run.phase != "running" or agent.is_paused):
+            return record
+        return record.but(active={n: r for n, r in record.active.items() if n != name})
+
+
+class EngineOwner:
+    """What the engine needs of a graph or swarm (both derive from it)."""
+
+    record: Record
+    nodes: dict[str, AgentNode]
+    hooks: HookRegistry
+
+    async def save(self) -> None:
+        raise NotImplementedError
+
+    def position(self, name: str) -> int:
+        """The node's place in the definition order (outcomes are applied in this order)."""
+        return list(self.nodes).index(name)
+
+    def check_limit(self, name: str, record: Record) -> None:
+        """Raise a LimitError if ``name`` may not run once more."""
+
+    def prompt(self, name: str, record: Record) -> str:
+        raise NotImplementedError
+
+    def after_finish(self, name: str, run: NodeRun, record: Record) -> Record:
+        """The record once ``name`` finished: with the nodes that run next added to ``ready``."""
+        raise NotImplementedError
+
+    def state(self, record: Record | None = None) -> GraphState:
+        """What conditions and node hooks see: ``record`` (default: the current one)."""
+        record = self.record if record is None else record
+        return GraphState(
+            task=record.task or "",
+            results=MappingProxyType(dict(record.results)),
+            runs=MappingProxyType(dict(record.runs)),
+            order=record.order,
+        )
+
+    def applied(self, record: Record, name: str, outcome: Outcome) -> Record:
+        """The record with one node's outcome in it."""
+        if isinstance(outcome, Paused):
+            return record.but(active={**record.active, name: outcome.run})
+        run = record.active[name]
+        active = {n: r for n, r in record.active.items() if n != name}
+        if isinstance(outcome, Cancelled):
+            text = Message("assistant", [Text(outcome.message)])
+            result = AgentResult(stop_reason="cancelled", message=text)
+            return record.but(
+                active=active, results={**record.results, name: result}, order=(*record.order, name)
+            )
+        done = record.but(
+            active=active,
+            results={**record.results, name: outcome.result},
+            order=(*record.order, name),
+        )
+        return self.after_finish(name, run, done)
+
+    def result(self) -> MultiAgentResult:
+        record = self.record
+        paused = record.status == "paused"
+        return MultiAgentResult(
+            stop_reason="interrupt" if paused else "end_turn",
+            interrupts=record.questions,
+            nodes=dict(record.results),
+            order=list(record.order),
+        )

@@ -1,0 +1,134 @@
+"""``Graph``: agents as nodes, edges (optionally conditional) between them.
+
+A node runs when an edge into it fires (its source finished and the edge's condition holds)
+and every node it depends on (every source of an edge into it) has finished at least once in
+this invocation; entry nodes run first. Nodes ready together run concurrently. Cycles are
+allowed: a node runs again each time an edge into it fires, at most ``max_node_runs`` times
+per invocation (more raises :class:`~interlude.errors.NodeRunLimitError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import Agent
+from ..errors import ConfigurationError, NodeRunLimitError
+from ._base import Orchestration
+from ._events import GraphState
+from ._nodes import AgentNode, check_node_name, node_session_id
+
+if TYPE_CHECKING:
+    from ..hooks import HookProvider
+    from ..sessions import SessionStore
+    from ._record import NodeRun, Record
+
+__all__ = ["Condition", "Edge", "Graph"]
+
+Condition = Callable[[GraphState], bool]
+Edge = tuple[str, str] | tuple[str, str, Condition]
+
+
+class Graph(Orchestration):
+    """Agents as nodes of a directed graph; called, paused, resumed and saved like an agent.
+
+    ``nodes`` maps node names to agents (each node runs its own copy); ``edges`` are
+    ``(a, b)`` or ``(a, b, condition)``, ``condition(state)`` seeing a read-only
+    :class:`GraphState`; ``entry`` is the node (or nodes) that get the task first.
+    """
+
+    kind = "graph"
+
+    def __init__(
+        self,
+        nodes: Mapping[str, Agent],
+        edges: Iterable[Edge] = (),
+        entry: str | Sequence[str] = (),
+        *,
+        session: SessionStore | str | None = None,
+        session_id: str | None = None,
+        name: str | None = None,
+        max_node_runs: int | None = None,
+        hooks: Iterable[HookProvider] = (),
+    ) -> None:
+        if not isinstance(nodes, Mapping) or not nodes:
+            raise ConfigurationError("a graph needs at least one node: nodes={name: agent}")
+        if max_node_runs is not None and (
+            not isinstance(max_node_runs, int)
+            or isinstance(max_node_runs, bool)
+            or max_node_runs < 1
+        ):
+            raise ConfigurationError(f"max_node_runs must be None or >= 1, got {max_node_runs!r}")
+        self._args: dict[str, Any] = {
+            "nodes": dict(nodes),
+            "edges": list(edges),
+            "entry": entry,
+            "name": name,
+            "max_node_runs": max_node_runs,
+            "hooks": (),
+        }
+        self._setup(name, hooks, session, session_id)
+        store, sid = self._node_session()
+        self.nodes = {check_node_name(n): AgentNode(n, a, store, sid) for n, a in nodes.items()}
+        if sid is not None:
+            for n in self.nodes:
+                node_session_id(sid, n)
+        self._edges = [self._edge(e) for e in self._args["edges"]]
+        entries = [entry] if isinstance(entry, str) else list(entry)
+        if not entries or any(e not in self.nodes for e in entries):
+            raise ConfigurationError(
+                f"entry must name one or more of the nodes {sorted(self.nodes)}, got {entry!r}"
+            )
+        self._entry = tuple(dict.fromkeys(entries))
+        self.max_node_runs = max_node_runs
+
+    def _edge(self, edge: object) -> tuple[str, str, Condition | None]:
+        if not isinstance(edge, tuple) or len(edge) not in (2, 3):
+            raise ConfigurationError(f"an edge is (a, b) or (a, b, condition), got {edge!r}")
+        source, target = edge[0], edge[1]
+        condition = edge[2] if len(edge) == 3 else None
+        for end in (source, target):
+            if end not in self.nodes:
+                raise ConfigurationError(f"edge {edge!r}: no node named {end!r}")
+        if condition is not None and not callable(condition):
+            raise ConfigurationError(f"edge {edge!r}: the condition is not callable")
+        return source, target, condition
+
+    def copy(self) -> Graph:
+        graph = Graph(**self._args)
+        graph.hooks = self.hooks.copy()
+        return graph
+
+    def entry_nodes(self) -> tuple[str, ...]:
+        return self._entry
+
+    def check_limit(self, name: str, record: Record) -> None:
+        limit = self.max_node_runs
+        if limit is not None and record.runs.get(name, 0) >= limit:
+            raise NodeRunLimitError(
+                f"node {name!r} would run a {limit + 1}th time; max_node_runs is {limit}"
+            )
+
+    def _sources(self, name: str) -> list[str]:
+        return list(dict.fromkeys(s for s, t, _ in self._edges if t == name))
+
+    def prompt(self, name: str, record: Record) -> str:
+        """The task, with the latest reply of each node it depends on."""
+        task = record.task or ""
+        inputs = [(s, record.results[s]) for s in self._sources(name) if s in record.results]
+        if not inputs:
+            return task
+        parts = [f"From {s}:\n{r}" for s, r in inputs]
+        return task + "\n\nInputs from earlier nodes:\n" + "\n\n".join(parts)
+
+    def after_finish(self, name: str, run: NodeRun, record: Record) -> Record:
+        state = self.state(record)  # with this node's result
+        ready = list(record.ready)
+        for source, target, condition in self._edges:
+            if source != name or target in ready:
+                continue
+            if condition is not None and not condition(state):
+                continue
+            if all(s in record.results for s in self._sources(target)):
+                ready.append(target)
+        return record.but(ready=tuple(ready))

@@ -1,0 +1,146 @@
+"""One node of a graph or swarm: its own copy of an agent, run through the public API only.
+
+Each node runs a copy of the agent it was given (``Agent.from_spec(agent.spec, ...)``: the same
+model, tools, hooks and settings; its own conversation and ``state``), so the agent you passed
+is never run or changed. With a session the copy has its own session in the same store, under
+the id ``<orchestration session id>:node:<node name>``: its own journal is what lets a node
+killed mid-run be recovered without repeating its model calls or finished tools.
+
+Questions a node's agent asks keep everything they show; only their id changes, so that two
+nodes asking the same question (same name, same tool use id) do not collide:
+``v1:node:<node name>:<uuid5(NAMESPACE_OID, <the agent's own id>)>``; their ``via`` gets the
+node's marker in front (see ``node_path``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .. import Agent
+from .._agent import Prompt
+from .._interrupt import Interrupt
+from .._messages import JsonValue
+from .._result import AgentResult
+from .._stream import RunFinished
+from ..errors import ConfigurationError
+from ..sessions import check_session_id
+from ._events import NodeEvent, node_marker
+
+if TYPE_CHECKING:
+    from .._tools._spec import AgentTool
+    from ..sessions import SessionStore
+
+__all__ = ["AgentNode", "check_node_name", "node_question_id", "node_session_id"]
+
+Emit = Callable[[object], None]
+
+
+def check_node_name(name: object) -> str:
+    """A node name: 1-64 letters, digits, ``_`` or ``-`` (it is part of ids and tool input)."""
+    if not isinstance(name, str) or not name or len(name) > 64:
+        raise ConfigurationError(f"a node name must be 1-64 characters, got {name!r}")
+    if not all(c.isascii() and (c.isalnum() or c in "_-") for c in name):
+        raise ConfigurationError(f"node name {name!r}: use letters, digits, '_' or '-'")
+    return name
+
+
+def node_session_id(session_id: str, node: str) -> str:
+    """The session id of a node's agent: ``<session id>:node:<node>``."""
+    return check_session_id(f"{session_id}:node:{node}")
+
+
+def node_question_id(node: str, inner_id: str) -> str:
+    """The orchestration's id of a question a node's agent asked under ``inner_id``."""
+    return f"v1:node:{node}:{uuid.uuid5(uuid.NAMESPACE_OID, inner_id)}"
+
+
+def marked(node: str, question: Interrupt) -> Interrupt:
+    """``question`` with ``node``'s marker in front of its ``via`` (its id unchanged)."""
+    return replace(question, via=(node_marker(node), *question.via))
+
+
+class AgentNode:
+    """A node's agent copy, and the calls the orchestration makes on it."""
+
+    def __init__(
+        self,
+        name: str,
+        template: Agent,
+        store: SessionStore | None,
+        session_id: str | None,
+        extra_tools: Iterable[AgentTool] = (),
+    ) -> None:
+        if not isinstance(template, Agent):
+            raise ConfigurationError(
+                f"node {name!r} must be an Agent, got {type(template).__name__} (graphs and "
+                "swarms as nodes are not supported yet)"
+            )
+        if template.session_store is not None:
+            raise ConfigurationError(
+                f"node {name!r}: the agent of a node keeps its state with the orchestration; "
+                "build it without session= (give the graph or swarm the session)"
+            )
+        self.name = name
+        self.template = template
+        self._extra = tuple(extra_tools)
+        self._store = store
+        self._session_id = None if session_id is None else node_session_id(session_id, name)
+        self.agent = self.fresh()
+
+    def fresh(self, *, with_session: bool = True) -> Agent:
+        """A new copy of the template (with the node's session, unless told otherwise)."""
+        spec = replace(self.template.spec, list_pending=False)  # listed with the orchestration
+        if self._extra:
+            spec = replace(spec, tools={**spec.tools, **{t.name: t for t in self._extra}})
+        state = json.loads(json.dumps(self.template.state))
+        if with_session and self._store is not None:
+            return Agent.from_spec(
+                spec, state=state, session=self._store, session_id=self._session_id
+            )
+        return Agent.from_spec(spec, state=state)
+
+    def message_count(self) -> int:
+        return len(self.agent.messages)
+
+    async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
+        if emit is None:
+            return await self.agent.invoke_async(prompt)
+        return await self._streamed(prompt, emit)
+
+    async def resume(
+        self, answers: Mapping[str, JsonValue], by: str | None, emit: Emit | None
+    ) -> AgentResult:
+        if emit is None or by is not None:
+            return await self.agent.resume_async(answers, by=by)
+        listed = [
+            {"interruptResponse": {"interruptId": i, "response": a}} for i, a in answers.items()
+        ]
+        return await self._streamed(listed, emit)
+
+    async def _streamed(self, prompt: Prompt, emit: Emit) -> AgentResult:
+        async for event in self.agent.stream_async(prompt):
+            if isinstance(event, RunFinished):
+                return event.result
+            emit(NodeEvent(self.name, event))
+        raise AssertionError("a stream ends with RunFinished")  # pragma: no cover
+
+    def questions(self) -> tuple[tuple[Interrupt, ...], dict[str, str]]:
+        """The agent's pending questions under the orchestration's ids, and id -> own id."""
+        out, inner = [], {}
+        for q in self.agent.interrupts:
+            gid = node_question_id(self.name, q.id)
+            inner[gid] = q.id
+            out.append(marked(self.name, replace(q, id=gid)))
+        return tuple(out), inner
+
+    def finished_since(self, base: int) -> AgentResult | None:
+        """The agent's reply if it finished a run begun at message ``base`` (after a crash
+        between the node's end and the orchestration's save), else None."""
+        messages = self.agent.messages
+        if len(messages) > base and messages[-1].role == "assistant":
+            return AgentResult(stop_reason="end_turn", message=messages[-1])
+        return None
