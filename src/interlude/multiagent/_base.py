@@ -10,10 +10,12 @@ every node agent's exported state.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._frozen import thaw
 from .._messages import JsonValue
 from .._sync import run_sync
 from ..errors import (
@@ -24,10 +26,11 @@ from ..errors import (
     ResumeInputError,
     StateFormatError,
     StateMismatchError,
-    UnknownInterruptError,
 )
 from ..hooks import HookProvider, HookRegistry
 from ..sessions import SessionUpdate, check_session_id, open_store
+from ._answers import plan_resume
+from ._claim import Renewer, check_free, new_claim
 from ._engine import Engine, EngineOwner
 from ._events import MultiAgentFinished, MultiAgentResult, MultiAgentStreamEvent
 from ._record import VERSION, Record, record_from_json, record_to_json
@@ -55,7 +58,15 @@ class Orchestration(EngineOwner):
         hooks: Iterable[HookProvider],
         session: SessionStore | str | None,
         session_id: str | None,
+        session_lease: float = 30.0,
     ) -> None:
+        if (
+            not isinstance(session_lease, int | float)
+            or isinstance(session_lease, bool)
+            or not session_lease > 0
+        ):
+            raise ConfigurationError(f"session_lease must be > 0 seconds, got {session_lease!r}")
+        self.session_lease = float(session_lease)
         if (session is None) != (session_id is None):
             raise ConfigurationError("give both session= and session_id=, or neither")
         if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -70,8 +81,11 @@ class Orchestration(EngineOwner):
         self._session_id = None if session_id is None else check_session_id(session_id)
         self.record = Record()
         self._version = 0
+        self._claim: object = None  # the stored claim, as last seen
+        self._audit_saved = 0  # audit entries already in the store's trail
         self._loaded = self._store is None
         self._running = False
+        self._lock: asyncio.Lock | None = None
 
     def _node_session(self) -> tuple[SessionStore | None, str | None]:
         return self._store, self._session_id
@@ -134,53 +148,72 @@ class Orchestration(EngineOwner):
         self._check_idle()
         if not task.strip():
             raise ConfigurationError("the task must be non-empty text")
-        self.record = Record(task=task, status="running", ready=self.entry_nodes())
-        await self.save()
-        return await self._engine(lambda engine: engine.drive({}, emit=emit))
+        record = self.record.but(
+            task=task,
+            status="running",
+            runs={},
+            results={},
+            order=(),
+            ready=self.entry_nodes(),
+            active={},
+            handoffs=0,
+            handed=None,
+        )
+        return await self._engine(record, lambda engine: engine.drive(emit=emit))
 
     def resume(
-        self, answers: Mapping[str, JsonValue], *, by: str | None = None, partial: bool = False
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        partial: bool = False,
+        shown: Mapping[str, str] | None = None,
     ) -> MultiAgentResult:
         """Answer pending questions and carry on, from sync code."""
-        return run_sync(self.resume_async(answers, by=by, partial=partial))
+        return run_sync(self.resume_async(answers, by=by, partial=partial, shown=shown))
 
     async def resume_async(
-        self, answers: Mapping[str, JsonValue], *, by: str | None = None, partial: bool = False
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        partial: bool = False,
+        shown: Mapping[str, str] | None = None,
     ) -> MultiAgentResult:
         """Answer pending questions (``{id: answer}``; some of them, as with ``Agent.resume``)
         and carry on. Each node with answers carries on; the others keep waiting. Without
         ``partial``, no new node starts while any question is still open: the answered nodes
         go to their end (or their next question) and the run pauses again. With
-        ``partial=True`` the nodes after them run too while the others wait."""
+        ``partial=True`` the nodes after them run too while the others wait.
+
+        Every answer is checked first, as ``Agent.resume`` checks (see ``_answers``): unknown
+        ids, JSON, response types, deadlines, ``shown=`` digests, ``by=``; a bad answer for
+        any node changes nothing. Each answer joins the audit trail (:attr:`audit`) as given
+        ``by``, naming the node it went to; the answers reach the node agents' own trails too.
+        SessionConflictError (nothing run) if another live process runs this session."""
         await self.load()
-        return await self._resume(answers, by, partial, None)
+        return await self._resume(answers, by, partial, None, shown)
 
     async def _resume(
-        self, answers: object, by: str | None, partial: bool, emit: Any
+        self,
+        answers: object,
+        by: str | None,
+        partial: bool,
+        emit: Any,
+        shown: Mapping[str, str] | None = None,
     ) -> MultiAgentResult:
         if self._running:
             raise AgentBusyError(f"this {self.kind} is running")
-        if self.record.status != "paused":
-            raise NotPausedError(f"the {self.kind} is not paused; there is nothing to resume")
-        if not isinstance(answers, Mapping) or not answers:
-            raise ResumeInputError("answers must be a non-empty map of interrupt id to answer")
-        pending = {q.id: name for name, run in self.record.active.items() for q in run.questions}
-        unknown = sorted(str(i) for i in answers if i not in pending)
-        if unknown:
-            raise UnknownInterruptError(
-                f"not pending: {', '.join(unknown)}; pending: {', '.join(sorted(pending))}"
-            )
-        for iid, answer in answers.items():
-            try:
-                json.dumps(answer, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                raise ResumeInputError(f"the answer to {iid!r} is not JSON ({exc})") from None
-        per_node: dict[str, dict[str, JsonValue]] = {}
-        for iid, answer in answers.items():
-            per_node.setdefault(pending[iid], {})[iid] = answer
-        self.record = self.record.but(status="running")
+        if self.record.status == "running" and self._session_id is not None:
+            check_free(self._claim, self._session_id, self.kind)
+        per_node, entries = plan_resume(self, answers, by, shown)
+        record = self.record
+        active = dict(record.active)
+        for name, given in per_node.items():
+            active[name] = replace(active[name], given=given, by=by)
+        record = record.but(status="running", active=active, audit=(*record.audit, *entries))
         return await self._engine(
-            lambda engine: engine.drive(per_node, partial=partial, by=by, emit=emit)
+            record, lambda engine: engine.drive(tuple(per_node), partial=partial, emit=emit)
         )
 
     def recover(self) -> MultiAgentResult:
@@ -189,21 +222,47 @@ class Orchestration(EngineOwner):
 
     async def recover_async(self) -> MultiAgentResult:
         """Carry on a run whose process stopped (see :attr:`needs_recovery`): finished nodes
-        are kept, each node that was running carries on from its own agent's session (its
-        journal, its pause or its reply), and the rest runs as it would have."""
+        are kept, each node that was running carries on from its own session (its journal,
+        its pause or its reply; answers a resume was delivering are delivered), and the rest
+        runs as it would have. SessionConflictError if another live process runs it."""
         await self.load()
         if self.record.status != "running" or self._running:
             raise NotPausedError(f"the {self.kind} holds no stopped run to recover")
-        started = tuple(n for n, run in self.record.active.items() if not run.questions)
-        return await self._engine(lambda engine: engine.drive({}, recovering=started))
+        if self._session_id is not None:
+            check_free(self._claim, self._session_id, self.kind)
+        started = tuple(n for n, run in self.record.active.items() if not run.waiting)
+        return await self._engine(self.record, lambda engine: engine.drive(recovering=started))
 
-    async def _engine(self, go: Any) -> MultiAgentResult:
+    async def _engine(self, record: Record, go: Any) -> MultiAgentResult:
+        """Run ``go(engine)`` on ``record``, whose save is the run's claim: if it fails
+        (another process's claim landed first), nothing changed and nothing ran."""
         self._running = True
+        self._lock = asyncio.Lock()
+        before, self.record = self.record, record
+        renewer = Renewer(self.session_lease, self._renew)
         try:
-            result: MultiAgentResult = await go(Engine(self))
+            try:
+                await self.save()
+            except BaseException:
+                self.record = before
+                raise
+            if self._store is not None:
+                renewer.start()
+            try:
+                result: MultiAgentResult = await go(Engine(self))
+            except asyncio.CancelledError:
+                if renewer.lost is not None:
+                    raise renewer.lost from None
+                raise
             return result
         finally:
+            await renewer.stop()
             self._running = False
+            self._lock = None
+
+    async def _renew(self) -> None:
+        if self.record.status == "running":
+            await self.save()
 
     def _check_idle(self) -> None:
         if self._running:
@@ -229,6 +288,8 @@ class Orchestration(EngineOwner):
                 )
             self.record = record_from_json(data, self.kind, self.nodes)
             self._version = stored.version
+            self._claim = stored.claim
+            self._audit_saved = len(self.record.audit)
         for node in self.nodes.values():
             await node.agent.load()
         self._loaded = True
@@ -238,22 +299,41 @@ class Orchestration(EngineOwner):
             run_sync(self.load())
 
     async def save(self) -> None:
-        """Save the record (with a session): one compare-and-swap on the session's version."""
+        """Save the record (with a session): one compare-and-swap on the session's version.
+        While the record says ``running`` the save holds (and renews) the run's claim; a
+        paused or finished record lets it go. New audit entries join the session's trail."""
         if self._store is None or self._session_id is None:
             return
-        record = self.record
-        update = SessionUpdate(
-            expected_version=self._version,
-            first_index=0,
-            new_messages=[],
-            pause=None,
-            pending=[q.to_dict() for q in record.questions],
-            tools=[],
-            format_version=VERSION,
-            state={STATE_KEY: record_to_json(record, self.kind)},
-            agent=self.name,
-        )
-        self._version = await self._store.save(self._session_id, update)
+        lock = self._lock
+        async with lock if lock is not None else contextlib.nullcontext():
+            record = self.record
+            claim = (
+                new_claim(self._claim, self.session_lease) if record.status == "running" else None
+            )
+            update = SessionUpdate(
+                expected_version=self._version,
+                first_index=0,
+                new_messages=[],
+                pause=None,
+                pending=[q.to_dict() for q in record.questions],
+                tools=[],
+                format_version=VERSION,
+                state={STATE_KEY: record_to_json(record, self.kind)},
+                agent=self.name,
+                claim=claim,
+                audit=[thaw(e) for e in record.audit[self._audit_saved :]],
+            )
+            self._version = await self._store.save(self._session_id, update)
+            self._claim, self._audit_saved = claim, len(record.audit)
+
+    @property
+    def audit(self) -> list[dict[str, JsonValue]]:
+        """The answers given to this graph's (or swarm's) ``resume``, oldest first: each an
+        ``AuditEntry``'s fields (``interrupt_id`` is the orchestration's id) with ``node``, the
+        path of nodes the answer went down (outermost first). With a session, the same entries
+        are in the store's audit trail under the orchestration's session id."""
+        self._load_sync()
+        return [thaw(e) for e in self.record.audit]
 
     def export_state(self) -> dict[str, JsonValue]:
         """The record and every node agent's state, as versioned JSON data."""

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
-from .._messages import JsonValue, Message, Text
+from .._messages import Message, Text
 from .._result import AgentResult
 from ..hooks import HookRegistry
 from ._events import (
@@ -65,22 +64,24 @@ class Engine:
 
     async def drive(
         self,
-        resuming: Mapping[str, Mapping[str, JsonValue]],
+        resumed: tuple[str, ...] = (),
         *,
         partial: bool = False,
-        by: str | None = None,
         emit: Emit | None = None,
         recovering: tuple[str, ...] = (),
     ) -> MultiAgentResult:
-        """Run until nothing can run: every node done, or the rest waiting on answers."""
+        """Run until nothing can run: every node done, or the rest waiting on answers.
+
+        ``resumed`` nodes carry on with the answers their runs hold (``NodeRun.given``, saved
+        by the resume's claim); ``recovering`` nodes were started by a process that stopped."""
         owner = self.owner
         tasks: dict[asyncio.Task[Outcome], str] = {}
         failure: Exception | None = None
         for name in recovering:
             tasks[asyncio.ensure_future(self._recover(name, emit))] = name
-        for name, answers in resuming.items():
+        for name in resumed:
             run = owner.record.active[name]
-            tasks[asyncio.ensure_future(self._step(name, run, answers, by, emit))] = name
+            tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
         try:
             while True:
                 if failure is None:
@@ -131,7 +132,7 @@ class Engine:
         owner = self.owner
         record = owner.record
         busy = set(tasks.values())
-        waiting = [n for n, run in record.active.items() if n not in busy and run.questions]
+        waiting = [n for n, run in record.active.items() if n not in busy and run.waiting]
         if waiting and not partial:
             return False
         later: list[str] = []
@@ -147,26 +148,23 @@ class Engine:
                 runs={**record.runs, name: record.runs.get(name, 0) + 1},
                 active={**record.active, name: run},
             )
-            tasks[asyncio.ensure_future(self._step(name, run, {}, None, emit))] = name
+            tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
             busy.add(name)
             started = True
         owner.record = record.but(ready=tuple(later))
         return started
 
     async def _step(
-        self,
-        name: str,
-        run: NodeRun,
-        answers: Mapping[str, JsonValue],
-        by: str | None,
-        emit: Emit | None,
-        result: AgentResult | None = None,
+        self, name: str, run: NodeRun, emit: Emit | None, result: AgentResult | None = None
     ) -> Outcome:
-        """Carry a node's run on from where it stands, to its end or its next pause."""
+        """Carry a node's run on from where it stands (with the answers it was given), to its
+        end or its next pause."""
         owner, node = self.owner, self.owner.nodes[name]
+        answers, by = run.given or {}, run.by
+        run = replace(run, given=None, by=None)
         if emit is not None:
             emit(NodeStarted(name))
-        view = cast("AgentView", node.agent)
+        view = cast("AgentView", node.view)
         if result is None and run.phase == "before":
             given = {**run.answers, **answers}
             if owner.hooks.has_callbacks(BeforeNodeCallEvent):
@@ -215,29 +213,39 @@ class Engine:
         return Finished(result)
 
     async def _recover(self, name: str, emit: Emit | None) -> Outcome:
-        """Carry on a node that was running when the process stopped, from its agent's own
-        session: its journal, its pause, or its finished reply; else start it again."""
-        owner = self.owner
-        run = owner.record.active[name]
-        agent = owner.nodes[name].agent
-        if agent.needs_recovery:
-            result = await agent.recover_async()
-        elif agent.is_paused:
-            result = AgentResult(stop_reason="interrupt", interrupts=agent.interrupts)
+        """Carry on a node that was running (or being resumed) when the process stopped, from
+        its own session: its journal, its pause, or its finished reply; answers a resume was
+        delivering are delivered if they never reached it; else the node starts again."""
+        run = self.owner.record.active[name]
+        node = self.owner.nodes[name]
+        if run.phase == "after":  # it had finished: only its after-node hooks are left
+            return await self._step(name, run, emit)
+        if node.needs_recovery:
+            result = await node.recover(emit)
+        elif node.is_paused:
+            pending = {q.id for q in node.pending()}
+            if (
+                run.phase == "running"
+                and run.given
+                and {run.inner[i] for i in run.given} <= pending
+            ):
+                return await self._step(name, run, emit)  # the answers never reached it
+            result = AgentResult(stop_reason="interrupt", interrupts=node.pending())
         else:
-            finished = owner.nodes[name].finished_since(run.base)
-            if finished is None or run.phase == "after":
-                return await self._step(name, replace(run, phase="before"), {}, None, emit)
+            finished = node.finished_since(run.base)
+            if finished is None:  # it saved nothing of this run: it starts again
+                return await self._step(name, replace(run, phase="before"), emit)
             result = finished
-        return await self._step(name, replace(run, phase="running"), {}, None, emit, result)
+        return await self._step(name, replace(run, phase="running", given=None), emit, result)
 
     def _failed(self, record: Record, name: str) -> Record:
-        """The record after node ``name`` raised: it keeps its questions if its agent still
-        waits on them (a resume it refused), else it is no longer started."""
+        """The record after node ``name`` raised: it keeps its questions if it still waits on
+        them (a resume it refused), else it is no longer started."""
         run = record.active.get(name)
-        agent = self.owner.nodes[name].agent
-        if run is not None and run.questions and (run.phase != "running" or agent.is_paused):
-            return record
+        node = self.owner.nodes[name]
+        if run is not None and run.questions and (run.phase != "running" or node.is_paused):
+            kept = replace(run, given=None, by=None)
+            return record.but(active={**record.active, name: kept})
         return record.but(active={n: r for n, r in record.active.items() if n != name})
 
 

@@ -50,6 +50,7 @@ class Graph(Orchestration):
         name: str | None = None,
         max_node_runs: int | None = None,
         hooks: Iterable[HookProvider] = (),
+        session_lease: float = 30.0,
     ) -> None:
         if not isinstance(nodes, Mapping) or not nodes:
             raise ConfigurationError("a graph needs at least one node: nodes={name: agent}")
@@ -67,7 +68,7 @@ class Graph(Orchestration):
             "max_node_runs": max_node_runs,
             "hooks": (),
         }
-        self._setup(name, hooks, session, session_id)
+        self._setup(name, hooks, session, session_id, session_lease)
         store, sid = self._node_session()
         self.nodes = {check_node_name(n): AgentNode(n, a, store, sid) for n, a in nodes.items()}
         if sid is not None:

@@ -106,6 +106,27 @@ class AgentNode:
     def message_count(self) -> int:
         return len(self.agent.messages)
 
+    @property
+    def view(self) -> object:
+        """What the node hooks see as the event's agent."""
+        return self.agent
+
+    @property
+    def needs_recovery(self) -> bool:
+        return self.agent.needs_recovery
+
+    @property
+    def is_paused(self) -> bool:
+        return self.agent.is_paused
+
+    def pending(self) -> list[Interrupt]:
+        """The questions the node's agent waits on, under its own ids."""
+        return self.agent.interrupts
+
+    async def recover(self, emit: Emit | None) -> AgentResult:
+        """Carry on the agent's run whose process stopped (from its journal)."""
+        return await self.agent.recover_async()
+
     async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
         if emit is None:
             return await self.agent.invoke_async(prompt)

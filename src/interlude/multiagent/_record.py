@@ -56,6 +56,17 @@ class NodeRun:
     """Answers given to this run's node-hook questions so far."""
     result: AgentResult | None = None
     """The node's result, kept while its after-node hooks wait on a question."""
+    given: Mapping[str, JsonValue] | None = None
+    """The answers a resume is delivering to this run (the orchestration's ids), saved with
+    the resume's claim before the node is resumed: a recovery delivers them again if the node
+    never got them. None while the run waits or runs on its own."""
+    by: str | None = None
+    """Who gave ``given``."""
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it waits on a person (it has questions and no answers on their way)."""
+        return bool(self.questions) and self.given is None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,11 +84,14 @@ class Record:
     handoffs: int = 0
     handed: tuple[str, str, str] | None = None
     """A swarm's last handoff: (from, to, message)."""
+    audit: tuple[Mapping[str, JsonValue], ...] = ()
+    """The orchestration's audit trail: one entry per answer given to its ``resume`` (an
+    ``AuditEntry``'s fields, with ``node``: the path of nodes the answer went down)."""
 
     @property
     def questions(self) -> list[Interrupt]:
-        """Every question waiting, node by node."""
-        return [q for run in self.active.values() for q in run.questions]
+        """Every question waiting, node by node (not those whose answers are on their way)."""
+        return [q for run in self.active.values() if run.waiting for q in run.questions]
 
     def but(self, **changes: Any) -> Record:
         for name in ("runs", "results", "active"):
@@ -117,6 +131,8 @@ def _run_to_json(run: NodeRun) -> dict[str, JsonValue]:
         "inner": dict(run.inner),
         "answers": {k: thaw(v) for k, v in run.answers.items()},
         "result": None if run.result is None else result_to_json(run.result),
+        "given": None if run.given is None else {k: thaw(v) for k, v in run.given.items()},
+        "by": run.by,
     }
 
 
@@ -132,7 +148,11 @@ def _run_from_json(data: Any, where: str) -> NodeRun:
     inner, answers = _obj(d.get("inner", {}), where), _obj(d.get("answers", {}), where)
     if not all(isinstance(v, str) for v in inner.values()):
         raise StateFormatError(f"{where}.inner: expected ids")
-    result = d.get("result")
+    result, given, by = d.get("result"), d.get("given"), d.get("by")
+    if given is not None:
+        given = _frozen_map({k: freeze(v) for k, v in _obj(given, f"{where}.given").items()})
+    if by is not None and not isinstance(by, str):
+        raise StateFormatError(f"{where}.by: expected a name")
     return NodeRun(
         prompt=prompt,
         phase=phase,
@@ -143,6 +163,8 @@ def _run_from_json(data: Any, where: str) -> NodeRun:
         inner=_frozen_map(inner),
         answers=_frozen_map({k: freeze(v) for k, v in answers.items()}),
         result=None if result is None else result_from_json(result, f"{where}.result"),
+        given=given,
+        by=by,
     )
 
 
@@ -161,6 +183,7 @@ def record_to_json(record: Record, kind: str) -> dict[str, JsonValue]:
         "active": {n: _run_to_json(r) for n, r in record.active.items()},
         "handoffs": record.handoffs,
         "handed": None if record.handed is None else list(record.handed),
+        "audit": [thaw(e) for e in record.audit],
     }
 
 
@@ -209,6 +232,7 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
         active=_frozen_map({n: _run_from_json(r, f"record.active.{n}") for n, r in active.items()}),
         handoffs=handoffs,
         handed=None if handed is None else (handed[0], handed[1], handed[2]),
+        audit=tuple(freeze(_obj(e, "record.audit")) for e in _list(d.get("audit", []), "audit")),
     )
 
 

@@ -51,6 +51,7 @@ class Swarm(Orchestration):
         session_id: str | None = None,
         name: str | None = None,
         hooks: Iterable[HookProvider] = (),
+        session_lease: float = 30.0,
     ) -> None:
         agents = list(agents)
         if not agents:
@@ -72,7 +73,7 @@ class Swarm(Orchestration):
             "max_handoffs": max_handoffs,
             "name": name,
         }
-        self._setup(name, hooks, session, session_id)
+        self._setup(name, hooks, session, session_id, session_lease)
         store, sid = self._node_session()
         tool = HandoffTool(names)
         self.nodes = {
