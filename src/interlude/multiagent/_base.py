@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from .._tools._spec import AgentTool
     from ..sessions import SessionStore
-    from ._nodes import AgentNode
+    from ._nodes import Node
 
 __all__ = ["STATE_KEY", "Orchestration"]
 
@@ -67,6 +67,9 @@ class Orchestration(EngineOwner):
         ):
             raise ConfigurationError(f"session_lease must be > 0 seconds, got {session_lease!r}")
         self.session_lease = float(session_lease)
+        self.list_pending = True
+        """False for a graph or swarm nested in another: its questions are listed once, by
+        the outermost one, under its ids."""
         if (session is None) != (session_id is None):
             raise ConfigurationError("give both session= and session_id=, or neither")
         if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -291,7 +294,7 @@ class Orchestration(EngineOwner):
             self._claim = stored.claim
             self._audit_saved = len(self.record.audit)
         for node in self.nodes.values():
-            await node.agent.load()
+            await node.load()
         self._loaded = True
 
     def _load_sync(self) -> None:
@@ -315,7 +318,7 @@ class Orchestration(EngineOwner):
                 first_index=0,
                 new_messages=[],
                 pause=None,
-                pending=[q.to_dict() for q in record.questions],
+                pending=[q.to_dict() for q in record.questions] if self.list_pending else [],
                 tools=[],
                 format_version=VERSION,
                 state={STATE_KEY: record_to_json(record, self.kind)},
@@ -345,7 +348,7 @@ class Orchestration(EngineOwner):
             "version": VERSION,
             "name": self.name,
             "record": record_to_json(self.record, self.kind),
-            "nodes": {n: node.agent.export_state() for n, node in self.nodes.items()},
+            "nodes": {n: node.export_state() for n, node in self.nodes.items()},
         }
 
     def import_state(self, data: Mapping[str, JsonValue]) -> None:
@@ -369,13 +372,9 @@ class Orchestration(EngineOwner):
         states = data.get("nodes")
         if not isinstance(states, Mapping) or set(states) != set(self.nodes):
             raise StateMismatchError(f"the state's nodes are not this {self.kind}'s nodes")
-        agents = {}
-        for name, node in self.nodes.items():
-            agent = node.fresh()
-            agent.import_state(states[name])
-            agents[name] = agent
-        for name, agent in agents.items():
-            self.nodes[name].agent = agent
+        copies = {name: node.import_state(states[name]) for name, node in self.nodes.items()}
+        for name, copy in copies.items():
+            self.nodes[name].adopt(copy)  # type: ignore[arg-type]
         self.record = record
 
     # --- as a tool --------------------------------------------------------------------------
@@ -389,11 +388,15 @@ class Orchestration(EngineOwner):
 
     def copy(self) -> Orchestration:
         """A new one built the same way, with no session and nothing run."""
+        return self.copy_on(None, None)
+
+    def copy_on(self, session: SessionStore | None, session_id: str | None) -> Orchestration:
+        """A new one built the same way (its node hooks copied), on ``session`` (or none)."""
         raise NotImplementedError
 
     # --- for subclasses ---------------------------------------------------------------------
 
-    nodes: dict[str, AgentNode]
+    nodes: dict[str, Node]
 
     def entry_nodes(self) -> tuple[str, ...]:
         raise NotImplementedError

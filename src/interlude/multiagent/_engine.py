@@ -28,11 +28,12 @@ from ._events import (
     NodeStarted,
     hook_answers,
 )
-from ._nodes import AgentNode, Emit, marked
+from ._nodes import Emit, marked
 from ._record import NodeRun, Record
 
 if TYPE_CHECKING:
     from .._view import AgentView
+    from ._nodes import Node
 
 __all__ = ["Cancelled", "Engine", "Finished", "Outcome", "Paused"]
 
@@ -232,7 +233,7 @@ class Engine:
                 return await self._step(name, run, emit)  # the answers never reached it
             result = AgentResult(stop_reason="interrupt", interrupts=node.pending())
         else:
-            finished = node.finished_since(run.base)
+            finished = node.finished_since(run.base, run.prompt)
             if finished is None:  # it saved nothing of this run: it starts again
                 return await self._step(name, replace(run, phase="before"), emit)
             result = finished
@@ -253,7 +254,7 @@ class EngineOwner:
     """What the engine needs of a graph or swarm (both derive from it)."""
 
     record: Record
-    nodes: dict[str, AgentNode]
+    nodes: dict[str, Node]
     hooks: HookRegistry
 
     async def save(self) -> None:

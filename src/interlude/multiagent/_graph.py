@@ -16,7 +16,7 @@ from .. import Agent
 from ..errors import ConfigurationError, NodeRunLimitError
 from ._base import Orchestration
 from ._events import GraphState
-from ._nodes import AgentNode, check_node_name, node_session_id
+from ._nodes import check_node_name, make_node, node_session_id
 
 if TYPE_CHECKING:
     from ..hooks import HookProvider
@@ -41,7 +41,7 @@ class Graph(Orchestration):
 
     def __init__(
         self,
-        nodes: Mapping[str, Agent],
+        nodes: Mapping[str, Agent | Orchestration],
         edges: Iterable[Edge] = (),
         entry: str | Sequence[str] = (),
         *,
@@ -67,10 +67,11 @@ class Graph(Orchestration):
             "name": name,
             "max_node_runs": max_node_runs,
             "hooks": (),
+            "session_lease": session_lease,
         }
         self._setup(name, hooks, session, session_id, session_lease)
         store, sid = self._node_session()
-        self.nodes = {check_node_name(n): AgentNode(n, a, store, sid) for n, a in nodes.items()}
+        self.nodes = {check_node_name(n): make_node(n, a, store, sid) for n, a in nodes.items()}
         if sid is not None:
             for n in self.nodes:
                 node_session_id(sid, n)
@@ -95,8 +96,8 @@ class Graph(Orchestration):
             raise ConfigurationError(f"edge {edge!r}: the condition is not callable")
         return source, target, condition
 
-    def copy(self) -> Graph:
-        graph = Graph(**self._args)
+    def copy_on(self, session: SessionStore | None, session_id: str | None) -> Graph:
+        graph = Graph(**self._args, session=session, session_id=session_id)
         graph.hooks = self.hooks.copy()
         return graph
 

@@ -18,7 +18,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from .. import Agent
 from .._agent import Prompt
@@ -33,8 +33,16 @@ from ._events import NodeEvent, node_marker
 if TYPE_CHECKING:
     from .._tools._spec import AgentTool
     from ..sessions import SessionStore
+    from ._nested import OrchestrationNode
 
-__all__ = ["AgentNode", "check_node_name", "node_question_id", "node_session_id"]
+__all__ = [
+    "AgentNode",
+    "Node",
+    "check_node_name",
+    "make_node",
+    "node_question_id",
+    "node_session_id",
+]
 
 Emit = Callable[[object], None]
 
@@ -58,6 +66,19 @@ def node_question_id(node: str, inner_id: str) -> str:
     return f"v1:node:{node}:{uuid.uuid5(uuid.NAMESPACE_OID, inner_id)}"
 
 
+def make_node(
+    name: str, template: object, store: SessionStore | None, session_id: str | None
+) -> Node:
+    """The node for ``template``: an agent's copy, or a nested graph's or swarm's copy."""
+    from ._base import Orchestration
+
+    if isinstance(template, Orchestration):
+        from ._nested import OrchestrationNode
+
+        return OrchestrationNode(name, template, store, session_id)
+    return AgentNode(name, template, store, session_id)  # type: ignore[arg-type]
+
+
 def marked(node: str, question: Interrupt) -> Interrupt:
     """``question`` with ``node``'s marker in front of its ``via`` (its id unchanged)."""
     return replace(question, via=(node_marker(node), *question.via))
@@ -76,8 +97,7 @@ class AgentNode:
     ) -> None:
         if not isinstance(template, Agent):
             raise ConfigurationError(
-                f"node {name!r} must be an Agent, got {type(template).__name__} (graphs and "
-                "swarms as nodes are not supported yet)"
+                f"node {name!r} must be an Agent, a Graph or a Swarm, got {type(template).__name__}"
             )
         if template.session_store is not None:
             raise ConfigurationError(
@@ -105,6 +125,22 @@ class AgentNode:
 
     def message_count(self) -> int:
         return len(self.agent.messages)
+
+    async def load(self) -> None:
+        await self.agent.load()
+
+    def export_state(self) -> dict[str, JsonValue]:
+        return self.agent.export_state()
+
+    def import_state(self, data: Mapping[str, JsonValue]) -> Agent:
+        """A fresh copy (no session) with ``data`` imported: :meth:`adopt` it once every node
+        took its data (so a refused import changes nothing)."""
+        agent = self.fresh()
+        agent.import_state(data)
+        return agent
+
+    def adopt(self, agent: Agent) -> None:
+        self.agent = agent
 
     @property
     def view(self) -> object:
@@ -158,10 +194,14 @@ class AgentNode:
             out.append(marked(self.name, replace(q, id=gid)))
         return tuple(out), inner
 
-    def finished_since(self, base: int) -> AgentResult | None:
+    def finished_since(self, base: int, prompt: str) -> AgentResult | None:
         """The agent's reply if it finished a run begun at message ``base`` (after a crash
         between the node's end and the orchestration's save), else None."""
         messages = self.agent.messages
         if len(messages) > base and messages[-1].role == "assistant":
             return AgentResult(stop_reason="end_turn", message=messages[-1])
         return None
+
+
+Node: TypeAlias = "AgentNode | OrchestrationNode"
+"""A node of a graph: an agent's copy, or a nested graph's or swarm's copy."""

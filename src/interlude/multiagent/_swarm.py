@@ -72,6 +72,7 @@ class Swarm(Orchestration):
             "entry": entry,
             "max_handoffs": max_handoffs,
             "name": name,
+            "session_lease": session_lease,
         }
         self._setup(name, hooks, session, session_id, session_lease)
         store, sid = self._node_session()
@@ -82,8 +83,8 @@ class Swarm(Orchestration):
         self._entry = entry
         self.max_handoffs = max_handoffs
 
-    def copy(self) -> Swarm:
-        swarm = Swarm(**self._args)
+    def copy_on(self, session: SessionStore | None, session_id: str | None) -> Swarm:
+        swarm = Swarm(**self._args, session=session, session_id=session_id)
         swarm.hooks = self.hooks.copy()
         return swarm
 
@@ -119,7 +120,9 @@ class Swarm(Orchestration):
 
     def _handoff(self, name: str, base: int) -> tuple[str, str] | None:
         """The last handoff the node's agent made in the run begun at message ``base``."""
-        messages = self.nodes[name].agent.messages[base:]
+        node = self.nodes[name]
+        assert isinstance(node, AgentNode), "a swarm's members are agents"
+        messages = node.agent.messages[base:]
         ok = {
             b.tool_use_id
             for m in messages

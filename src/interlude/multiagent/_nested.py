@@ -1,0 +1,133 @@
+"""A graph or swarm as a node of a graph: its own copy, with its own session, run through its
+public API.
+
+The node runs a copy of the orchestration it was given (built the same way, its node hooks
+copied); with a session the copy's session id is ``<graph session id>:node:<node name>`` (so its
+own nodes' are ``...:node:<node name>:node:<inner node>``): durable per node at every level.
+Its questions come up under ids scoped by the node (``v1:node:<node>:<uuid5(inner id)>``) with
+the node's marker in front of their ``via`` (``node_path`` gives the whole path, outermost
+first); the answers go down to the copy's ``resume`` under its own ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .._interrupt import Interrupt
+from .._messages import JsonValue
+from .._result import AgentResult
+from ..errors import ConfigurationError
+from ._events import MultiAgentFinished, MultiAgentResult, NodeEvent
+from ._nodes import Emit, marked, node_question_id, node_session_id
+
+if TYPE_CHECKING:
+    from ..sessions import SessionStore
+    from ._base import Orchestration
+
+__all__ = ["OrchestrationNode"]
+
+
+class OrchestrationNode:
+    """A node whose work is a whole graph or swarm (its own copy)."""
+
+    def __init__(
+        self,
+        name: str,
+        template: Orchestration,
+        store: SessionStore | None,
+        session_id: str | None,
+    ) -> None:
+        if template.session_id is not None:
+            raise ConfigurationError(
+                f"node {name!r}: a {template.kind} used as a node keeps its state with the "
+                "outer graph; build it without session= (give the outer graph the session)"
+            )
+        self.name = name
+        self.template = template
+        self._store = store
+        self._session_id = None if session_id is None else node_session_id(session_id, name)
+        self.inner = self.fresh()
+
+    def fresh(self) -> Orchestration:
+        """A new copy of the template (with the node's session, if any)."""
+        copy = self.template.copy_on(self._store, self._session_id)
+        copy.list_pending = False  # listed once, by the outermost graph
+        return copy
+
+    async def load(self) -> None:
+        await self.inner.load()
+
+    def export_state(self) -> dict[str, JsonValue]:
+        return self.inner.export_state()
+
+    def import_state(self, data: Mapping[str, JsonValue]) -> Orchestration:
+        copy = self.fresh()
+        copy.import_state(data)
+        return copy
+
+    def adopt(self, copy: Orchestration) -> None:
+        self.inner = copy
+
+    def message_count(self) -> int:
+        return 0
+
+    @property
+    def view(self) -> object:
+        return self.inner
+
+    @property
+    def needs_recovery(self) -> bool:
+        return self.inner.needs_recovery
+
+    @property
+    def is_paused(self) -> bool:
+        return self.inner.is_paused
+
+    def pending(self) -> list[Interrupt]:
+        return self.inner.interrupts
+
+    async def recover(self, emit: Emit | None) -> AgentResult:
+        return _as_agent_result(await self.inner.recover_async())
+
+    async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
+        if emit is None:
+            return _as_agent_result(await self.inner.invoke_async(prompt))
+        async for event in self.inner.stream_async(prompt):
+            if isinstance(event, MultiAgentFinished):
+                return _as_agent_result(event.result)
+            emit(NodeEvent(self.name, event))
+        raise AssertionError("a stream ends with MultiAgentFinished")  # pragma: no cover
+
+    async def resume(
+        self, answers: Mapping[str, JsonValue], by: str | None, emit: Emit | None
+    ) -> AgentResult:
+        return _as_agent_result(await self.inner.resume_async(answers, by=by))
+
+    def questions(self) -> tuple[tuple[Interrupt, ...], dict[str, str]]:
+        """The copy's pending questions under the outer ids, and outer id -> the copy's id."""
+        out, inner = [], {}
+        for q in self.inner.interrupts:
+            gid = node_question_id(self.name, q.id)
+            inner[gid] = q.id
+            out.append(marked(self.name, replace(q, id=gid)))
+        return tuple(out), inner
+
+    def finished_since(self, base: int, prompt: str) -> AgentResult | None:
+        """The copy's result if it had finished its run on ``prompt`` (a crash between its
+        end and the outer graph's save), else None."""
+        record = self.inner.record
+        if record.status == "idle" and record.order and record.task == prompt:
+            return _as_agent_result(self.inner.result())
+        return None
+
+
+def _as_agent_result(result: MultiAgentResult) -> AgentResult:
+    """What the outer graph keeps of the inner run: its stop reason, the last node's reply."""
+    last = result.nodes[result.order[-1]] if result.order else None
+    return AgentResult(
+        stop_reason=result.stop_reason,
+        message=None if last is None else last.message,
+        interrupts=list(result.interrupts),
+    )
