@@ -3,13 +3,17 @@
 A session records only its agent's name; :class:`App` turns that name back into an agent by
 calling a factory the application registered. Stored data never names code, so whoever can
 write to a store cannot choose what runs in the process that resumes a session.
+
+Graphs and swarms (``interlude.multiagent``) are registered the same way, with
+``@app.graph(name)``: their session records the name too, and :meth:`App.open` rebuilds them.
+Agent and graph names share one namespace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from ._agent import Agent
 from ._sync import run_sync
@@ -18,10 +22,11 @@ from .errors import ConfigurationError, SessionError, UnknownAgentError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from .multiagent import Graph, Swarm
     from .notify import Notifications, NotificationTarget
     from .sessions._protocol import SessionStore, StoredSession
 
-__all__ = ["AgentSession", "App"]
+__all__ = ["AgentSession", "App", "Opened"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +40,11 @@ class AgentSession:
 
 Factory = Callable[[AgentSession], Agent]
 F = TypeVar("F", bound=Factory)
+GraphFactory = Callable[[AgentSession], "Graph | Swarm"]
+G = TypeVar("G", bound=GraphFactory)
+Opened: TypeAlias = "Agent | Graph | Swarm"
+"""What :meth:`App.open` and :meth:`App.start` return: the agent, graph or swarm the name is
+registered as."""
 
 
 class App:
@@ -51,6 +61,12 @@ class App:
         agent = app.start("ops", "ticket-42", "sqlite:///sessions.db")  # a new session
         agent = app.open("ticket-42", "sqlite:///sessions.db")  # its recorded agent, rebuilt
 
+        @app.graph("trip")
+        def build_trip(session: AgentSession) -> Graph:
+            return Graph({...}, [...], entry=..., session=session.store, session_id=session.id)
+
+        graph = app.start("trip", "trip-7", "sqlite:///sessions.db")  # a Graph, on its session
+
     ``interlude answer --app module:app`` resumes sessions with the agents ``app`` registers.
 
     ``notify`` (targets such as ``interlude.notify.Webhook(url, secret=...)`` and
@@ -66,6 +82,7 @@ class App:
         inbox_url: str | None = None,
     ) -> None:
         self._factories: dict[str, Factory] = {}
+        self._graphs: dict[str, GraphFactory] = {}
         self.notifications: Notifications | None = None
         if notify is not None or inbox_url is not None:
             from .notify import Notifications
@@ -73,15 +90,20 @@ class App:
             self.notifications = Notifications.of(notify, inbox_url=inbox_url)
 
     def __repr__(self) -> str:
-        return f"App(names={list(self._factories)!r})"
+        return f"App(names={list(self.names)!r})"
 
     def __contains__(self, name: object) -> bool:
-        return name in self._factories
+        return name in self._factories or name in self._graphs
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The registered agent names, in registration order."""
-        return tuple(self._factories)
+        """The registered agent names, then the graph and swarm names, in registration order."""
+        return (*self._factories, *self._graphs)
+
+    @property
+    def graph_names(self) -> tuple[str, ...]:
+        """The registered graph and swarm names, in registration order."""
+        return tuple(self._graphs)
 
     def agent(self, name: str) -> Callable[[F], F]:
         """Register the decorated ``build(session: AgentSession) -> Agent`` as agent ``name``."""
@@ -91,22 +113,43 @@ class App:
         def register(factory: F) -> F:
             if not callable(factory):
                 raise ConfigurationError(f"agent {name!r}: {factory!r} is not callable")
-            if name in self._factories:
-                raise ConfigurationError(
-                    f"agent {name!r} is registered twice: by {_describe(self._factories[name])} "
-                    f"and by {_describe(factory)}"
-                )
+            self._check_free(name, factory)
             self._factories[name] = factory
             return factory
 
         return register
 
+    def graph(self, name: str) -> Callable[[G], G]:
+        """Register the decorated ``build(session: AgentSession) -> Graph | Swarm`` as graph
+        (or swarm) ``name``; build it with ``session=session.store, session_id=session.id``.
+        The name is recorded with its session, as an agent's is; agents and graphs share the
+        namespace."""
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigurationError(f"a graph name is a non-empty string, got {name!r}")
+
+        def register(factory: G) -> G:
+            if not callable(factory):
+                raise ConfigurationError(f"graph {name!r}: {factory!r} is not callable")
+            self._check_free(name, factory)
+            self._graphs[name] = factory
+            return factory
+
+        return register
+
+    def _check_free(self, name: str, factory: object) -> None:
+        taken = self._factories.get(name) or self._graphs.get(name)
+        if taken is not None:
+            raise ConfigurationError(
+                f"{name!r} is registered twice: by {_describe(taken)} and by {_describe(factory)}"
+            )
+
     # --- building agents --------------------------------------------------------------------
 
     def open(
         self, session_id: str, store: SessionStore | str, *, unnamed: str | None = None
-    ) -> Agent:
-        """The agent of a stored session, built by the factory of the name it records.
+    ) -> Opened:
+        """The agent of a stored session, built by the factory of the name it records (a
+        graph's or swarm's session: the graph or swarm, loaded).
 
         ``unnamed`` is the agent name to use for a session that records none (saved by an older
         version, or by an Agent without ``name=``); the session records it from its next save.
@@ -116,26 +159,32 @@ class App:
         store = _as_store(store)
         stored = run_sync(store.load(session_id))
         agent = self._open(session_id, store, stored, unnamed)
-        run_sync(agent.load(stored))  # the session as read: not read again
+        if isinstance(agent, Agent):
+            run_sync(agent.load(stored))  # the session as read: not read again
+        else:
+            run_sync(agent.load())
         return agent
 
     async def open_async(
         self, session_id: str, store: SessionStore | str, *, unnamed: str | None = None
-    ) -> Agent:
+    ) -> Opened:
         """:meth:`open` from async code."""
         store = _as_store(store)
         stored = await store.load(session_id)
         agent = self._open(session_id, store, stored, unnamed)  # builds it: no I/O
-        await agent.load(stored)  # the session as read: not read again
+        if isinstance(agent, Agent):
+            await agent.load(stored)  # the session as read: not read again
+        else:
+            await agent.load()
         return agent
 
-    def start(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
+    def start(self, name: str, session_id: str, store: SessionStore | str) -> Opened:
         """A new session ``session_id`` run by agent ``name``. SessionError if the session
         exists already (use :meth:`open`); UnknownAgentError if ``name`` is not registered."""
         store = _as_store(store)
         return self._start(name, session_id, store, run_sync(store.load(session_id)))
 
-    async def start_async(self, name: str, session_id: str, store: SessionStore | str) -> Agent:
+    async def start_async(self, name: str, session_id: str, store: SessionStore | str) -> Opened:
         """:meth:`start` from async code."""
         store = _as_store(store)
         stored = await store.load(session_id)
@@ -147,9 +196,10 @@ class App:
         store: SessionStore,
         stored: StoredSession | None,
         unnamed: str | None,
-    ) -> Agent:
+    ) -> Opened:
         if stored is None:
             raise SessionError(f"no session {session_id!r} in the store")
+        graph = _is_graph(stored)
         name = stored.agent
         if name is None:
             if unnamed is None:
@@ -163,6 +213,14 @@ class App:
             raise UnknownAgentError(
                 f"session {session_id!r} records agent {name!r}, not {unnamed!r}"
             )
+        if graph:
+            if name not in self._graphs:
+                raise UnknownAgentError(
+                    f"session {session_id!r} is a graph's (or swarm's) and records {name!r}, "
+                    f"which this app does not register as one (its graphs: "
+                    f"{list(self._graphs)!r}; register it with @app.graph({name!r}))"
+                )
+            return self._build_graph(name, session_id, store)
         if name not in self._factories:
             raise UnknownAgentError(
                 f"session {session_id!r} records agent {name!r}, which this app does not "
@@ -175,17 +233,43 @@ class App:
 
     def _start(
         self, name: str, session_id: str, store: SessionStore, stored: StoredSession | None
-    ) -> Agent:
-        if name not in self._factories:
+    ) -> Opened:
+        if name not in self:
             raise UnknownAgentError(
-                f"no agent {name!r} in this app (its agents: {list(self._factories)!r})"
+                f"no agent {name!r} in this app (its agents: {list(self.names)!r})"
             )
         if stored is not None:
             raise SessionError(
                 f"session {session_id!r} already exists (agent {stored.agent!r}); open it "
                 "instead of starting it"
             )
+        if name in self._graphs:
+            return self._build_graph(name, session_id, store)
         return self._build(name, session_id, store)
+
+    def _build_graph(self, name: str, session_id: str, store: SessionStore) -> Graph | Swarm:
+        from .multiagent import Graph, Swarm
+        from .multiagent._stored import bound_to
+
+        factory = self._graphs[name]
+        built = factory(AgentSession(id=session_id, store=store))
+        where = f"the factory {_describe(factory)} of graph {name!r}"
+        if not isinstance(built, Graph | Swarm):
+            raise ConfigurationError(f"{where} returned {built!r}, not a Graph or a Swarm")
+        if not bound_to(built, store, session_id):
+            raise ConfigurationError(
+                f"{where} returned a {built.kind} on session {built.session_id!r}, not on the "
+                f"session it was given ({session_id!r}): build it with session=session.store, "
+                "session_id=session.id"
+            )
+        if built.name is None:
+            built.name = name
+        elif built.name != name:
+            raise ConfigurationError(
+                f"{where} returned a {built.kind} named {built.name!r}; leave name= out, or "
+                f"give {name!r}"
+            )
+        return built
 
     def _build(self, name: str, session_id: str, store: SessionStore) -> Agent:
         factory = self._factories[name]
@@ -206,6 +290,15 @@ class App:
                 f"{where} returned an agent named {agent.name!r}; leave name= out, or give {name!r}"
             )
         return agent
+
+
+def _is_graph(stored: StoredSession) -> bool:
+    """Whether a stored session is a graph's or swarm's own (its record, no messages)."""
+    if not isinstance(stored.state, dict) or "interlude.orchestration" not in stored.state:
+        return False  # the usual case: interlude.multiagent is not imported for it
+    from .multiagent._stored import is_orchestration
+
+    return is_orchestration(stored)
 
 
 def _as_store(store: SessionStore | str) -> SessionStore:

@@ -5,6 +5,11 @@ A worker reads a session's recorded answers, then resumes the agent with them. T
 first save records each answer in the audit trail; that save, and only that one, carries the
 answers' seqs (``SessionUpdate.applied_answers``), so a store error, a crash or a lost race
 before it leaves the answers recorded for the next try, and once it lands they are gone.
+
+A graph or swarm (``interlude.multiagent``) records no audit entries of its own: its answers
+are given to its node agents (under the node agents' own ids) or to its node hooks. For one,
+the worker sets :attr:`ApplyingStore.graph` to its session id, and an answer counts as applied
+by the first save of the graph's record that no longer lists its question as pending.
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ class ApplyingStore:
         self.store = store
         self.waiting = list(recorded)
         self.applied: set[int] = set()
+        self.graph: str | None = None
+        """The session id of the graph being resumed (None: an agent's session)."""
 
     async def load(self, session_id: str) -> StoredSession | None:
         return await self.store.load(session_id)
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         seqs = self._applied_by(update.audit)
+        if session_id == self.graph and update.pending is not None:
+            seqs += self._settled_by(update.pending, seqs)
         if seqs:
             update = dataclasses.replace(update, applied_answers=[*update.applied_answers, *seqs])
         version = await self.store.save(session_id, update)
@@ -48,6 +57,11 @@ class ApplyingStore:
             if isinstance(e, dict) and not e.get("expired")
         }
         return [r.seq for r in self.waiting if (r.interrupt_id, r.by) in given]
+
+    def _settled_by(self, pending: list[dict[str, JsonValue]], taken: list[int]) -> list[int]:
+        """The seqs of the waiting answers whose question the graph no longer waits on."""
+        still = {p.get("id") for p in pending if isinstance(p, dict)}
+        return [r.seq for r in self.waiting if r.interrupt_id not in still and r.seq not in taken]
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
         return await self.store.audit_trail(session_id)

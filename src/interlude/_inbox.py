@@ -4,6 +4,11 @@ Answering without the agent: ``record`` checks answers as ``resume`` would (agai
 stored pause: ids pending, JSON, response types, deadlines, the digest of what was shown) and
 stores them; a :class:`~interlude.Worker` then builds the agent through the operator's
 :class:`~interlude.App` and applies them. Every query works from sync and async code.
+
+A graph's or swarm's session (``interlude.multiagent``) is served the same way: its questions
+are those its record waits on (each with the node that asked in its ``via``, see
+``node_path``), answers are checked against them as ``resume`` checks an agent's, and the
+worker resumes the graph.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ class SessionView:
     decisions: dict[str, dict[str, JsonValue]] = field(default_factory=dict)
     """The approval decisions remembered now, by tool name, as ``Agent.decisions`` gives
     them: ``{"approve", "scope": "run" | "session", "note"?}``."""
+    kind: str = "agent"
+    """Whose session it is: "agent", or "graph" / "swarm" (no messages nor audit trail of its
+    own; its nodes' agents keep theirs in their own sessions)."""
 
 
 class Inbox:
@@ -167,6 +175,8 @@ class Inbox:
         SessionError if there is no such session; SessionCorruptError if it cannot be read."""
         stored = await self._load(session_id)
         recorded = await self.store.recorded_answers(session_id)
+        if _is_graph(stored):
+            return await _graph_view(self.store, session_id, stored, recorded)
         return _view(session_id, stored, recorded, self._key)
 
     def session(self, session_id: str) -> SessionView:
@@ -205,7 +215,11 @@ class Inbox:
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
         check_by(by)
-        view = _view(session_id, await self._load(session_id), [], self._key)
+        stored = await self._load(session_id)
+        if _is_graph(stored):
+            view = await _graph_view(self.store, session_id, stored, [])
+        else:
+            view = _view(session_id, stored, [], self._key)
         first = {  # a vote short of its quorum leaves the question pending: not an answer
             e.interrupt_id: e.by
             for e in view.audit
@@ -314,4 +328,42 @@ def _view(
         stopped=not live and (journal or marker is not None),
         votes={} if progress is None else dict(progress.votes),
         decisions=remembered_decisions(loaded.audit, run, key is not None, loaded.messages),
+    )
+
+
+def _is_graph(stored: StoredSession) -> bool:
+    from ._app import _is_graph as is_graph
+
+    return is_graph(stored)
+
+
+async def _graph_view(
+    store: InboxStore, session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]
+) -> SessionView:
+    """A graph's (or swarm's) session as :class:`SessionView`: the questions its record waits
+    on; running while a started node's run claim is live, stopped when its record holds a run
+    no process holds (a worker recovers it)."""
+    from .multiagent._nodes import node_session_id
+    from .multiagent._stored import read_record
+    from .sessions._claims import claim_is_live, split_marker
+
+    record = read_record(stored)
+    live = False
+    for node in record.started:
+        node_stored = await store.load(node_session_id(session_id, node))
+        if node_stored is not None:
+            _, marker = split_marker(node_stored.pause)
+            claim = node_stored.claim if marker is None else marker
+            live = live or (isinstance(claim, dict) and claim_is_live(claim))
+    return SessionView(
+        session_id=session_id,
+        agent=stored.agent,
+        version=stored.version,
+        messages=[],
+        interrupts=list(record.questions),
+        audit=[],
+        recorded=recorded,
+        running=live,
+        stopped=record.status == "running" and not live,
+        kind=record.kind if record.kind in ("graph", "swarm") else "graph",
     )

@@ -4,13 +4,19 @@ A worker asks the store which sessions have something to do (answers recorded by
 :class:`~interlude.sessions.Inbox`, questions whose deadline passed, runs whose process died),
 builds each one's agent through the operator's :class:`~interlude.App`, and applies it:
 ``resume`` with the recorded answers (as the person who gave them, checked against what they
-were shown), ``resume_expired``, or ``recover``. Many workers may share one store: a session's
-run claim lets exactly one of them run it; the others skip it. A store with ``reserves_work``
-also reserves the sessions it lists for the worker that asked (``sessions_to_resume(...,
-reserve_for=worker.id, lease=...)``), so workers sharing it take different sessions instead of
-racing for the oldest ones (see :attr:`Worker.reservation_lease`). A recorded answer is removed by
-the save that applies it (the resume's first commit), never before: a resume that fails leaves
-it recorded for the next try. Answers whose question is gone (settled, or refused) are dropped.
+were shown), ``resume_expired``, or ``recover``. A graph's or swarm's session is carried on
+the same way (``resume`` and ``recover`` of the graph; its overdue questions are left, as
+``Graph`` has no ``resume_expired`` yet), and a node agent's session
+(``<graph session id>:node:<node>``, listed when the run claim of a process killed inside the
+node lapsed) is never carried on by itself: the worker recovers its graph instead.
+
+Many workers may share one store: a session's run claim lets exactly one of them run it; the others
+skip it. A store with ``reserves_work`` also reserves the sessions it lists for the worker that
+asked (``sessions_to_resume(..., reserve_for=worker.id, lease=...)``), so workers sharing it take
+different sessions instead of racing for the oldest ones (see :attr:`Worker.reservation_lease`). A
+recorded answer is removed by the save that applies it (the resume's first commit), never before: a
+resume that fails leaves it recorded for the next try. Answers whose question is gone (settled, or
+refused) are dropped.
 
 A reservation ends when the session's run claims it (its first save), so it only spans the
 wait between listing and starting. A resume that failed before that leaves it to lapse: the
@@ -37,6 +43,8 @@ if TYPE_CHECKING:
 
     from ._agent import Agent
     from ._app import App
+    from ._applying import ApplyingStore
+    from .multiagent import Graph, Swarm
     from .notify import Notifier
     from .sessions import InboxStore, RecordedAnswer
 
@@ -244,11 +252,18 @@ class Worker:
         return worked
 
     async def _apply(self, session_id: str) -> bool:
+        from ._agent import Agent
         from ._applying import ApplyingStore
 
+        if ":node:" in session_id:  # a node agent's session is carried on by its graph
+            from .multiagent._stored import graph_of
+
+            session_id = await graph_of(self.store, session_id) or session_id
         recorded = await self.store.recorded_answers(session_id)
         view = ApplyingStore(self.store, recorded)
         agent = await self.app.open_async(session_id, view)
+        if not isinstance(agent, Agent):
+            return await self._apply_graph(session_id, agent, recorded, view)
         worked = False
         if agent.needs_recovery:
             await agent.recover_async()
@@ -263,6 +278,49 @@ class Worker:
         ):
             await agent.resume_expired_async()
             worked = True
+        return worked
+
+    async def _apply_graph(
+        self,
+        session_id: str,
+        graph: Graph | Swarm,
+        recorded: list[RecordedAnswer],
+        view: ApplyingStore,
+    ) -> bool:
+        """A graph's (or swarm's) session: recover its stopped run, then resume it with the
+        recorded answers, one resume per person, each checked first as an agent's resume
+        checks answers (pending, type, deadline, what was shown)."""
+        from .errors import ResumeError
+        from .multiagent._stored import check_answers_for
+
+        view.graph = session_id
+        worked = False
+        if graph.needs_recovery:
+            await graph.recover_async()
+            worked = True
+        left = list(recorded)
+        while left and graph.is_paused:
+            pending = {q.id for q in graph.interrupts}
+            usable = [r for r in left if r.interrupt_id in pending]
+            for r in left:
+                if r.interrupt_id not in pending:
+                    _log().info("dropped an answer to %s: not pending", r.interrupt_id)
+            if not usable:
+                break
+            by = usable[0].by
+            group = [r for r in usable if r.by == by]
+            left = [r for r in usable if r.by != by]
+            answers = {r.interrupt_id: r.answer for r in group}
+            shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
+            try:
+                check_answers_for(graph.interrupts, answers, self.clock(), shown or None)
+                await graph.resume_async(answers, by=by)
+            except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
+                _log().warning("answers by %r refused: %s", by, exc)
+                continue
+            worked = True
+        if recorded and view.waiting:  # about questions that are gone, or refused
+            await self.store.clear_answers(session_id, max(r.seq for r in recorded))
         return worked
 
     async def _answer(self, agent: Agent, recorded: list[RecordedAnswer]) -> bool:

@@ -14,20 +14,32 @@ from ._errors import CliError, _what
 from ._stores import _await, _live_claim, _refuse_if_running, _store
 
 if TYPE_CHECKING:
-    from .. import Agent, App
+    from .. import App
+    from .._app import Opened
 
 __all__ = ["BUILT_IN_APP", "_load_app", "_session_agent"]
 
 BUILT_IN_APP = "the built-in demo app"
 
 
-def _session_agent(args: argparse.Namespace) -> Agent:
-    """The session's agent, built in this process by the ``--app`` factory of the agent name
-    the session records (refused while another process runs the session)."""
+def _session_agent(args: argparse.Namespace) -> Opened:
+    """The session's agent (or graph, or swarm), built in this process by the ``--app``
+    factory of the name the session records (refused while another process runs the session,
+    and for a node agent's session: its graph carries it on)."""
     store = _store(args.store)
     stored = _await(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
+    if ":node:" in args.session:
+        from ..multiagent._stored import graph_of
+
+        graph = _await(graph_of(store, args.session))
+        if graph is not None:
+            raise CliError(
+                f"session {args.session!r} is a node's agent of graph session {graph!r}: "
+                f"nothing was done; carry the graph on instead (answer, recover {graph})",
+                session=args.session,
+            )
     _refuse_if_running(args.session, _live_claim(stored))
     given = args.agent
     if given is not None and ":" in given:

@@ -7,6 +7,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._agent import Agent
 from .._json import DuplicateKeyError
 from .._json import loads as strict_json
 from .._sync import run_sync
@@ -64,6 +65,7 @@ def _demo(args: argparse.Namespace, out: Output) -> int:
             f"session {session_id!r} already exists; pick another --session", session=session_id
         )
     agent = app.start(NAME, session_id, store)
+    assert isinstance(agent, Agent)
     choose_model(agent, args.model)
     out.intro(args.store, session_id, PROMPT)
     result = _run(out, lambda: agent(PROMPT), session_id, args.store, agent)
@@ -92,6 +94,10 @@ def _run_agent(args: argparse.Namespace, out: Output) -> int:
             agent = app.open(args.session, store, unnamed=args.agent_name)
     except InterludeError as exc:
         raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
+    if not isinstance(agent, Agent):
+        from ._graphs import run_graph
+
+        return run_graph(args, out, agent, new=stored is None)
     if stored is not None:
         _refuse_if_running(args.session, _live_claim(stored))
         if agent.is_paused or agent.needs_recovery:
@@ -133,6 +139,11 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
             f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
         ) from None
     agent = _session_agent(args)
+    by = args.by or _operator()
+    if not isinstance(agent, Agent):
+        from ._graphs import answer_graph
+
+        return answer_graph(args, out, agent, answer, by)
     if agent.needs_recovery:
         raise CliError(
             f"session {args.session!r} holds a run that stopped before it finished; carry it "
@@ -142,7 +153,6 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
-    by = args.by or _operator()
     question = next(i for i in agent.interrupts if i.id == interrupt_id)
     out.answering(question)  # what is answered, from the session's pause (not the index)
     shown = None if args.shown is None else {interrupt_id: args.shown}
@@ -175,6 +185,10 @@ def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
 
 def _expire(args: argparse.Namespace, out: Output) -> int:
     agent = _session_agent(args)
+    if not isinstance(agent, Agent):
+        from ._graphs import refuse_graph
+
+        raise refuse_graph(args, "expire")
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     before = len(agent.messages)
@@ -185,6 +199,10 @@ def _expire(args: argparse.Namespace, out: Output) -> int:
 
 def _recover(args: argparse.Namespace, out: Output) -> int:
     agent = _session_agent(args)
+    if not isinstance(agent, Agent):
+        from ._graphs import recover_graph
+
+        return recover_graph(args, out, agent)
     if not agent.needs_recovery:
         state = "paused: answer it with `interlude answer`" if agent.is_paused else "not running"
         raise CliError(
@@ -198,6 +216,10 @@ def _recover(args: argparse.Namespace, out: Output) -> int:
 
 def _discard(args: argparse.Namespace, out: Output) -> int:
     agent = _session_agent(args)
+    if not isinstance(agent, Agent):
+        from ._graphs import refuse_graph
+
+        raise refuse_graph(args, "discard")
     if not agent.is_paused and not agent.needs_recovery:
         raise CliError(
             f"session {args.session!r} has no pause or stopped run to discard",
@@ -225,6 +247,10 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     stored = _await(store.load(args.session))
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
+    if "interlude.orchestration" in stored.state:  # a graph's or swarm's session
+        from ._graphs import show_graph
+
+        return show_graph(out, args.session, stored)
     messages, pause = _decode(stored)
     out.show(
         args.session,

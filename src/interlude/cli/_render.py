@@ -191,7 +191,7 @@ class Output:
             (
                 short_id(e.interrupt.id),
                 e.session_id,
-                e.interrupt.name,
+                _named(e.interrupt),
                 _age(now - e.raised_at),
                 _shown(e.interrupt),
             )
@@ -466,10 +466,22 @@ def _default_store() -> str:
     return os.environ.get("INTERLUDE_STORE", DEFAULT_STORE)
 
 
+def node_of(i: Interrupt) -> str | None:
+    """The node of a graph (or swarm) that asked ``i`` ("writer"; "outer/inner" through a
+    nested one), None for an agent's own question."""
+    if not any(u.id.startswith("node:") for u in i.via):
+        return None  # the usual case: interlude.multiagent is not imported for it
+    from ..multiagent._stored import describe_node
+
+    return describe_node(i)
+
+
 def _interrupt_json(i: Interrupt) -> dict[str, Any]:
+    node = node_of(i)
     return {
         "id": i.id,
         "name": i.name,
+        **({"node": node} if node is not None else {}),
         "reason": i.reason,
         "source": i.source,
         "tool": None if i.tool_use is None else i.tool_use.name,
@@ -479,6 +491,12 @@ def _interrupt_json(i: Interrupt) -> dict[str, Any]:
         "expires_at": i.expires_at,
         **({"default": i.default} if i.has_default else {}),
     }
+
+
+def _named(i: Interrupt) -> str:
+    """A question's name, with the node that asked it ("city (node writer)")."""
+    node = node_of(i)
+    return i.name if node is None else f"{i.name} (node {node})"
 
 
 def _shown(i: Interrupt) -> str:

@@ -23,6 +23,10 @@ _QUESTION: dict[str, Any] = {
     "properties": {
         "id": {"type": "string"},
         "name": {"type": "string"},
+        "node": {
+            "type": ["string", "null"],
+            "description": "the node of a graph or swarm that asked it (outer/inner when nested)",
+        },
         "reason": {"description": "any JSON the question carries"},
         "source": {"type": "string"},
         "tool": {"type": ["string", "null"]},
@@ -92,6 +96,7 @@ _SESSION: dict[str, Any] = {
     "properties": {
         "session": {"type": "string"},
         "agent": {"type": ["string", "null"]},
+        "kind": {"enum": ["agent", "graph", "swarm"], "description": "whose session it is"},
         "version": {"type": "integer"},
         "running": {"type": "boolean"},
         "stopped": {"type": "boolean"},

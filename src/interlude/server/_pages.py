@@ -22,7 +22,7 @@ from ._forms import FormError, answer_from_form
 from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub
 from ._questions import clock_text, decision_lines, question_item, short_id, worded
-from ._views import fingerprint, shown_digest
+from ._views import fingerprint, node_of, shown_digest
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
@@ -109,6 +109,7 @@ async def pending_rows(
                 "session": e.session_id,
                 "agent": e.agent,
                 "name": worded(i.reason)[0] or i.name,
+                "node": node_of(i),
                 "short": short_id(i.id),
                 "tool": None if i.tool_use is None else i.tool_use.name,
                 "summary": _summary(i),

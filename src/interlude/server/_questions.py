@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._approval_form import REMEMBER, form_of
-from ._views import shown_digest
+from ._views import node_of, shown_digest
 
 if TYPE_CHECKING:
     from .._inbox import SessionView
@@ -48,6 +48,7 @@ def question_item(
     return {
         "interrupt": i,
         "title": title or i.name,
+        "node": node_of(i),
         "reason_text": sentence,
         "short": short_id(i.id),
         "shown": shown_digest(i) or "",

@@ -12,7 +12,24 @@ if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from ..sessions import PendingInterrupt, RecordedAnswer
 
-__all__ = ["fingerprint", "interrupt_json", "pending_json", "session_json", "shown_digest"]
+__all__ = [
+    "fingerprint",
+    "interrupt_json",
+    "node_of",
+    "pending_json",
+    "session_json",
+    "shown_digest",
+]
+
+
+def node_of(i: Interrupt) -> str | None:
+    """The node of a graph (or swarm) that asked ``i`` ("writer"; "outer/inner" through a
+    nested one), None for an agent's own question."""
+    if not any(u.id.startswith("node:") for u in i.via):
+        return None  # the usual case: interlude.multiagent is not imported for it
+    from ..multiagent._stored import describe_node
+
+    return describe_node(i)
 
 
 def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
@@ -21,6 +38,7 @@ def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
     return {
         "id": i.id,
         "name": i.name,
+        "node": node_of(i),
         "reason": i.reason,
         "source": i.source,
         "tool": None if i.tool_use is None else i.tool_use.name,
@@ -71,6 +89,7 @@ def session_json(
     out = {
         "session": view.session_id,
         "agent": view.agent,
+        "kind": view.kind,
         "version": view.version,
         "running": view.running,
         "stopped": view.stopped,

@@ -1,0 +1,172 @@
+"""The session commands on a graph's or swarm's session (``interlude.multiagent``): answer,
+recover and show it, and start one with ``run``. The graph is built by the ``--app`` factory
+of the name its session records (``@app.graph``), as an agent is."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ResumeError
+from ._errors import CliError, _what
+from ._render import Output, _app_flag, _interrupt_json, _named, _shown, program, show_command
+
+if TYPE_CHECKING:
+    from ..multiagent import Graph, MultiAgentResult, Swarm
+    from ..sessions import StoredSession
+
+__all__ = ["answer_graph", "recover_graph", "refuse_graph", "run_graph", "show_graph"]
+
+
+def answer_graph(
+    args: argparse.Namespace, out: Output, graph: Graph | Swarm, answer: Any, by: str
+) -> int:
+    """``answer SESSION ID VALUE`` on a graph: checked as the inbox checks answers (pending,
+    type, deadline, ``--shown``), then the graph resumes in this process."""
+    from ..multiagent._stored import check_answers_for
+    from ._commands import _interrupt_id
+
+    session = args.session
+    if graph.needs_recovery:
+        raise CliError(
+            f"session {session!r} holds a run that stopped before it finished; carry it "
+            f"on first: {program()} recover {session}",
+            session=session,
+        )
+    if not graph.is_paused:
+        raise CliError(f"session {session!r} has no pending interrupt", session=session)
+    questions = graph.interrupts
+    interrupt_id = _interrupt_id(session, args.interrupt_id, [q.id for q in questions])
+    out.answering(next(q for q in questions if q.id == interrupt_id))
+    shown = None if args.shown is None else {interrupt_id: args.shown}
+    try:
+        check_answers_for(questions, {interrupt_id: answer}, time.time(), shown)
+    except ResumeError as exc:
+        raise CliError(
+            f"session {session!r}: the answer was refused ({_what(exc)}); the session is unchanged",
+            session=session,
+        ) from None
+    result = _run(out, lambda: graph.resume({interrupt_id: answer}, by=by), args, graph)
+    graph_outcome(out, session, result, args.store)
+    return 0
+
+
+def recover_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
+    """``recover SESSION`` on a graph: carry its stopped run on."""
+    if not graph.needs_recovery:
+        state = "paused: answer it with `interlude answer`" if graph.is_paused else "not running"
+        raise CliError(
+            f"session {args.session!r} holds no stopped run ({state})", session=args.session
+        )
+    result = _run(out, graph.recover, args, graph)
+    graph_outcome(out, args.session, result, args.store)
+    return 0
+
+
+def run_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm, new: bool) -> int:
+    """``run NAME SESSION PROMPT`` on a graph: start it (or give it a new task)."""
+    if not new and (graph.is_paused or graph.needs_recovery):
+        waits = (
+            "questions: answer them first"
+            if graph.is_paused
+            else "a stopped run: carry it on with `recover` first"
+        )
+        raise CliError(f"session {args.session!r} waits on {waits}", session=args.session)
+    result = _run(out, lambda: graph(args.prompt), args, graph)
+    graph_outcome(out, args.session, result, args.store)
+    return 0
+
+
+def refuse_graph(args: argparse.Namespace, command: str) -> CliError:
+    """The error of a command that does not serve graphs yet."""
+    return CliError(
+        f"session {args.session!r} is a graph's (or swarm's): `{command}` does not serve "
+        "graphs yet (answer, recover and show do)",
+        session=args.session,
+    )
+
+
+def _run(
+    out: Output, call: Callable[[], MultiAgentResult], args: argparse.Namespace, graph: object
+) -> MultiAgentResult:
+    """Run the graph; a failure becomes a CliError that says what became of the session."""
+    try:
+        with out.working("the graph is working"):
+            return call()
+    except Exception as exc:
+        see = f"see `{show_command(args.session, args.store)}`"
+        if isinstance(exc, ResumeError):
+            message = f"the answer was refused ({_what(exc)}); the session is unchanged"
+        else:
+            message = f"the run failed ({_what(exc)}); what completed is saved: {see}"
+        raise CliError(f"session {args.session!r}: {message}", session=args.session) from None
+
+
+def graph_outcome(out: Output, session_id: str, result: MultiAgentResult, store: str) -> None:
+    """How a graph's run ended: the nodes that finished, the reply, the questions left."""
+    if out.json_mode:
+        out._json(
+            {
+                "session": session_id,
+                "stop_reason": result.stop_reason,
+                "reply": str(result),
+                "order": list(result.order),
+                "interrupts": [_interrupt_json(i) for i in result.interrupts],
+            }
+        )
+        return
+    out._say(f"session {session_id}: nodes finished: {', '.join(result.order) or 'none'}")
+    if result.stop_reason != "interrupt":
+        out._say(str(result))
+        out._say(f"\nThe run ended ({result.stop_reason}).", "bold green")
+        return
+    out._say(f"\nPaused: {len(result.interrupts)} question(s) wait for a person.", "bold")
+    for i in result.interrupts:
+        out._say(f"  {_named(i)}: {_shown(i)}")
+        out._say(f"    id: {i.id}", "dim")
+    out._say(f"\nAnswer: {program()} answer{_app_flag(out.app)} {session_id} ID JSON", "dim")
+
+
+def show_graph(out: Output, session_id: str, stored: StoredSession) -> int:
+    """``show SESSION`` on a graph's session: its state of play and its questions, node by
+    node (read from the store: no --app needed)."""
+    from ..multiagent._stored import read_record
+
+    record = read_record(stored)
+    state = record.status
+    if out.json_mode:
+        out._json(
+            {
+                "session": session_id,
+                "kind": record.kind,
+                "agent": stored.agent,
+                "version": stored.version,
+                "status": state,
+                "paused": bool(record.questions),
+                "started": list(record.started),
+                "interrupts": [_interrupt_json(i) for i in record.questions],
+            }
+        )
+        return 0
+    who = "no name" if stored.agent is None else stored.agent
+    out._say(f"session {session_id} ({record.kind} {who}, version {stored.version})", "bold")
+    if state == "running":
+        out._say(
+            f"A run is in progress, or stopped before it finished (nodes started: "
+            f"{', '.join(record.started)}); a stopped one is carried on with "
+            f"`{program()} recover{_app_flag(out.app)} {session_id}`.",
+            "yellow",
+        )
+    elif not record.questions:
+        out._say("Not paused.")
+    else:
+        out._say(f"Paused, waiting on {len(record.questions)} question(s):", "bold")
+        for i in record.questions:
+            out._say(f"  {_named(i)}: {_shown(i)}")
+            out._say(f"    id: {i.id}", "dim")
+    out._say(
+        f"Each node's agent keeps its conversation in session {session_id}:node:<node>.", "dim"
+    )
+    return 0
