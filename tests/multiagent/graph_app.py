@@ -6,6 +6,9 @@ process) and count their calls in ``CALLS`` (per node, in this process).
   ``str``) and ``budget`` (its tool asks ``approve``, typed ``bool``).
 - graph ``crashy``: ``fetch`` then ``work``, whose tool kills the process (SIGKILL) when
   ``$GRAPH_KILL`` is set; node agents hold their run claim for 1 s (``session_lease``).
+- graph ``halting``: ``fetch`` then ``work``; a before-node hook kills the process (SIGKILL)
+  before ``work`` starts when ``$GRAPH_HALT`` is set (no node runs then: only the graph's own
+  run claim, held for 1 s, says the run stopped).
 - agent ``solo``: a plain agent, for the shared namespace.
 """
 
@@ -17,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from interlude import Agent, AgentSession, App, ToolContext, ToolResult, ToolUse, tool
-from interlude.multiagent import Graph
+from interlude.multiagent import BeforeNodeCallEvent, Graph
 from interlude.testing import FunctionModel, ModelRequest
 
 app = App()
@@ -93,6 +96,28 @@ def build_crashy(session: AgentSession) -> Graph:
         session=session.store,
         session_id=session.id,
     )
+
+
+def _halt_before_work(event: BeforeNodeCallEvent) -> None:
+    if event.node == "work" and os.environ.get("GRAPH_HALT"):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.graph("halting")
+def build_halting(session: AgentSession) -> Graph:
+    graph = Graph(
+        {
+            "fetch": Agent(model("fetch", None, "fetched")),
+            "work": Agent(model("work", "do_work", "work done"), tools=[do_work]),
+        },
+        [("fetch", "work")],
+        entry="fetch",
+        session=session.store,
+        session_id=session.id,
+        session_lease=1.0,
+    )
+    graph.hooks.add_callback(BeforeNodeCallEvent, _halt_before_work)
+    return graph
 
 
 @app.agent("solo")

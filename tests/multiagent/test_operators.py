@@ -328,3 +328,41 @@ def test_a_worker_recovers_a_graph_killed_inside_a_node_and_never_the_node_alone
     assert CALLS["fetch"] == 0  # fetch finished before the kill: not asked again
     assert CALLS["work"] == 1 and graph_app.TOOL_RUNS["do_work"] == 1  # replayed tool, last reply
     assert asyncio.run(store.sessions_to_resume(10**10)) == []
+
+
+def test_a_worker_recovers_a_graph_stopped_between_nodes_from_its_own_lapsed_claim(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    code = (
+        "import sys\n"
+        "from multiagent.graph_app import app\n"
+        "app.start('halting', 'h-1', 'sqlite:///' + sys.argv[1])('do it')\n"
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", code, str(db)],
+        env=_env(GRAPH_HALT="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    store = SQLiteStore(db)
+    graph = app.open("h-1", store)
+    assert isinstance(graph, Graph) and graph.needs_recovery
+    assert graph.record.order == ("fetch",)  # work never started: no node holds a claim
+
+    worker = Worker(app, store)
+    deadline = time.time() + 20
+    handled = 0
+    while not handled and time.time() < deadline:
+        time.sleep(0.3)  # until the graph's own run claim (1 s) has lapsed
+        listed = asyncio.run(store.sessions_to_resume(time.time()))
+        handled = asyncio.run(worker.run_once())
+    assert handled == 1 and worker.failed == {}, worker.failed
+    assert listed == ["h-1"]  # found by the graph's lapsed claim alone
+    graph = app.open("h-1", store)
+    assert isinstance(graph, Graph) and not graph.needs_recovery
+    assert graph.record.order == ("fetch", "work")
+    assert CALLS["fetch"] == 0  # fetch finished before the kill: not asked again
+    assert CALLS["work"] == 2 and graph_app.TOOL_RUNS["do_work"] == 1

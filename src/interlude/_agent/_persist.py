@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
-from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
+from ..sessions._claims import claim_is_live, describe_claim, new_claim, split_marker
 from ..sessions._protocol import SessionUpdate
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
@@ -268,7 +267,7 @@ class SessionLink:
         claim = None
         if hold:  # the run's claim, made anew when the run starts and at each renewal
             if self._held is None:
-                self._held = _claim(self.claim, self.lease)
+                self._held = new_claim(self.claim, self.lease)
             claim = self._held
         else:
             self._held = None
@@ -351,24 +350,6 @@ def _saves_inline(store: object) -> bool:
 
 
 # --- claims -----------------------------------------------------------------------------------
-
-
-def _claim(held: dict[str, Any] | None, lease: float) -> dict[str, JsonValue]:
-    """This process's claim, valid for ``lease`` seconds from now (``since`` is kept while
-    this process holds it)."""
-    now = time.time()
-    machine, owner = machine_identity()
-    since = now
-    if held is not None and held.get("pid") == os.getpid() and held.get("machine") == machine:
-        held_since = held.get("since")
-        since = held_since if isinstance(held_since, float) else now
-    return {
-        "owner": owner,
-        "machine": machine,
-        "pid": os.getpid(),
-        "since": since,
-        "expires_at": now + lease,
-    }
 
 
 def _check_conversation(state: dict[str, JsonValue]) -> None:

@@ -19,29 +19,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._messages import JsonValue
 from ..errors import SessionConflictError, SessionError
-from ..sessions._claims import claim_is_live, describe_claim, machine_identity
+from ..sessions._claims import claim_is_live, describe_claim, machine_identity, new_claim
 
 __all__ = ["Renewer", "check_free", "new_claim"]
-
-
-def new_claim(held: object, lease: float) -> dict[str, JsonValue]:
-    """This process's claim, valid for ``lease`` seconds from now (``since`` kept while this
-    process already holds ``held``)."""
-    now = time.time()
-    machine, owner = machine_identity()
-    since = now
-    if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("machine") == machine:
-        kept = held.get("since")
-        since = kept if isinstance(kept, float) else now
-    return {
-        "owner": owner,
-        "machine": machine,
-        "pid": os.getpid(),
-        "since": since,
-        "expires_at": now + lease,
-    }
 
 
 def check_free(claim: object, session_id: str, kind: str) -> None:

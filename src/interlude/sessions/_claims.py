@@ -37,6 +37,25 @@ def machine_identity() -> tuple[str, str]:
     return _IDENTITY
 
 
+def new_claim(held: object, lease: float) -> dict[str, Any]:
+    """This process's claim on a session, valid for ``lease`` seconds from now: who holds it
+    (owner, machine, process id), since when (kept while this process already holds ``held``)
+    and until when (``expires_at``). Agents' and orchestrations' runs make theirs with it."""
+    now = time.time()
+    machine, owner = machine_identity()
+    since = now
+    if isinstance(held, dict) and held.get("pid") == os.getpid() and held.get("machine") == machine:
+        kept = held.get("since")
+        since = kept if isinstance(kept, float) else now
+    return {
+        "owner": owner,
+        "machine": machine,
+        "pid": os.getpid(),
+        "since": since,
+        "expires_at": now + lease,
+    }
+
+
 def claim_is_live(claim: dict[str, Any], now: float | None = None) -> bool:
     """Whether a stored claim still holds: its lease has not run out and, when it was made on
     this machine, its process still exists."""
