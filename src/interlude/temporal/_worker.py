@@ -28,18 +28,24 @@ def worker(
     tools: Mapping[str, ActivityOptions] | None = None,
     model: ActivityOptions | None = None,
     passthrough: Iterable[str] = (),
+    local_activities: bool = True,
     **worker_options: Any,
 ) -> Worker:
     """A Worker for ``app``'s agents on ``task_queue``: the agent workflow and the
     ``interlude.model`` / ``interlude.tool`` / ``interlude.hook`` activities.
 
     ``tools`` maps a tool name (or ``"*"``, every other tool) to its activity options;
-    ``model`` gives the model call's. The modules of ``app``'s factories, ``interlude`` and
-    ``passthrough`` are passed through the workflow sandbox (loaded once, not per run): the
-    agent's hooks run in workflow code and must be deterministic (docs/temporal.md).
+    ``model`` gives the model call's. ``local_activities=False`` runs every call whose options
+    leave ``local`` unset as a regular activity (by default the model call and the tools that
+    may run again are local activities: see :class:`ActivityOptions`). The modules of
+    ``app``'s factories, ``interlude`` and ``passthrough`` are passed through the workflow
+    sandbox (loaded once, not per run): the agent's hooks run in workflow code and must be
+    deterministic (docs/temporal.md).
     Other keyword arguments go to ``Worker`` (e.g. ``max_concurrent_activities``).
     """
-    register(task_queue, Registration(app, model or DEFAULT_MODEL, dict(tools or {})))
+    register(
+        task_queue, Registration(app, model or DEFAULT_MODEL, dict(tools or {}), local_activities)
+    )
     worker_options.setdefault("workflow_runner", _runner(app, passthrough))
     return Worker(
         client,
