@@ -64,6 +64,8 @@ async def _approved_run(env: Env, path: Path) -> tuple[dict[str, Any], list[Any]
 async def test_a_paused_and_answered_run_takes_fewer_tasks_than_with_regular_activities(
     temporal_address: str, tmp_path: Path
 ) -> None:
+    from temporalio.client import WorkflowHistory
+
     from interlude.temporal import replayer
 
     from .agents import app
@@ -91,10 +93,7 @@ async def test_a_paused_and_answered_run_takes_fewer_tasks_than_with_regular_act
     # both histories replay with today's code (a history without the patch marker keeps its
     # regular activities)
     for history in (fast, slow):
-        from temporalio.client import WorkflowHistory
-
-        wid = "replayed"
-        await replayer(app).replay_workflow(WorkflowHistory(wid, history))
+        await replayer(app).replay_workflow(WorkflowHistory("replayed", history))
 
 
 async def test_which_calls_run_locally_follows_idempotence_and_the_options(
@@ -259,3 +258,22 @@ async def test_cancelled_while_a_local_tool_runs(temporal_address: str, tmp_path
     assert _runs(log) == 0  # the body did not run to its end
     # the tool's marker records its cancellation; no model call after it
     assert made == [("interlude.model", True), ("interlude.tool", True)]
+
+
+async def test_a_worker_without_the_sandbox_runs_and_replays_the_same_run(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    from temporalio.client import WorkflowHistory
+
+    from interlude.temporal import replayer
+
+    from .agents import app
+
+    async with _worker(temporal_address, sandboxed=False) as env:
+        result, history = await _approved_run(env, tmp_path / "a")
+    assert _runs(tmp_path / "a") == 1 and result["text"] == "Done."
+    assert shape(history)["workflow_tasks"] == 3
+    for sandboxed in (True, False):  # the same history, with and without the sandbox
+        await replayer(app, sandboxed=sandboxed).replay_workflow(
+            WorkflowHistory("replayed", history)
+        )
