@@ -277,3 +277,49 @@ async def test_a_worker_without_the_sandbox_runs_and_replays_the_same_run(
         await replayer(app, sandboxed=sandboxed).replay_workflow(
             WorkflowHistory("replayed", history)
         )
+
+
+async def _memo(env: Env, workflow_id: str) -> dict[str, Any]:
+    described = await env.client.get_workflow_handle(workflow_id).describe()
+    return dict(await described.memo())
+
+
+async def test_pending_questions_are_read_without_a_worker(
+    temporal_address: str, tmp_path: Path
+) -> None:
+    """A paused run keeps its questions in its memo: ``pending`` reads them from the
+    workflow's description, so it answers with no worker polling (no query), and the memo is
+    cleared when the run ends."""
+    from temporalio.client import Client
+
+    from interlude.temporal import AgentClient
+
+    client = await Client.connect(temporal_address)
+    queue = f"memo-{uuid.uuid4().hex[:8]}"
+    agents = AgentClient(client, task_queue=queue)
+    async with _worker(temporal_address, queue) as env:
+        wid = await agents.start("approve", _prompt(("touch", {"path": str(tmp_path / "a")})))
+        [asked] = await _pending(env, wid)
+    # the worker is gone: a query would wait for one; the memo answers
+    [again] = await asyncio.wait_for(agents.pending(wid), 10)
+    assert again == asked and again.name == "approve"
+    assert [q["id"] for q in (await _memo(env, wid))["interlude_pending"]] == [asked.id]
+    async with _worker(temporal_address, queue) as env:
+        outcome = await agents.answer(wid, {asked.id: True}, by="alice")
+        assert outcome["stop_reason"] == "end_turn"
+        assert await agents.pending(wid) == []
+        assert "interlude_pending" not in await _memo(env, wid)
+    assert _runs(tmp_path / "a") == 1
+
+
+async def test_questions_too_large_for_the_memo_come_from_the_query(
+    temporal_address: str,
+) -> None:
+    long_path = "x" * 70_000  # the question carries the call: above the memo's 64 KiB
+    async with _worker(temporal_address) as env:
+        wid = await env.agents.start("approve", _prompt(("touch", {"path": long_path})))
+        [asked] = await _pending(env, wid)
+        assert asked.tool_use is not None and asked.tool_use.input["path"] == long_path
+        assert "interlude_pending" not in await _memo(env, wid)
+        outcome = await env.agents.answer(wid, {asked.id: False}, by="alice")  # declined
+        assert outcome["stop_reason"] == "end_turn"
