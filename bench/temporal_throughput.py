@@ -11,10 +11,11 @@ bench checks that every tool ran exactly once (and shows how the runs spread ove
   here as bench/temporal.py does) and 3 ``interlude temporal-worker`` processes for this
   module's App. The bench process starts the workflows (AgentClient.start), polls
   AgentClient.paused() (the search attributes) every 20 ms, asks each newly paused workflow
-  what it waits on (the ``pending`` query) and answers by Update (AgentClient.answer, which
-  returns once the run has ended), then collects AgentClient.result. The workflow code runs in
-  the workers, the model calls there as local activities, the tool (not idempotent: it runs at
-  most once) as a regular activity on any of them.
+  what it waits on (AgentClient.pending: the memo it set when it paused) and answers by Update
+  (AgentClient.answer, which returns once the run has ended), then collects
+  AgentClient.result. The workflow code runs in the workers, the model calls there as local
+  activities, the tool (not idempotent: it runs at most once) as a regular activity on any of
+  them.
 * Embedded PostgreSQL: sessions in a PostgresStore (a schema of its own, dropped afterwards)
   and 3 ``interlude worker --poll 0.05`` processes (``interlude.Worker``, 4 sessions at a time
   each). The bench process runs each agent to its pause (App.start_async, invoke_async: the
