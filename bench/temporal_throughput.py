@@ -11,9 +11,11 @@ bench checks that every tool ran exactly once (and shows how the runs spread ove
   here as bench/temporal.py does) and 3 ``interlude temporal-worker`` processes for this
   module's App. The bench process starts the workflows (AgentClient.start), polls
   AgentClient.paused() (the search attributes) every 20 ms, asks each newly paused workflow
-  what it waits on (the ``pending`` query) and answers by Update (AgentClient.answer, which
-  returns once the run has ended), then collects AgentClient.result. Model calls and the tool
-  run as activities in the workers; the workflow code runs there too.
+  what it waits on (AgentClient.pending: the memo it set when it paused) and answers by Update
+  (AgentClient.answer, which returns once the run has ended), then collects
+  AgentClient.result. The workflow code runs in the workers, the model calls there as local
+  activities, the tool (not idempotent: it runs at most once) as a regular activity on any of
+  them.
 * Embedded PostgreSQL: sessions in a PostgresStore (a schema of its own, dropped afterwards)
   and 3 ``interlude worker --poll 0.05`` processes (``interlude.Worker``, 4 sessions at a time
   each). The bench process runs each agent to its pause (App.start_async, invoke_async: the
@@ -267,10 +269,16 @@ async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str
         await setup.rounds(run, pids, ran_dir, n, rounds)
         history = await agents.handle("r0-0").fetch_history()
         kinds = Counter(e.WhichOneof("attributes") for e in history.events)
+        local = sum(
+            e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+            for e in history.events
+        )
         setup.notes.append(
-            f"one run's history: {len(history.events)} events, "
+            f"one run's history: {len(history.events)} events "
+            f"({sum(e.ByteSize() for e in history.events):,} bytes), "
             f"{kinds['workflow_task_completed_event_attributes']} workflow tasks, "
-            f"{kinds['activity_task_completed_event_attributes']} activities"
+            f"{kinds['activity_task_completed_event_attributes']} activities, "
+            f"{local} local activities"
         )
         return setup
     finally:

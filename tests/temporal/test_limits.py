@@ -20,6 +20,7 @@ from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
 
 from .conftest import Env
+from .history import calls_of
 from .test_continue_as_new import _runs_of
 from .test_workflow import _pending, _prompt, _runs
 
@@ -118,7 +119,6 @@ async def hook_env(temporal_address: str) -> AsyncIterator[Env]:
 
 
 async def test_a_hook_request_above_the_limit_fails_the_run(hook_env: Env) -> None:
-    from temporalio.api.enums.v1 import EventType
     from temporalio.client import WorkflowFailureError
 
     from interlude.temporal import Limits
@@ -133,8 +133,8 @@ async def test_a_hook_request_above_the_limit_fails_the_run(hook_env: Env) -> No
     assert cause.type == "PayloadLimitError"
     assert "the request of hook 'look' (AfterModelCallEvent) is " in cause.message
     assert "above the limit of 5000 bytes" in cause.message
-    kinds = await _events(hook_env, wid)
-    assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == 1  # the model call only
+    made = [c.activity for c in await calls_of(hook_env.client, wid)]
+    assert made == ["interlude.model"]  # the model call only
 
 
 async def test_a_state_too_large_to_continue_as_new_stays_in_its_run(
@@ -171,7 +171,6 @@ async def test_a_state_too_large_to_continue_as_new_stays_in_its_run(
 
 
 async def test_a_model_response_above_the_limit_fails_the_run_once(hook_env: Env) -> None:
-    from temporalio.api.enums.v1 import EventType
     from temporalio.client import WorkflowFailureError
 
     wid = await hook_env.agents.start("huge", "hi")
@@ -181,6 +180,5 @@ async def test_a_model_response_above_the_limit_fails_the_run_once(hook_env: Env
     assert cause.type == "PayloadLimitError"
     assert cause.message.startswith("the model's response is ")
     assert "above the limit of 1572864 bytes" in cause.message
-    kinds = await _events(hook_env, wid)
-    assert kinds.count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) == 1
-    assert EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED not in kinds  # not retried
+    [call] = await calls_of(hook_env.client, wid)
+    assert (call.activity, call.local, call.attempt) == ("interlude.model", True, 1)  # not retried

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .conftest import Env
+from .history import calls_in, calls_of, events, finished_calls
 from .test_workflow import _pending, _prompt, _runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,18 +34,14 @@ async def wait_until_only_slow_runs(client: Any, workflow_id: str, within: float
     (a fixed time after the bodies ran, as the tests once did) can lose more than the slow
     attempt under load: the other tool's completion still on its way (then it too is in doubt),
     or a workflow task the dead worker holds (then it waits for its 10 s timeout)."""
-    from temporalio.api.enums.v1 import EventType
 
     handle = client.get_workflow_handle(workflow_id)
     deadline = asyncio.get_running_loop().time() + within
     while True:
-        scheduled = completed = 0
-        async for e in handle.fetch_history_events():
-            scheduled += e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            completed += e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-        # the model call and the fast tool completed, the slow tool's activity is scheduled;
+        history = await events(client, workflow_id)
+        # the model call and the fast tool finished, the slow tool's activity is scheduled;
         # then (the history read first) no workflow task is scheduled or running
-        if (scheduled, completed) == (3, 2) and not (
+        if (len(calls_in(history)), finished_calls(history)) == (3, 2) and not (
             await handle.describe()
         ).raw_description.HasField("pending_workflow_task"):
             return
@@ -101,13 +98,10 @@ async def test_a_worker_killed_mid_idempotent_tool_another_finishes(
     assert _runs(started) == 2 and _runs(slow) == 1
     pids = _pids(started)
     assert str(doomed.pid) in pids and str(os.getpid()) in pids
-    handle = client.get_workflow_handle(wid)
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        async for e in handle.fetch_history_events()
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
-    assert scheduled == ["interlude.model", "interlude.tool", "interlude.tool", "interlude.model"]
+    # the model calls are local activities; the tools with heartbeat options regular ones
+    made = [(c.activity, c.local) for c in await calls_of(client, wid)]
+    model, tool = ("interlude.model", True), ("interlude.tool", False)
+    assert made == [model, tool, tool, model]
 
 
 async def test_three_workers_a_hundred_workflows_each_tool_once(

@@ -184,8 +184,10 @@ def _bounded(out: dict[str, JsonValue], name: str, limit: int) -> dict[str, Json
 
 def _heartbeat_while_running() -> asyncio.Task[None]:
     """Heartbeat for the body while it runs, so a lost worker is noticed (the SDK throttles
-    heartbeats to a fraction of the heartbeat timeout)."""
-    timeout = activity.info().heartbeat_timeout
+    heartbeats to a fraction of the heartbeat timeout). A local activity does not heartbeat:
+    its worker is the workflow's, whose task times out when it is lost."""
+    info = activity.info()
+    timeout = None if info.is_local else info.heartbeat_timeout
 
     async def beat() -> None:
         if not timeout:

@@ -24,7 +24,7 @@ from temporalio.service import RPCError
 from .. import errors
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ._workflow import AGENT, PENDING, WORKFLOW, Limits, json_size
+from ._workflow import AGENT, MEMO_PENDING, PENDING, WORKFLOW, Limits, json_size
 
 __all__ = ["AgentClient", "AnswerTimeoutError"]
 
@@ -92,8 +92,23 @@ class AgentClient:
         return self.client.get_workflow_handle(workflow_id)
 
     async def pending(self, workflow_id: str) -> list[Interrupt]:
-        """The questions the agent waits on (empty while it runs or once it has finished,
-        been terminated or cancelled)."""
+        """The questions the agent waits on (empty before it first pauses, and once it has
+        finished, been terminated or cancelled).
+
+        Read from the workflow's description (the memo it sets when it pauses: no worker
+        involved); while an answer is being applied the questions answered are still listed
+        (answering them again is refused). A run that recorded none there (questions above
+        64 KiB of JSON, or a run started before the memo) is asked its ``pending`` query."""
+        try:
+            described = await self.handle(workflow_id).describe()
+        except RPCError:
+            described = None  # the query below raises what is wrong, as it always did
+        if described is not None:
+            if described.status != WorkflowExecutionStatus.RUNNING:
+                return []
+            recorded = (await described.memo()).get(MEMO_PENDING)
+            if isinstance(recorded, list):
+                return [Interrupt.from_dict(d) for d in recorded]
         try:
             data = await self.handle(workflow_id).query(
                 "pending", reject_condition=QueryRejectCondition.NOT_OPEN

@@ -72,8 +72,10 @@ class ActivityExecutor:
                 "shorten the conversation or the agent state",
             )
         self.model_calls += 1
+        options = self.registration.model
+        local = options.runs_locally(True, self.registration.local_activities)
         try:
-            out = await execute(MODEL_ACTIVITY, request, self.registration.model)
+            out = await execute(MODEL_ACTIVITY, request, options, local=local)
         except ActivityError as exc:  # retries exhausted: after-model hooks see a ModelError
             raise activity_failure(exc, "the model call") from None
         if "error" in out:
@@ -111,8 +113,9 @@ class ActivityExecutor:
             options = dataclasses.replace(
                 options, retry_policy=dataclasses.replace(DEFAULT_RETRY, maximum_attempts=1)
             )
+        local = options.runs_locally(not request.at_most_once, self.registration.local_activities)
         try:
-            out = await execute(TOOL_ACTIVITY, payload, options, wait_for_cancel=True)
+            out = await execute(TOOL_ACTIVITY, payload, options, wait_for_cancel=True, local=local)
         except ActivityError as exc:
             if request.at_most_once and isinstance(exc.cause, ActivityTimeoutError):
                 # The body may have run, or not: a person decides (as after a crash).
@@ -147,19 +150,39 @@ def _outcome(out: Mapping[str, Any], sent: Mapping[str, JsonValue]) -> ToolOutco
     return Returned(result=result, used=taken, state=delta)
 
 
+LOCAL_PATCH = "interlude.local-activities"
+"""The patch marking runs that may use local activities: a history recorded before them (no
+such marker) replays with regular activities, as it ran."""
+
+
 async def execute(
-    name: str, request: Mapping[str, Any], options: ActivityOptions, wait_for_cancel: bool = False
+    name: str,
+    request: Mapping[str, Any],
+    options: ActivityOptions,
+    wait_for_cancel: bool = False,
+    local: bool = False,
 ) -> Any:
     """Run activity ``name``. ``wait_for_cancel``: a cancelled workflow waits until the
-    activity has stopped (its worker heard of the cancel at its next heartbeat)."""
+    activity has stopped (its worker heard of the cancel at its next heartbeat; a local one
+    at once). ``local``: as a local activity (in this worker, within the workflow task; its
+    result is recorded as a marker), retried in the worker per ``options.retry_policy``."""
     cancellation = (
         workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
         if wait_for_cancel
         else workflow.ActivityCancellationType.TRY_CANCEL
     )
+    if local and workflow.patched(LOCAL_PATCH):
+        return await workflow.execute_local_activity(
+            name,
+            request,
+            start_to_close_timeout=options.start_to_close_timeout,
+            retry_policy=options.retry_policy,
+            cancellation_type=cancellation,
+        )
     return await workflow.execute_activity(
         name,
         request,
+        task_queue=options.task_queue,
         start_to_close_timeout=options.start_to_close_timeout,
         heartbeat_timeout=options.heartbeat_timeout,
         retry_policy=options.retry_policy,

@@ -49,11 +49,37 @@ class ActivityOptions:
     body ran too long) the run pauses with the ``in_doubt`` question the embedded engine asks
     after a crash. An idempotent tool (or every tool of an ``Agent(in_doubt="rerun")``) is
     retried per the policy. A policy given here applies as given.
+
+    ``local``: whether the call runs as a *local activity* (in the worker running the
+    workflow's task, its result recorded as a marker: no activity task through the server).
+    ``None`` (the default) lets Interlude choose: the model call and the bodies of tools that
+    may run again (``idempotent``, or ``Agent(in_doubt="rerun")``) run locally, a tool that
+    runs at most once as a regular activity (only a regular activity records in the history
+    that its body started, which the ``in_doubt`` question needs). ``False``: always a regular
+    activity (a long body, one for another worker). ``True``: always local, also for a tool
+    that is not idempotent, which then runs *at least* once (a worker lost mid-body means the
+    body runs again, and no ``in_doubt`` question is asked). Options that only a regular
+    activity honours make it one when ``local`` is unset: a ``heartbeat_timeout`` given here
+    (a local activity does not heartbeat: its loss is noticed when the workflow task times
+    out, 10 s by default, and a cancel reaches it at once), or a ``task_queue`` (run the
+    activity there; a worker for the same App must serve that queue).
     """
 
     start_to_close_timeout: timedelta = timedelta(minutes=5)
     heartbeat_timeout: timedelta | None = None
     retry_policy: RetryPolicy | None = field(default_factory=lambda: DEFAULT_RETRY)
+    local: bool | None = None
+    task_queue: str | None = None
+
+    def runs_locally(self, may_run_again: bool, allowed: bool = True) -> bool:
+        """Whether a call with these options runs as a local activity: ``may_run_again`` (a
+        lost attempt may be run again), ``allowed`` (the worker's ``local_activities``)."""
+        if self.task_queue is not None or self.local is False:
+            return False
+        if self.local is True:
+            return True
+        heartbeats = self.heartbeat_timeout is not None and self is not DEFAULT_TOOL
+        return allowed and may_run_again and not heartbeats
 
 
 DEFAULT_MODEL = ActivityOptions()
@@ -65,6 +91,8 @@ class Registration:
     app: App
     model: ActivityOptions
     tools: Mapping[str, ActivityOptions]
+    local_activities: bool = True
+    """The worker's default: calls whose options leave ``local`` unset may run locally."""
 
     def tool_options(self, name: str) -> ActivityOptions:
         return self.tools.get(name) or self.tools.get("*") or DEFAULT_TOOL

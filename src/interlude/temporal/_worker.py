@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Replayer, Worker
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .._app import App
@@ -28,19 +28,28 @@ def worker(
     tools: Mapping[str, ActivityOptions] | None = None,
     model: ActivityOptions | None = None,
     passthrough: Iterable[str] = (),
+    local_activities: bool = True,
+    sandboxed: bool = True,
     **worker_options: Any,
 ) -> Worker:
     """A Worker for ``app``'s agents on ``task_queue``: the agent workflow and the
     ``interlude.model`` / ``interlude.tool`` / ``interlude.hook`` activities.
 
     ``tools`` maps a tool name (or ``"*"``, every other tool) to its activity options;
-    ``model`` gives the model call's. The modules of ``app``'s factories, ``interlude`` and
-    ``passthrough`` are passed through the workflow sandbox (loaded once, not per run): the
-    agent's hooks run in workflow code and must be deterministic (docs/temporal.md).
+    ``model`` gives the model call's. ``local_activities=False`` runs every call whose options
+    leave ``local`` unset as a regular activity (by default the model call and the tools that
+    may run again are local activities: see :class:`ActivityOptions`). The modules of
+    ``app``'s factories, ``interlude`` and ``passthrough`` are passed through the workflow
+    sandbox (loaded once, not per run): the agent's hooks run in workflow code and must be
+    deterministic (docs/temporal.md). ``sandboxed=False`` runs the workflow without Temporal's
+    sandbox: it checks only modules that are not passed through (above), and costs CPU on every
+    workflow activation.
     Other keyword arguments go to ``Worker`` (e.g. ``max_concurrent_activities``).
     """
-    register(task_queue, Registration(app, model or DEFAULT_MODEL, dict(tools or {})))
-    worker_options.setdefault("workflow_runner", _runner(app, passthrough))
+    register(
+        task_queue, Registration(app, model or DEFAULT_MODEL, dict(tools or {}), local_activities)
+    )
+    worker_options.setdefault("workflow_runner", _runner(app, passthrough, sandboxed))
     return Worker(
         client,
         task_queue=task_queue,
@@ -50,16 +59,23 @@ def worker(
     )
 
 
-def replayer(app: App, *, passthrough: Iterable[str] = (), **replayer_options: Any) -> Replayer:
+def replayer(
+    app: App, *, passthrough: Iterable[str] = (), sandboxed: bool = True, **replayer_options: Any
+) -> Replayer:
     """A Replayer of agent workflows of ``app`` (e.g. to check that a code change replays the
     histories of running workflows): ``await replayer(app).replay_workflow(history)``."""
     register_default(Registration(app, DEFAULT_MODEL, {}))
-    replayer_options.setdefault("workflow_runner", _runner(app, passthrough))
+    replayer_options.setdefault("workflow_runner", _runner(app, passthrough, sandboxed))
     return Replayer(workflows=[AgentWorkflow], **replayer_options)
 
 
-def _runner(app: App, passthrough: Iterable[str]) -> SandboxedWorkflowRunner:
-    """The sandbox, with Interlude, its dependencies and the app's modules passed through."""
+def _runner(
+    app: App, passthrough: Iterable[str], sandboxed: bool = True
+) -> SandboxedWorkflowRunner | UnsandboxedWorkflowRunner:
+    """The sandbox, with Interlude, its dependencies and the app's modules passed through (or
+    none: ``sandboxed=False``)."""
+    if not sandboxed:
+        return UnsandboxedWorkflowRunner()
     modules = {"interlude", "pydantic", "pydantic_core", "jsonschema", *passthrough}
     for factory in app._factories.values():
         module = getattr(factory, "__module__", None)

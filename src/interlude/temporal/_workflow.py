@@ -24,6 +24,7 @@ from ._registry import build_agent, lookup
 __all__ = [
     "AGENT",
     "DEADLINE",
+    "MEMO_PENDING",
     "NAMES",
     "PENDING",
     "SEARCH_ATTRIBUTES",
@@ -46,6 +47,11 @@ SEARCH_ATTRIBUTES = {
     DEADLINE.name: "Datetime",
 }
 """The search attributes the workflow sets (name: type), to register on the namespace."""
+MEMO_PENDING = "interlude_pending"
+"""The memo key holding the questions of a paused run (``Interrupt.to_dict()`` each), so a
+client reads them with the workflow's description, without a query to a worker."""
+MEMO_LIMIT = 64 * 1024
+"""Questions larger than this (as JSON) are not put in the memo: the ``pending`` query has them."""
 
 
 def summary(result: AgentResult | None, agent: Agent) -> dict[str, JsonValue]:
@@ -75,6 +81,8 @@ class AgentWorkflow:
         self._import_error: Exception | None = None
         self._warned = False
         """Whether this run warned that its state is too large to continue as new."""
+        self._memo = False
+        """Whether this run put questions in its memo (cleared when it ends)."""
         # The agent is built here, before any handler runs: an answer that reaches a run
         # continued as new in its first task is checked against the imported pause.
         name = request["agent"]
@@ -143,7 +151,7 @@ class AgentWorkflow:
             failure = _as_failure(exc)
             await self._fail(failure)
             raise failure from exc
-        _clear_pending()
+        self._clear_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
         state = agent.export_state()
@@ -194,7 +202,7 @@ class AgentWorkflow:
     async def _fail(self, failure: ApplicationError) -> None:
         """Nothing is pending any more: hand the run's error to every Update still waiting,
         and let them finish."""
-        _clear_pending()
+        self._clear_pending()
         self._failure = failure
         for ticket, *_ in self._inbox:
             self._outcomes.setdefault(ticket, failure)
@@ -271,6 +279,23 @@ class AgentWorkflow:
         else:
             updates.append(DEADLINE.value_unset())
         workflow.upsert_search_attributes(updates)
+        questions: list[JsonValue] = [i.to_dict() for i in interrupts]
+        if json_size(questions) <= MEMO_LIMIT:
+            workflow.upsert_memo({MEMO_PENDING: questions})
+            self._memo = True
+        elif self._memo:  # too large: clients ask the pending query instead
+            workflow.upsert_memo({MEMO_PENDING: None})
+            self._memo = False
+
+    def _clear_pending(self) -> None:
+        """The search attributes (and memo) of a run that waits on nothing (it ended, failed
+        or was cancelled)."""
+        workflow.upsert_search_attributes(
+            [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
+        )
+        if self._memo:
+            workflow.upsert_memo({MEMO_PENDING: None})
+            self._memo = False
 
     @workflow.update(name="answer")
     async def answer(
@@ -326,14 +351,6 @@ class AgentWorkflow:
         if agent is None or agent.is_running:
             return []
         return [i.to_dict() for i in agent.interrupts]
-
-
-def _clear_pending() -> None:
-    """The search attributes of a run that waits on nothing (it ended, failed or was
-    cancelled)."""
-    workflow.upsert_search_attributes(
-        [PENDING.value_set(False), NAMES.value_unset(), DEADLINE.value_unset()]
-    )
 
 
 def _as_failure(exc: Exception) -> ApplicationError:
