@@ -24,10 +24,12 @@ from ..sessions._claims import claim_is_live, describe_claim, machine_identity, 
 from ..sessions._protocol import SessionUpdate
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
-from ._standing import check_reserved
+from ._standing import Conversation, check_reserved
 
 if TYPE_CHECKING:
-    from .._messages import JsonValue
+    from collections.abc import Sequence
+
+    from .._messages import JsonValue, Message
     from ..sessions._protocol import SessionStore, StoredSession
     from ._codec import Decoded
     from ._loop import Run
@@ -241,17 +243,21 @@ class SessionLink:
                 unsaveable, hold = exc, False
                 await self.stop_renewing()
         messages = state.messages
-        count = len(messages)
+        items: Sequence[Message]
+        if type(messages) is Conversation:  # a run's own list: read it directly
+            items, count = messages._items, messages._n
+        else:
+            items, count = messages, len(messages)
         if count < self.saved:
             raise SessionError(
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        new_messages = [m.to_dict() for m in messages[self.saved : count]]
+        new_messages = [m.to_dict() for m in items[self.saved : count]]
         digest = None
         if who.key is not None:  # the digest of the conversation a signed pause belongs to
             if self._chained != self.saved:  # first signed save of this link: from the start
-                saved = [m.to_dict() for m in messages[: self.saved]]
+                saved = [m.to_dict() for m in items[: self.saved]]
                 self._chain, self._chained = chain(NO_MESSAGES, saved), self.saved
             digest = chain(self._chain, new_messages)
         encoded = None if pause is None else encode_pause(pause, who.key, who.name, digest)
