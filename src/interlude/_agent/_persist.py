@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 from ..sessions._claims import claim_is_live, describe_claim, machine_identity, split_marker
-from ..sessions._protocol import SessionUpdate
+from ..sessions._protocol import journal_update
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
 from ._standing import Conversation, check_reserved
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .._messages import JsonValue, Message
-    from ..sessions._protocol import SessionStore, StoredSession
+    from ..sessions._protocol import SessionStore, SessionUpdate, StoredSession
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
@@ -281,18 +281,18 @@ class SessionLink:
         questions = [] if pause is None or not self.list_pending else pause.interrupts
         # No question then and none now: leave the index alone (a running agent's journal).
         pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
-        update = SessionUpdate(
-            expected_version=self.version,
-            first_index=self.saved,
-            new_messages=new_messages,
-            pause=encoded,
-            pending=pending,
-            tools=list(who.tools),
-            format_version=VERSION,
-            state=saved_state,
-            claim=claim,
-            agent=who.name if who.name != self.agent_name else None,
-            audit=[e.to_dict() for e in audit[self.audit_saved :]],
+        update = journal_update(  # SessionUpdate(expected_version=..., ...), made faster
+            self.version,
+            self.saved,
+            new_messages,
+            encoded,
+            pending,
+            list(who.tools),
+            VERSION,
+            saved_state,
+            claim,
+            who.name if who.name != self.agent_name else None,
+            [e.to_dict() for e in audit[self.audit_saved :]],
         )
         audited = len(audit)
         self._pending_chain = digest
