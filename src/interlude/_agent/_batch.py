@@ -264,9 +264,7 @@ async def _after(
 def _done(run: StepContext, call: ToolCall, final: ToolResult) -> None:
     """The call is done with ``final`` (checked to be JSON)."""
     final = _json_checked(final)
-    run.put_call(
-        call.but(result=final, phase="done", exception=None, cancel_message=None, checkpoint=None)
-    )
+    run.put_call(call.done(final))
     if run.emit is not None:
         run.emit(ToolCallFinished(final))
 
@@ -332,17 +330,10 @@ async def _body(
         return call, (_error(tool_use, problem), None)
     agent, spec = run.agent, run.spec
     if selected is None:
-        call = run.put_call(call.but(phase="running", started_at=spec.clock()))
+        started = call.started(spec.clock(), tool_use, call.tool, call.tool_name)
     else:
-        active_use, _, tool_name = selected
-        call = call.but(
-            phase="running",
-            started_at=spec.clock(),
-            active_use=active_use,
-            tool=tool,
-            tool_name=tool_name,
-        )
-        run.put_call(call)
+        started = call.started(spec.clock(), *selected)
+    call = run.put_call(started)
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
     run.progressed = True
