@@ -259,6 +259,10 @@ def test_the_positional_call_changes_equal_their_keyword_forms() -> None:
     assert call.started(5.0, edited, lookup, "lookup") == call.but(
         phase="running", started_at=5.0, active_use=edited, tool=lookup, tool_name="lookup"
     )
+    assert call.selecting(edited, lookup, "lookup") == call.but(
+        active_use=edited, tool=lookup, tool_name="lookup"
+    )
+    assert call.selecting(None, None, None) == call.but(active_use=None, tool=None, tool_name=None)
     final = ToolResult("t1", content=[Text("new")])
     assert call.done(final) == call.but(
         result=final, phase="done", exception=None, cancel_message=None, checkpoint=None

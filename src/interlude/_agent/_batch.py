@@ -147,7 +147,7 @@ async def _before_and_body(
         else:  # no before-tool callbacks, or a call its batch cancelled: the call as asked
             cancel_message = cancelled  # (``_body`` selects its tool by name)
             if call.active_use is not None:  # selected by hooks an earlier attempt had
-                call = call.but(active_use=None, tool=None, tool_name=None)
+                call = call.selecting(None, None, None)
         if cancel_message is None and (hooked or gated):  # (hooks may select another tool)
             call, interrupts, cancel_message = approve(run, call)
             if interrupts:
@@ -211,7 +211,7 @@ async def _before(
     tool_use, tool = before.tool_use, before.tool
     if tool_use.id != call.tool_use.id:  # the result must answer the model's id
         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
-    call = call.but(active_use=tool_use, tool=tool, tool_name=tool.name if tool else None)
+    call = call.selecting(tool_use, tool, tool.name if tool else None)
     return call, [], cancel_message  # kept where the run stands with its next phase
 
 
@@ -372,7 +372,7 @@ def _as_asked(run: StepContext, call: ToolCall) -> ToolCall:
     """A call no before-tool hook saw: as the model asked for it, by the agent's tool of that
     name (if any)."""
     tool = run.spec.tools.get(call.tool_use.name)
-    return call.but(active_use=call.tool_use, tool=tool, tool_name=tool.name if tool else None)
+    return call.selecting(call.tool_use, tool, tool.name if tool else None)
 
 
 def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> tuple[ToolCall, _Ran]:

@@ -112,8 +112,31 @@ class ToolCall(NamedTuple):
             raise TypeError(f"ToolCall has no fields {sorted(changes)}")
         return new
 
-    # The two changes every tool call goes through, made positionally (three times faster than
-    # ``but`` with keywords): the body starts, and the call is done.
+    # The changes every tool call goes through, made positionally (two to three times faster
+    # than ``but`` with keywords): what runs is selected, the body starts, the call is done.
+
+    def selecting(
+        self, active_use: ToolUse | None, tool: AgentTool | None, tool_name: str | None
+    ) -> ToolCall:
+        """``but(active_use=active_use, tool=tool, tool_name=tool_name)``."""
+        use, phase, retries, _, _, result, exception, cancel, at, model_id, checkpoint, _ = self
+        return tuple.__new__(
+            ToolCall,
+            (
+                use,
+                phase,
+                retries,
+                active_use,
+                tool_name,
+                result,
+                exception,
+                cancel,
+                at,
+                model_id,
+                checkpoint,
+                tool,
+            ),
+        )
 
     def started(
         self, at: float, active_use: ToolUse, tool: AgentTool | None, tool_name: str | None
