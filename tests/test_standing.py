@@ -238,3 +238,35 @@ def test_an_executor_cannot_change_the_answers_it_is_handed() -> None:
     assert result.stop_reason == "end_turn"
     assert agent.messages[2].content[0].content[0].text == "paid 10"
     assert meddling.refused == 4  # both tries, on both runs of the body
+
+
+def test_the_positional_call_changes_equal_their_keyword_forms() -> None:
+    from interlude import ToolResult
+    from interlude._agent._state import ToolCall
+
+    use = ToolUse("t1", "lookup", {"x": 1})
+    edited = ToolUse("t1", "lookup", {"x": 2})
+    call = ToolCall(
+        use,
+        phase="after",
+        retries=2,
+        result=ToolResult("t1", content=[Text("old")]),
+        exception=ValueError("x"),
+        cancel_message="no",
+        model_id="m1",
+        checkpoint='{"k": 1}',
+    )
+    assert call.started(5.0, edited, lookup, "lookup") == call.but(
+        phase="running", started_at=5.0, active_use=edited, tool=lookup, tool_name="lookup"
+    )
+    assert call.selecting(edited, lookup, "lookup") == call.but(
+        active_use=edited, tool=lookup, tool_name="lookup"
+    )
+    assert call.selecting(None, None, None) == call.but(active_use=None, tool=None, tool_name=None)
+    final = ToolResult("t1", content=[Text("new")])
+    assert call.done(final) == call.but(
+        result=final, phase="done", exception=None, cancel_message=None, checkpoint=None
+    )
+    assert (
+        type(call.done(final)) is ToolCall and type(call.started(1.0, use, None, None)) is ToolCall
+    )

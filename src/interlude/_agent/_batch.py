@@ -147,7 +147,7 @@ async def _before_and_body(
         else:  # no before-tool callbacks, or a call its batch cancelled: the call as asked
             cancel_message = cancelled  # (``_body`` selects its tool by name)
             if call.active_use is not None:  # selected by hooks an earlier attempt had
-                call = call.but(active_use=None, tool=None, tool_name=None)
+                call = call.selecting(None, None, None)
         if cancel_message is None and (hooked or gated):  # (hooks may select another tool)
             call, interrupts, cancel_message = approve(run, call)
             if interrupts:
@@ -211,7 +211,7 @@ async def _before(
     tool_use, tool = before.tool_use, before.tool
     if tool_use.id != call.tool_use.id:  # the result must answer the model's id
         tool_use = ToolUse(call.tool_use.id, tool_use.name, tool_use.input)
-    call = call.but(active_use=tool_use, tool=tool, tool_name=tool.name if tool else None)
+    call = call.selecting(tool_use, tool, tool.name if tool else None)
     return call, [], cancel_message  # kept where the run stands with its next phase
 
 
@@ -264,9 +264,7 @@ async def _after(
 def _done(run: StepContext, call: ToolCall, final: ToolResult) -> None:
     """The call is done with ``final`` (checked to be JSON)."""
     final = _json_checked(final)
-    run.put_call(
-        call.but(result=final, phase="done", exception=None, cancel_message=None, checkpoint=None)
-    )
+    run.put_call(call.done(final))
     if run.emit is not None:
         run.emit(ToolCallFinished(final))
 
@@ -332,17 +330,10 @@ async def _body(
         return call, (_error(tool_use, problem), None)
     agent, spec = run.agent, run.spec
     if selected is None:
-        call = run.put_call(call.but(phase="running", started_at=spec.clock()))
+        started = call.started(spec.clock(), tool_use, call.tool, call.tool_name)
     else:
-        active_use, _, tool_name = selected
-        call = call.but(
-            phase="running",
-            started_at=spec.clock(),
-            active_use=active_use,
-            tool=tool,
-            tool_name=tool_name,
-        )
-        run.put_call(call)
+        started = call.started(spec.clock(), *selected)
+    call = run.put_call(started)
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
         await run.checkpoint()
     run.progressed = True
@@ -381,7 +372,7 @@ def _as_asked(run: StepContext, call: ToolCall) -> ToolCall:
     """A call no before-tool hook saw: as the model asked for it, by the agent's tool of that
     name (if any)."""
     tool = run.spec.tools.get(call.tool_use.name)
-    return call.but(active_use=call.tool_use, tool=tool, tool_name=tool.name if tool else None)
+    return call.selecting(call.tool_use, tool, tool.name if tool else None)
 
 
 def _take(run: StepContext, call: ToolCall, outcome: ToolOutcome) -> tuple[ToolCall, _Ran]:

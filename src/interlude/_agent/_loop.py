@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, assert_never
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._frozen import freeze
 from .._interrupt import Interrupt
@@ -154,7 +154,9 @@ class Run:
             return
         agent = self.agent
         state = agent._state
-        if len(self.messages) != len(state.messages):  # the run's list, as far as it went
+        committed = state.messages  # most often the run's list, as far as it went
+        count = committed._n if type(committed) is Conversation else len(committed)
+        if len(self.messages) != count:
             state = state.with_messages(Conversation(self.messages))
         elif not changes:
             return
@@ -252,24 +254,18 @@ class Run:
         # in the audit trail (stored with the first checkpoint).
         self.commit(position=None, audit=standing.audit + tuple(self.audit))
         outcome: _Outcome = step
+        handlers: dict[type, Callable[[Any, bool], Coroutine[Any, Any, _Outcome]]] = {
+            BeforeInvocation: self._before_invocation,  # one handler per kind of step
+            MessageAdded: self._message_added,
+            BeforeModelCall: self._before_model_call,
+            AfterModelCall: self._after_model_call,
+            ToolBatch: self._tool_batch,
+            AfterInvocation: self._after_invocation,
+        }
         try:
             while True:
                 self.step = step
-                match step:  # one handler per kind of step
-                    case BeforeInvocation():
-                        outcome = await self._before_invocation(step, replay)
-                    case MessageAdded():
-                        outcome = await self._message_added(step, replay)
-                    case BeforeModelCall():
-                        outcome = await self._before_model_call(step, replay)
-                    case AfterModelCall():
-                        outcome = await self._after_model_call(step, replay)
-                    case ToolBatch():
-                        outcome = await self._tool_batch(step, replay)
-                    case AfterInvocation():
-                        outcome = await self._after_invocation(step, replay)
-                    case _:
-                        assert_never(step)
+                outcome = await handlers[type(step)](step, replay)
                 if isinstance(outcome, AgentResult):
                     outcome = finish(self, outcome)  # the output as output_type, if any
                     await self._save(None)

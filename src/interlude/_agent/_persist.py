@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
 from ..sessions._claims import claim_is_live, describe_claim, new_claim, split_marker
-from ..sessions._protocol import SessionUpdate
+from ..sessions._protocol import journal_update
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
-from ._standing import check_reserved
+from ._standing import Conversation, check_reserved
 
 if TYPE_CHECKING:
-    from .._messages import JsonValue
-    from ..sessions._protocol import SessionStore, StoredSession
+    from collections.abc import Sequence
+
+    from .._messages import JsonValue, Message
+    from ..sessions._protocol import SessionStore, SessionUpdate, StoredSession
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
@@ -240,17 +242,21 @@ class SessionLink:
                 unsaveable, hold = exc, False
                 await self.stop_renewing()
         messages = state.messages
-        count = len(messages)
+        items: Sequence[Message]
+        if type(messages) is Conversation:  # a run's own list: read it directly
+            items, count = messages._items, messages._n
+        else:
+            items, count = messages, len(messages)
         if count < self.saved:
             raise SessionError(
                 f"session {self.session_id!r}: messages were removed from agent.messages; a "
                 "session's conversation is append-only"
             )
-        new_messages = [m.to_dict() for m in messages[self.saved : count]]
+        new_messages = [m.to_dict() for m in items[self.saved : count]]
         digest = None
         if who.key is not None:  # the digest of the conversation a signed pause belongs to
             if self._chained != self.saved:  # first signed save of this link: from the start
-                saved = [m.to_dict() for m in messages[: self.saved]]
+                saved = [m.to_dict() for m in items[: self.saved]]
                 self._chain, self._chained = chain(NO_MESSAGES, saved), self.saved
             digest = chain(self._chain, new_messages)
         encoded = None if pause is None else encode_pause(pause, who.key, who.name, digest)
@@ -274,18 +280,18 @@ class SessionLink:
         questions = [] if pause is None or not self.list_pending else pause.interrupts
         # No question then and none now: leave the index alone (a running agent's journal).
         pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
-        update = SessionUpdate(
-            expected_version=self.version,
-            first_index=self.saved,
-            new_messages=new_messages,
-            pause=encoded,
-            pending=pending,
-            tools=list(who.tools),
-            format_version=VERSION,
-            state=saved_state,
-            claim=claim,
-            agent=who.name if who.name != self.agent_name else None,
-            audit=[e.to_dict() for e in audit[self.audit_saved :]],
+        update = journal_update(  # SessionUpdate(expected_version=..., ...), made faster
+            self.version,
+            self.saved,
+            new_messages,
+            encoded,
+            pending,
+            list(who.tools),
+            VERSION,
+            saved_state,
+            claim,
+            who.name if who.name != self.agent_name else None,
+            [e.to_dict() for e in audit[self.audit_saved :]],
         )
         audited = len(audit)
         self._pending_chain = digest

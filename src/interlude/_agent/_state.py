@@ -112,6 +112,77 @@ class ToolCall(NamedTuple):
             raise TypeError(f"ToolCall has no fields {sorted(changes)}")
         return new
 
+    # The changes every tool call goes through, made positionally (two to three times faster
+    # than ``but`` with keywords): what runs is selected, the body starts, the call is done.
+
+    def selecting(
+        self, active_use: ToolUse | None, tool: AgentTool | None, tool_name: str | None
+    ) -> ToolCall:
+        """``but(active_use=active_use, tool=tool, tool_name=tool_name)``."""
+        use, phase, retries, _, _, result, exception, cancel, at, model_id, checkpoint, _ = self
+        return tuple.__new__(
+            ToolCall,
+            (
+                use,
+                phase,
+                retries,
+                active_use,
+                tool_name,
+                result,
+                exception,
+                cancel,
+                at,
+                model_id,
+                checkpoint,
+                tool,
+            ),
+        )
+
+    def started(
+        self, at: float, active_use: ToolUse, tool: AgentTool | None, tool_name: str | None
+    ) -> ToolCall:
+        """``but(phase="running", started_at=at, active_use=..., tool=..., tool_name=...)``."""
+        use, _, retries, _, _, result, exception, cancel, _, model_id, checkpoint, _ = self
+        return tuple.__new__(
+            ToolCall,
+            (
+                use,
+                "running",
+                retries,
+                active_use,
+                tool_name,
+                result,
+                exception,
+                cancel,
+                at,
+                model_id,
+                checkpoint,
+                tool,
+            ),
+        )
+
+    def done(self, result: ToolResult) -> ToolCall:
+        """``but(result=result, phase="done", exception=None, cancel_message=None,
+        checkpoint=None)``: the call with its final result."""
+        use, _, retries, active_use, tool_name, _, _, _, at, model_id, _, tool = self
+        return tuple.__new__(
+            ToolCall,
+            (
+                use,
+                "done",
+                retries,
+                active_use,
+                tool_name,
+                result,
+                None,
+                None,
+                at,
+                model_id,
+                None,
+                tool,
+            ),
+        )
+
 
 _NONE_CANCELLED: Mapping[str, str] = MappingProxyType({})
 _NO_DECISIONS: Mapping[str, tuple[bool, str | None]] = MappingProxyType({})

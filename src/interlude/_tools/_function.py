@@ -146,19 +146,25 @@ class FunctionTool:
             prop.pop("title", None)
         return ToolSpec(self._name, self._description or summary or self._name, schema)
 
+    @cached_property
+    def _fields(self) -> tuple[str, ...]:
+        """The input model's field names (asked of pydantic once: it is a costly property)."""
+        return tuple(self._model.model_fields)
+
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The function's keyword arguments from the model's input; ToolInputError if invalid."""
-        from pydantic import ValidationError
-
-        model = self._model
         try:
-            parsed = model.model_validate(thaw(arguments))  # the tool gets its own copy
-        except ValidationError as exc:
+            parsed = self._model.model_validate(thaw(arguments))  # the tool gets its own copy
+        except Exception as exc:
+            from pydantic import ValidationError  # (imported only when needed: it costs)
+
+            if not isinstance(exc, ValidationError):
+                raise
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in exc.errors()
             )
             raise ToolInputError(f"invalid arguments for tool {self._name!r}: {problems}") from None
-        return {k: getattr(parsed, k) for k in model.model_fields}
+        return {k: getattr(parsed, k) for k in self._fields}
 
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
         kwargs = self.validate(tool_use.input)

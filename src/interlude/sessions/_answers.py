@@ -127,6 +127,8 @@ def read_answer_rows(
 def claim_deadline(claim: object) -> float | None:
     """When a stored run claim's lease runs out (its ``expires_at``), or None if it has none."""
     expires = claim.get("expires_at") if isinstance(claim, dict) else None
+    if type(expires) is float:  # as claims are made
+        return expires
     return float(expires) if _is_time(expires) else None
 
 

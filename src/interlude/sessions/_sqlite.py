@@ -77,6 +77,10 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_dumps = json.JSONEncoder().encode  # json.dumps with its defaults, minus a call
+_new_row = tuple.__new__
+
+
 class _Row(NamedTuple):
     """A save's new values for the session's row (``added``: how many messages it appends)."""
 
@@ -130,6 +134,7 @@ class SQLiteStore(SQLiteOutbox):
         self._lock = threading.Lock()
         self.bytes_written = 0
         self._tools_cache: tuple[tuple[str, ...] | None, str] = (None, "[]")
+        self._checked_id: str | None = None  # the session id the last save checked
         conn = sqlite3.connect(
             self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
@@ -266,23 +271,27 @@ class SQLiteStore(SQLiteOutbox):
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
-        check_session_id(session_id)
-        messages = [json.dumps(m) for m in update.new_messages]
-        pause = json.dumps(update.pause)
-        claim = None if update.claim is None else json.dumps(update.claim)
-        state = None if update.state is None else json.dumps(update.state)
-        row = _Row(
-            format_version=update.format_version,
-            state=state,
-            pause=pause,
-            claim=claim,
-            tools=self._tools_json(update.tools),
-            added=len(messages),
-            agent=update.agent,
-            lease=claim_deadline(update.claim),  # indexed, for sessions_to_resume
+        if session_id is not self._checked_id:  # a run saves one session again and again
+            self._checked_id = check_session_id(session_id)
+        messages = [_dumps(m) for m in update.new_messages]
+        pause = _dumps(update.pause)
+        claim = None if update.claim is None else _dumps(update.claim)
+        state = None if update.state is None else _dumps(update.state)
+        row = _new_row(  # _Row(format_version, state, pause, claim, tools, added, agent, lease)
+            _Row,
+            (
+                update.format_version,
+                state,
+                pause,
+                claim,
+                self._tools_json(update.tools),
+                len(messages),
+                update.agent,
+                claim_deadline(update.claim),  # indexed, for sessions_to_resume
+            ),
         )
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
-        audit = audit_json(session_id, update.audit)
+        audit = audit_json(session_id, update.audit) if update.audit else []
         with self._transaction("BEGIN IMMEDIATE") as conn:
             if not self._swap(conn, session_id, update, row):
                 raise self._conflict(conn, session_id, update)
@@ -292,9 +301,16 @@ class SQLiteStore(SQLiteOutbox):
                     "DELETE FROM answers WHERE session_id = ? AND seq = ?",
                     [(session_id, int(seq)) for seq in update.applied_answers],
                 )
-        self.bytes_written += sum(map(len, messages)) + len(pause) + (len(claim) if claim else 4)
-        self.bytes_written += sum(len(p[-1]) for p in pending or ())
-        self.bytes_written += (0 if state is None else len(state)) + sum(map(len, audit))
+        written = len(pause) + (len(claim) if claim else 4)
+        if messages:
+            written += sum(map(len, messages))
+        if pending:
+            written += sum(len(p[-1]) for p in pending)
+        if state is not None:
+            written += len(state)
+        if audit:
+            written += sum(map(len, audit))
+        self.bytes_written += written
         return update.expected_version + 1
 
     @staticmethod
