@@ -9,8 +9,21 @@ from pathlib import Path
 import pytest
 
 from interlude import Agent, ToolContext, ToolUse, tool
-from interlude.errors import NotPausedError, ResumeInputError, UnknownInterruptError
-from interlude.multiagent import BeforeNodeCallEvent, Graph, Swarm
+from interlude.errors import (
+    NestedNodeError,
+    NotPausedError,
+    ResumeInputError,
+    UnknownInterruptError,
+)
+from interlude.multiagent import (
+    AfterNodeCallEvent,
+    BeforeNodeCallEvent,
+    Graph,
+    MultiAgentFinished,
+    NodeEvent,
+    NodeFinished,
+    Swarm,
+)
 from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
 
@@ -182,3 +195,56 @@ def test_cancel_leaves_waiting_nodes_paused() -> None:
     assert graph.is_paused and [q.name for q in graph.interrupts] == ["later"]
     (question,) = graph.interrupts
     assert str(graph.resume({question.id: "ok"})) == "asks done"
+
+
+def test_copies_keep_a_name_set_after_construction() -> None:
+    graph = Graph({"a": Agent(ScriptedModel([]))}, entry="a")
+    swarm = Swarm([Agent(ScriptedModel([]), name="x")])
+    graph.name, swarm.name = "planner", "crew"  # as an App does when a factory leaves it out
+    assert graph.copy().name == "planner" and swarm.copy().name == "crew"
+    assert graph.as_tool().name == "planner"
+    outer = Graph({"inner": graph}, entry="inner")
+    assert outer.nodes["inner"].view.name == "planner"  # type: ignore[union-attr]
+
+
+def test_node_hooks_see_a_typed_view_of_a_nested_node() -> None:
+    inner = Graph({"x": Agent(ScriptedModel(["x done"]), name="x")}, entry="x", name="inner")
+    outer = Graph(
+        {"sub": inner, "plain": Agent(ScriptedModel(["plain done"]), name="plain")},
+        [("sub", "plain")],
+        entry="sub",
+    )
+    seen: dict[str, object] = {}
+
+    def look(event: AfterNodeCallEvent) -> None:
+        seen[event.node] = (event.agent.name, event.nested)
+        if event.nested is None:
+            assert event.agent.messages[-1].text == "plain done"
+        else:
+            assert event.nested.record.order == ("x",)
+            with pytest.raises(NestedNodeError, match="runs a graph"):
+                _ = event.agent.messages
+
+    outer.hooks.add_callback(AfterNodeCallEvent, look)
+    assert str(outer("go")) == "plain done"
+    assert seen["plain"] == ("plain", None)
+    name, nested = seen["sub"]  # type: ignore[misc]
+    assert name == "inner" and isinstance(nested, Graph) and nested is not inner
+
+
+def test_a_streamed_resume_passes_on_the_nested_copys_events() -> None:
+    inner = Graph({"asks": _asker("asks", later, "asked and done")}, entry="asks")
+    outer = Graph({"sub": inner}, entry="sub")
+
+    async def collect(task: object) -> list[object]:
+        return [e async for e in outer.stream_async(task)]  # type: ignore[arg-type]
+
+    first = asyncio.run(collect("go"))
+    assert any(isinstance(e, NodeEvent) and e.node == "sub" for e in first)
+    (question,) = outer.interrupts
+    answer = [{"interruptResponse": {"interruptId": question.id, "response": "ok"}}]
+    resumed = asyncio.run(collect(answer))
+    inner_events = [e.event for e in resumed if isinstance(e, NodeEvent) and e.node == "sub"]
+    assert any(isinstance(e, NodeFinished) and e.node == "asks" for e in inner_events)
+    assert isinstance(resumed[-1], MultiAgentFinished)
+    assert str(resumed[-1].result) == "asked and done"
