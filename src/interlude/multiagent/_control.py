@@ -14,12 +14,14 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._sync import run_sync
-from ..errors import AgentBusyError
+from ..errors import AgentBusyError, NotPausedError
 from ._answers import plan_expiry
+from ._claim import check_free
 
 if TYPE_CHECKING:
     from ._engine import Engine
     from ._events import MultiAgentResult
+    from ._nodes import Node
     from ._record import Record
 
 __all__ = ["Controls"]
@@ -36,7 +38,15 @@ class Controls:
         _engine_now: Engine | None
         _loop: asyncio.AbstractEventLoop | None
 
+        nodes: dict[str, Node]
+        _session_id: str | None
+        _claim: object
+
         async def load(self) -> None: ...
+
+        async def save(self) -> None: ...
+
+        def _load_sync(self) -> None: ...
 
         async def _engine(
             self, record: Record, go: Callable[[Engine], Awaitable[MultiAgentResult]]
@@ -80,3 +90,28 @@ class Controls:
             engine, loop = self._engine_now, self._loop
         if engine is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(engine.cancel)
+
+    def discard_pause(self) -> None:
+        """Drop the pause (or a stopped run) so it takes a new task, as
+        ``Agent.discard_pause`` does for an agent. Every node that was started and not finished
+        is dropped with it: its agent's pause (or stopped run) is discarded (its pending tool
+        calls get a "cancelled" result), a nested graph's or swarm's likewise; the questions
+        are gone from the store's pending index. Finished nodes' results are kept until the
+        next task. The graph's record is saved first; a node left paused by a process that
+        died before its discard is discarded when the node next starts."""
+        if self._running:
+            raise AgentBusyError(f"cannot discard the pause while the {self.kind} runs")
+        self._load_sync()
+        record = self.record
+        if record.status == "idle":
+            raise NotPausedError(f"the {self.kind} is not paused; there is nothing to discard")
+        if record.status == "running" and self._session_id is not None:
+            check_free(self._claim, self._session_id, self.kind)
+        self.record = record.but(status="idle", ready=(), active={})
+        try:
+            run_sync(self.save())
+        except BaseException:
+            self.record = record
+            raise
+        for name in record.active:
+            self.nodes[name].discard()

@@ -229,6 +229,8 @@ class Engine:
                     return Cancelled(event.cancel_message)
             if self.cancelling:
                 return Cancelled(CANCELLED)
+            if node.is_paused or node.needs_recovery:
+                node.discard()  # left by a discard_pause whose process died before it
             result = await self._call(name, node.start(run.prompt, emit))
         elif result is None and run.phase == "running":
             own = {run.inner[i]: a for i, a in answers.items()}

@@ -82,6 +82,11 @@ class OrchestrationNode:
         """Cancel the copy's run (see ``Orchestration.cancel``)."""
         self.inner.cancel()
 
+    def discard(self) -> None:
+        """Discard the copy's pause or stopped run, if it has one (``discard_pause``)."""
+        if self.inner.is_paused or self.inner.needs_recovery:
+            self.inner.discard_pause()
+
     @property
     def needs_recovery(self) -> bool:
         return self.inner.needs_recovery

@@ -151,6 +151,11 @@ class AgentNode:
         """Cancel the agent's run (``Agent.cancel``: safe when it is not running)."""
         self.agent.cancel()
 
+    def discard(self) -> None:
+        """Discard the agent's pause or stopped run, if it has one (``discard_pause``)."""
+        if self.agent.is_paused or self.agent.needs_recovery:
+            self.agent.discard_pause()
+
     async def resume_expired(self, emit: Emit | None) -> AgentResult:
         """Settle the agent's expired questions (``Agent.resume_expired``) and carry on."""
         return await self.agent.resume_expired_async()
