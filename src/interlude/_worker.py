@@ -5,8 +5,8 @@ A worker asks the store which sessions have something to do (answers recorded by
 builds each one's agent through the operator's :class:`~interlude.App`, and applies it:
 ``resume`` with the recorded answers (as the person who gave them, checked against what they
 were shown), ``resume_expired``, or ``recover``. A graph's or swarm's session is carried on
-the same way (``resume`` and ``recover`` of the graph; its overdue questions are left, as
-``Graph`` has no ``resume_expired`` yet), and a node agent's session
+the same way (``recover``, ``resume`` and ``resume_expired`` of the graph), and a node agent's
+session
 (``<graph session id>:node:<node>``, listed when the run claim of a process killed inside the
 node lapsed) is never carried on by itself: the worker recovers its graph instead.
 
@@ -289,7 +289,8 @@ class Worker:
     ) -> bool:
         """A graph's (or swarm's) session: recover its stopped run, then resume it with the
         recorded answers, one resume per person, each checked first as an agent's resume
-        checks answers (pending, type, deadline, what was shown)."""
+        checks answers (pending, type, deadline, what was shown); then settle its overdue
+        questions (``resume_expired``)."""
         from .errors import ResumeError
         from .multiagent._stored import check_answers_for
 
@@ -321,6 +322,12 @@ class Worker:
             worked = True
         if recorded and view.waiting:  # about questions that are gone, or refused
             await self.store.clear_answers(session_id, max(r.seq for r in recorded))
+        now = self.clock()
+        if graph.is_paused and any(
+            q.expires_at is not None and q.expires_at <= now for q in graph.interrupts
+        ):
+            await graph.resume_expired_async()
+            worked = True
         return worked
 
     async def _answer(self, agent: Agent, recorded: list[RecordedAnswer]) -> bool:

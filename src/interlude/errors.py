@@ -84,6 +84,7 @@ __all__ = [
     "ModelError",
     "ModelProviderError",
     "ModelThrottledError",
+    "NestedNodeError",
     "NodeRunLimitError",
     "NotAllowedToAnswerError",
     "NotPausedError",
@@ -171,6 +172,11 @@ class NodeRunLimitError(LimitError):
 
 class HandoffLimitError(LimitError):
     """A swarm's agents handed off more often in one invocation than ``max_handoffs`` allows."""
+
+
+class NestedNodeError(InterludeError, AttributeError):
+    """A node hook asked a nested graph's or swarm's node for what only an agent has (its
+    ``messages``, ``state`` or ``audit``): read ``event.nested`` instead."""
 
 
 class ModelError(InterludeError):

@@ -9,6 +9,8 @@ process) and count their calls in ``CALLS`` (per node, in this process).
 - graph ``halting``: ``fetch`` then ``work``; a before-node hook kills the process (SIGKILL)
   before ``work`` starts when ``$GRAPH_HALT`` is set (no node runs then: only the graph's own
   run claim, held for 1 s, says the run stopped).
+- graph ``overdue``: ``late`` (its tool asks ``soon``, already past its deadline, default
+  ``"late"``) and ``gated`` (a before-node hook asks ``go``, past due, no default).
 - agent ``solo``: a plain agent, for the shared namespace.
 """
 
@@ -123,3 +125,29 @@ def build_halting(session: AgentSession) -> Graph:
 @app.agent("solo")
 def build_solo(session: AgentSession) -> Agent:
     return Agent(model("solo", None, "alone"), session=session.store, session_id=session.id)
+
+
+@tool
+def soon(context: ToolContext) -> str:
+    """Ask with a deadline already past (default "late")."""
+    return f"answer: {context.interrupt('soon', expires_in=0.0, default='late')}"
+
+
+@app.graph("overdue")
+def build_overdue(session: AgentSession) -> Graph:
+    graph = Graph(
+        {
+            "late": Agent(model("late", "soon", "Settled late."), tools=[soon]),
+            "gated": Agent(model("gated", None, "Gated ran.")),
+        },
+        entry=["late", "gated"],
+        session=session.store,
+        session_id=session.id,
+    )
+
+    def gate(event: BeforeNodeCallEvent) -> None:
+        if event.node == "gated":
+            event.interrupt("go", expires_in=0.0)
+
+    graph.hooks.add_callback(BeforeNodeCallEvent, gate)
+    return graph

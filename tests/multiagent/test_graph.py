@@ -260,7 +260,7 @@ def test_before_node_hook_approves_or_cancels_a_node() -> None:
     graph, agents = build()
     left, right = graph("go").interrupts
     assert left.source == "before_node_call" and left.reason == "run left?"
-    assert left.id == f"v1:before_node_call:left:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
+    assert left.id == f"v1:before_node_call:left.1:{uuid.uuid5(uuid.NAMESPACE_OID, 'approve')}"
     assert node_path(left) == ("left",) and left.tool_use is None
     assert agents["left"].model.requests == [] and after_count == ["entry"]  # not run yet
 

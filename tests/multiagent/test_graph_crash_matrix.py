@@ -74,6 +74,20 @@ def test_graph_crash_matrix(store: str, scratch: Path) -> None:
     check(matrix, store)
 
 
+def test_graph_crash_matrix_postgres(scratch: Path) -> None:
+    from sessions.pg import fresh_store, require_postgres, schema_url  # tests/ is on sys.path
+
+    require_postgres()
+    with fresh_store() as pg:  # a throwaway schema, migrated here and dropped afterwards
+        url = schema_url(pg.schema)
+        cmd = [sys.executable, str(CHILD), "matrix", "--store", url, "--dir", str(scratch)]
+        proc = subprocess.run(
+            [*cmd, "--jobs", str(JOBS)], capture_output=True, text=True, timeout=600
+        )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    check(json.loads((scratch / "matrix.json").read_text()), "postgres")
+
+
 def check(matrix: dict[str, Any], store: str) -> None:
     for phase, counted in matrix["counts"].items():
         assert counted["crash"] == 0 and counted.get("setup", 0) == 0, (phase, counted)

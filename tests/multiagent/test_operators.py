@@ -366,3 +366,47 @@ def test_a_worker_recovers_a_graph_stopped_between_nodes_from_its_own_lapsed_cla
     assert graph.record.order == ("fetch", "work")
     assert CALLS["fetch"] == 0  # fetch finished before the kill: not asked again
     assert CALLS["work"] == 2 and graph_app.TOOL_RUNS["do_work"] == 1
+
+
+# --- overdue questions and discarding --------------------------------------------------------
+
+
+def test_a_worker_settles_a_graphs_overdue_questions(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    graph = app.start("overdue", "o-1", store)
+    assert isinstance(graph, Graph) and graph("go").stop_reason == "interrupt"
+    assert len(Inbox(store).expired()) == 2
+    worker = Worker(app, store)
+    assert asyncio.run(worker.run_once()) == 1 and worker.failed == {}, worker.failed
+    done = app.open("o-1", store)
+    assert isinstance(done, Graph) and not done.is_paused
+    assert str(done.record.results["late"]) == "Settled late."  # its default answered
+    assert done.record.results["gated"].stop_reason == "cancelled"  # declined: not run
+    assert CALLS["gated"] == 0
+    assert [e["by"] for e in done.audit] == ["expiry", "expiry"]
+    assert asyncio.run(worker.run_once()) == 0  # nothing left to list on the next pass
+
+
+def test_the_cli_expires_and_discards_a_graphs_session(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    graph = app.start("overdue", "o-2", SQLiteStore(db))
+    assert isinstance(graph, Graph) and graph("go").stop_reason == "interrupt"
+    expired = cli(tmp_path, db, "expire", "o-2", "--json")
+    assert expired.returncode == 0, expired.stderr
+    assert json.loads(expired.stdout)["stop_reason"] == "end_turn"
+    assert "no pending interrupt" in cli(tmp_path, db, "expire", "o-2").stderr
+
+    ids = questions(paused_trip(db))
+    discarded = cli(tmp_path, db, "discard", "trip-1", "--json")
+    assert discarded.returncode == 0, discarded.stderr
+    assert sorted(json.loads(discarded.stdout)["interrupts"]) == sorted(ids.values())
+    store = SQLiteStore(db)
+    assert [p for p in asyncio.run(store.pending_interrupts()) if p.session_id == "trip-1"] == []
+    fresh = app.open("trip-1", store)
+    assert isinstance(fresh, Graph) and not fresh.is_paused and not fresh.needs_recovery
+    for node in ("writer", "budget"):  # the waiting nodes' agents let their pauses go
+        stored = asyncio.run(store.load(f"trip-1:node:{node}"))
+        assert stored is not None and stored.pause is None
+    assert "no pause or stopped run" in cli(tmp_path, db, "discard", "trip-1").stderr
+    again = fresh("Plan another trip")  # takes a new task
+    assert again.stop_reason == "interrupt" and len(again.interrupts) == 2

@@ -186,9 +186,9 @@ def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
 def _expire(args: argparse.Namespace, out: Output) -> int:
     agent = _session_agent(args)
     if not isinstance(agent, Agent):
-        from ._graphs import refuse_graph
+        from ._graphs import expire_graph
 
-        raise refuse_graph(args, "expire")
+        return expire_graph(args, out, agent)
     if not agent.is_paused:
         raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
     before = len(agent.messages)
@@ -217,9 +217,9 @@ def _recover(args: argparse.Namespace, out: Output) -> int:
 def _discard(args: argparse.Namespace, out: Output) -> int:
     agent = _session_agent(args)
     if not isinstance(agent, Agent):
-        from ._graphs import refuse_graph
+        from ._graphs import discard_graph
 
-        raise refuse_graph(args, "discard")
+        return discard_graph(args, out, agent)
     if not agent.is_paused and not agent.needs_recovery:
         raise CliError(
             f"session {args.session!r} has no pause or stopped run to discard",

@@ -1,6 +1,6 @@
 """The session commands on a graph's or swarm's session (``interlude.multiagent``): answer,
-recover and show it, and start one with ``run``. The graph is built by the ``--app`` factory
-of the name its session records (``@app.graph``), as an agent is."""
+expire, recover, discard and show it, and start one with ``run``. The graph is built by the
+``--app`` factory of the name its session records (``@app.graph``), as an agent is."""
 
 from __future__ import annotations
 
@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Swarm
     from ..sessions import StoredSession
 
-__all__ = ["answer_graph", "recover_graph", "refuse_graph", "run_graph", "show_graph"]
+__all__ = [
+    "answer_graph",
+    "discard_graph",
+    "expire_graph",
+    "recover_graph",
+    "run_graph",
+    "show_graph",
+]
 
 
 def answer_graph(
@@ -65,6 +72,33 @@ def recover_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -
     return 0
 
 
+def expire_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
+    """``expire SESSION`` on a graph: settle its overdue questions (``resume_expired``)."""
+    if not graph.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
+    result = _run(out, graph.resume_expired, args, graph)
+    graph_outcome(out, args.session, result, args.store)
+    return 0
+
+
+def discard_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
+    """``discard SESSION`` on a graph: drop its pause or stopped run, and with it every
+    started node's (``discard_pause``)."""
+    if not graph.is_paused and not graph.needs_recovery:
+        raise CliError(
+            f"session {args.session!r} has no pause or stopped run to discard",
+            session=args.session,
+        )
+    what = "pause" if graph.is_paused else "stopped run"
+    dropped = [q.id for q in graph.interrupts]
+    try:
+        graph.discard_pause()
+    except ResumeError as exc:
+        raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
+    out.discarded(args.session, what, dropped)
+    return 0
+
+
 def run_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm, new: bool) -> int:
     """``run NAME SESSION PROMPT`` on a graph: start it (or give it a new task)."""
     if not new and (graph.is_paused or graph.needs_recovery):
@@ -77,15 +111,6 @@ def run_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm, new: 
     result = _run(out, lambda: graph(args.prompt), args, graph)
     graph_outcome(out, args.session, result, args.store)
     return 0
-
-
-def refuse_graph(args: argparse.Namespace, command: str) -> CliError:
-    """The error of a command that does not serve graphs yet."""
-    return CliError(
-        f"session {args.session!r} is a graph's (or swarm's): `{command}` does not serve "
-        "graphs yet (answer, recover and show do)",
-        session=args.session,
-    )
 
 
 def _run(

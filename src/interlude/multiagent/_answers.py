@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .._agent import check_answers, check_by
@@ -21,12 +22,13 @@ from .._frozen import freeze
 from .._messages import JsonValue
 from ..errors import NotPausedError, ResumeInputError
 from ._events import node_path
+from ._record import NodeRun
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from ._engine import EngineOwner
 
-__all__ = ["plan_resume"]
+__all__ = ["Settled", "plan_expiry", "plan_resume"]
 
 
 def plan_resume(
@@ -61,3 +63,56 @@ def plan_resume(
         path: list[JsonValue] = list(node_path(asked[iid]))
         entries.append(freeze({**entry.to_dict(), "node": path}))
     return {n: freeze(a) for n, a in per_node.items()}, entries
+
+
+Settled = dict[str, NodeRun]
+"""The runs a ``resume_expired`` carries on, by node, with what they are given."""
+
+
+def plan_expiry(
+    owner: EngineOwner, now: float | None = None
+) -> tuple[Settled, list[Mapping[str, JsonValue]]]:
+    """The runs with an expired question, each given its settlement, and the audit entries
+    (``by == "expiry"``); ResumeInputError if none has expired (nothing changes then).
+
+    A node-hook question is settled by the graph: its default becomes its answer, else it is
+    marked expired (asked again, it raises InterruptExpiredError: fail closed). A question of a
+    node's agent (or nested graph) is settled by that node's own ``resume_expired``, so the
+    agent's trail and pause stay its own."""
+    kind = getattr(owner, "kind", "orchestration")
+    if owner.record.status != "paused":
+        raise NotPausedError(f"the {kind} is not paused; there is nothing to settle")
+    now = time.time() if now is None else now
+    runs: Settled = {}
+    entries: list[Mapping[str, JsonValue]] = []
+    deadlines: list[float] = []
+    for name, run in owner.record.active.items():
+        if not run.waiting:
+            continue
+        given: dict[str, JsonValue] = {}
+        expired: list[str] = []
+        settle = False
+        for q in run.questions:
+            if q.expires_at is None:
+                continue
+            if q.expires_at > now:
+                deadlines.append(q.expires_at)
+                continue
+            entry = AuditEntry.of_expiry(q, now).to_dict()
+            entries.append(freeze({**entry, "node": list(node_path(q))}))
+            if q.id in run.inner:
+                settle = True
+                continue
+            expired.append(q.id)
+            if q.has_default:
+                given[q.id] = q.default
+        if settle or expired:
+            runs[name] = replace(
+                run, given=freeze(given), by=None, expired=(*run.expired, *expired), settle=settle
+            )
+    if not runs:
+        raise ResumeInputError(
+            "no pending interrupt has expired"
+            + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
+        )
+    return runs, entries

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -25,12 +26,12 @@ from ..errors import (
     NotPausedError,
     ResumeInputError,
     StateFormatError,
-    StateMismatchError,
 )
 from ..hooks import HookProvider, HookRegistry
 from ..sessions import SessionUpdate, check_session_id, open_store
 from ._answers import plan_resume
 from ._claim import Renewer, check_free, new_claim
+from ._control import Controls
 from ._engine import Engine, EngineOwner
 from ._events import MultiAgentFinished, MultiAgentResult, MultiAgentStreamEvent
 from ._record import VERSION, Record, record_from_json, record_to_json
@@ -44,10 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["STATE_KEY", "Orchestration"]
 
 STATE_KEY = "interlude.orchestration"
-_EXPORT = "interlude.orchestration-state"
 
 
-class Orchestration(EngineOwner):
+class Orchestration(Controls, EngineOwner):
     """Base of :class:`Graph` and :class:`Swarm`."""
 
     kind: ClassVar[str]
@@ -89,6 +89,9 @@ class Orchestration(EngineOwner):
         self._loaded = self._store is None
         self._running = False
         self._lock: asyncio.Lock | None = None
+        self._cancel_lock = threading.Lock()
+        self._engine_now = None  # the run's engine, for cancel()
+        self._loop = None
 
     def _node_session(self) -> tuple[SessionStore | None, str | None]:
         return self._store, self._session_id
@@ -132,8 +135,24 @@ class Orchestration(EngineOwner):
     ) -> AsyncIterator[MultiAgentStreamEvent]:
         """Run, yielding each node's events tagged with the node; the last event is
         :class:`MultiAgentFinished`."""
+        async for event in self._streamed(lambda emit: self._run(task, emit)):
+            yield event
+
+    async def run_task(self, task: str, emit: Any) -> MultiAgentResult:
+        """Run on ``task``, each event passed to ``emit`` (None: none); for an outer graph."""
+        return await self._run(task, emit)
+
+    async def run_resume(
+        self, answers: Mapping[str, JsonValue], by: str | None, emit: Any
+    ) -> MultiAgentResult:
+        """``resume_async(answers, by=by)``, each event passed to ``emit``; for an outer graph."""
+        await self.load()
+        return await self._resume(answers, by, False, emit)
+
+    async def _streamed(self, go: Any) -> AsyncIterator[MultiAgentStreamEvent]:
+        """Run ``go(emit)``, yielding what it emits, then :class:`MultiAgentFinished`."""
         queue: asyncio.Queue[MultiAgentStreamEvent | None] = asyncio.Queue()
-        task_ = asyncio.ensure_future(self._run(task, queue.put_nowait))
+        task_ = asyncio.ensure_future(go(queue.put_nowait))
         task_.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -243,6 +262,9 @@ class Orchestration(EngineOwner):
         self._lock = asyncio.Lock()
         before, self.record = self.record, record
         renewer = Renewer(self.session_lease, self._renew)
+        engine = Engine(self)
+        with self._cancel_lock:
+            self._engine_now, self._loop = engine, asyncio.get_running_loop()
         try:
             try:
                 await self.save()
@@ -252,7 +274,7 @@ class Orchestration(EngineOwner):
             if self._store is not None:
                 renewer.start()
             try:
-                result: MultiAgentResult = await go(Engine(self))
+                result: MultiAgentResult = await go(engine)
             except asyncio.CancelledError:
                 if renewer.lost is not None:
                     raise renewer.lost from None
@@ -260,6 +282,8 @@ class Orchestration(EngineOwner):
             return result
         finally:
             await renewer.stop()
+            with self._cancel_lock:
+                self._engine_now, self._loop = None, None
             self._running = False
             self._lock = None
 
@@ -340,42 +364,16 @@ class Orchestration(EngineOwner):
 
     def export_state(self) -> dict[str, JsonValue]:
         """The record and every node agent's state, as versioned JSON data."""
-        if self._running:
-            raise AgentBusyError(f"cannot export state while the {self.kind} runs")
-        self._load_sync()
-        return {
-            "format": _EXPORT,
-            "version": VERSION,
-            "name": self.name,
-            "record": record_to_json(self.record, self.kind),
-            "nodes": {n: node.export_state() for n, node in self.nodes.items()},
-        }
+        from ._export import export_state
+
+        return export_state(self)
 
     def import_state(self, data: Mapping[str, JsonValue]) -> None:
         """Load ``data`` from :meth:`export_state` into this one (built the same way).
         StateFormatError / StateMismatchError if it does not fit; nothing changes then."""
-        if self._running:
-            raise AgentBusyError(f"cannot import state while the {self.kind} runs")
-        if self._store is not None:
-            raise ConfigurationError(
-                f"this {self.kind}'s state comes from its session; import into one without"
-            )
-        if not isinstance(data, Mapping) or data.get("format") != _EXPORT:
-            raise StateFormatError(f"not an exported {self.kind} state")
-        if data.get("version") != VERSION:
-            raise StateFormatError(f"unknown version {data.get('version')!r}")
-        if data.get("name") != self.name:
-            raise StateMismatchError(
-                f"the state was saved by {data.get('name')!r}; this {self.kind} is {self.name!r}"
-            )
-        record = record_from_json(data.get("record"), self.kind, self.nodes)
-        states = data.get("nodes")
-        if not isinstance(states, Mapping) or set(states) != set(self.nodes):
-            raise StateMismatchError(f"the state's nodes are not this {self.kind}'s nodes")
-        copies = {name: node.import_state(states[name]) for name, node in self.nodes.items()}
-        for name, copy in copies.items():
-            self.nodes[name].adopt(copy)  # type: ignore[arg-type]
-        self.record = record
+        from ._export import import_state
+
+        import_state(self, data)
 
     # --- as a tool --------------------------------------------------------------------------
 

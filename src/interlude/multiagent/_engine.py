@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, cast
 
 from .._messages import Message, Text
 from .._result import AgentResult
+from ..errors import InterruptExpiredError
 from ..hooks import HookRegistry
 from ._events import (
     AfterNodeCallEvent,
@@ -26,16 +27,16 @@ from ._events import (
     MultiAgentResult,
     NodeFinished,
     NodeStarted,
+    expired_message,
     hook_answers,
+    node_view,
 )
-from ._nodes import Emit, marked
+from ._nodes import Emit, Node, marked
 from ._record import NodeRun, Record
 
-if TYPE_CHECKING:
-    from .._view import AgentView
-    from ._nodes import Node
+__all__ = ["CANCELLED", "Cancelled", "Engine", "Finished", "Outcome", "Paused"]
 
-__all__ = ["Cancelled", "Engine", "Finished", "Outcome", "Paused"]
+CANCELLED = "the run was cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,31 @@ class Engine:
 
     def __init__(self, owner: EngineOwner) -> None:
         self.owner = owner
+        self.cancelling = False
+        """Set by :meth:`cancel`: nothing new starts, running nodes are cancelled."""
+        self._tasks: dict[asyncio.Task[Outcome], str] = {}
+        self._calling: set[str] = set()
+
+    def cancel(self) -> None:
+        """Stop the run soon (call on the run's event loop): start nothing more; a node whose
+        agent (or nested graph) runs is cancelled as ``Agent.cancel`` does (its conversation
+        kept valid, its result ``"cancelled"``); a node in its node hooks stops there."""
+        if self.cancelling:
+            return
+        self.cancelling = True
+        for task, name in self._tasks.items():
+            if name in self._calling:
+                self.owner.nodes[name].cancel()
+            elif not task.done():
+                task.cancel()
+
+    async def _call(self, name: str, call: Awaitable[AgentResult]) -> AgentResult:
+        """Await a node's own run, marked as such (a cancel then cancels the node's agent)."""
+        self._calling.add(name)
+        try:
+            return await call
+        finally:
+            self._calling.discard(name)
 
     async def drive(
         self,
@@ -76,7 +102,7 @@ class Engine:
         ``resumed`` nodes carry on with the answers their runs hold (``NodeRun.given``, saved
         by the resume's claim); ``recovering`` nodes were started by a process that stopped."""
         owner = self.owner
-        tasks: dict[asyncio.Task[Outcome], str] = {}
+        tasks = self._tasks
         failure: Exception | None = None
         for name in recovering:
             tasks[asyncio.ensure_future(self._recover(name, emit))] = name
@@ -97,7 +123,11 @@ class Engine:
                 for task in sorted(done, key=lambda t: owner.position(tasks[t])):
                     name = tasks.pop(task)
                     try:
-                        outcome = task.result()
+                        outcome = (
+                            Cancelled(CANCELLED)
+                            if task.cancelled() and self.cancelling
+                            else task.result()
+                        )
                     except Exception as exc:
                         failure = failure or exc
                         owner.record = self._failed(owner.record, name)
@@ -124,7 +154,8 @@ class Engine:
         await owner.save()
         if failure is not None:
             raise failure
-        return owner.result()
+        result = owner.result()
+        return replace(result, stop_reason="cancelled") if self.cancelling else result
 
     def _start_ready(
         self, tasks: dict[asyncio.Task[Outcome], str], partial: bool, emit: Emit | None
@@ -134,6 +165,9 @@ class Engine:
         record = owner.record
         busy = set(tasks.values())
         waiting = [n for n, run in record.active.items() if n not in busy and run.waiting]
+        if self.cancelling:
+            owner.record = record.but(ready=())  # cancelled: nothing more starts
+            return False
         if waiting and not partial:
             return False
         later: list[str] = []
@@ -144,9 +178,14 @@ class Engine:
                 continue
             owner.check_limit(name, record)
             node = owner.nodes[name]
-            run = NodeRun(prompt=owner.prompt(name, record), base=node.message_count())
+            number = record.runs.get(name, 0) + 1
+            run = NodeRun(
+                prompt=owner.prompt(name, record),
+                base=node.message_count(),
+                scope=f"{name}.{number}",
+            )
             record = record.but(
-                runs={**record.runs, name: record.runs.get(name, 0) + 1},
+                runs={**record.runs, name: number},
                 active={**record.active, name: run},
             )
             tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
@@ -161,11 +200,12 @@ class Engine:
         """Carry a node's run on from where it stands (with the answers it was given), to its
         end or its next pause."""
         owner, node = self.owner, self.owner.nodes[name]
-        answers, by = run.given or {}, run.by
-        run = replace(run, given=None, by=None)
+        answers, by, settle = run.given or {}, run.by, run.settle
+        run = replace(run, given=None, by=None, settle=False)
         if emit is not None:
             emit(NodeStarted(name))
-        view = cast("AgentView", node.view)
+        view = node_view(node)
+        scope = run.scope or name  # records saved before per-run scopes: the node's name
         if result is None and run.phase == "before":
             given = {**run.answers, **answers}
             if owner.hooks.has_callbacks(BeforeNodeCallEvent):
@@ -174,26 +214,46 @@ class Engine:
                     name,
                     run.prompt,
                     owner.state(),
+                    scope=scope,
                     is_replay=bool(run.questions),
-                    answers=hook_answers(given, time.time),
+                    answers=hook_answers(given, time.time, run.expired, run.questions),
                 )
-                raised = await owner.hooks.invoke(event)
+                try:
+                    raised = await owner.hooks.invoke(event)
+                except InterruptExpiredError as exc:  # fail closed: the node does not run
+                    return Cancelled(expired_message(exc))
                 if raised:
                     questions = tuple(marked(name, q) for q in raised)
                     return Paused(replace(run, questions=questions, answers=given))
                 if event.cancel_message is not None:
                     return Cancelled(event.cancel_message)
-            result = await node.start(run.prompt, emit)
+            if self.cancelling:
+                return Cancelled(CANCELLED)
+            if node.is_paused or node.needs_recovery:
+                node.discard()  # left by a discard_pause whose process died before it
+            result = await self._call(name, node.start(run.prompt, emit))
         elif result is None and run.phase == "running":
             own = {run.inner[i]: a for i, a in answers.items()}
-            result = await node.resume(own, by, emit)
+            if own or not settle:
+                result = await self._call(name, node.resume(own, by, emit))
+            else:
+                result = await self._call(name, node.resume_expired(emit))
         if result is not None:
             if result.stop_reason == "interrupt":
                 questions, inner = node.questions()
                 return Paused(
-                    replace(run, phase="running", questions=questions, inner=inner, answers={})
+                    replace(
+                        run,
+                        phase="running",
+                        questions=questions,
+                        inner=inner,
+                        answers={},
+                        expired=(),
+                    )
                 )
-            run, given = replace(run, phase="after", questions=(), answers={}), {}
+            if result.stop_reason == "cancelled":
+                return Cancelled(str(result) or CANCELLED)
+            run, given = replace(run, phase="after", questions=(), answers={}, expired=()), {}
         else:
             result, given = run.result, {**run.answers, **answers}
             assert result is not None, "a node paused after its run keeps its result"
@@ -204,8 +264,9 @@ class Engine:
                 run.prompt,
                 owner.state(),
                 result,
+                scope=scope,
                 is_replay=bool(run.questions),
-                answers=hook_answers(given, time.time),
+                answers=hook_answers(given, time.time, run.expired, run.questions),
             )
             raised = await owner.hooks.invoke(event_after)
             if raised:
@@ -222,13 +283,14 @@ class Engine:
         if run.phase == "after":  # it had finished: only its after-node hooks are left
             return await self._step(name, run, emit)
         if node.needs_recovery:
-            result = await node.recover(emit)
+            result = await self._call(name, node.recover(emit))
         elif node.is_paused:
-            pending = {q.id for q in node.pending()}
-            if (
-                run.phase == "running"
-                and run.given
-                and {run.inner[i] for i in run.given} <= pending
+            pending = node.pending()
+            ids = {q.id for q in pending}
+            overdue = any(q.expires_at is not None and q.expires_at <= time.time() for q in pending)
+            if run.phase == "running" and (
+                (run.given and {run.inner[i] for i in run.given} <= ids)
+                or (run.settle and not run.given and overdue)
             ):
                 return await self._step(name, run, emit)  # the answers never reached it
             result = AgentResult(stop_reason="interrupt", interrupts=node.pending())

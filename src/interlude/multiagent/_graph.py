@@ -97,7 +97,8 @@ class Graph(Orchestration):
         return source, target, condition
 
     def copy_on(self, session: SessionStore | None, session_id: str | None) -> Graph:
-        graph = Graph(**self._args, session=session, session_id=session_id)
+        args = {**self._args, "name": self.name, "session_lease": self.session_lease}
+        graph = Graph(**args, session=session, session_id=session_id)  # the name as it is now
         graph.hooks = self.hooks.copy()
         return graph
 

@@ -11,7 +11,7 @@ first); the answers go down to the copy's ``resume`` under its own ids.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from .._interrupt import Interrupt
 from .._messages import JsonValue
 from .._result import AgentResult
 from ..errors import ConfigurationError
-from ._events import MultiAgentFinished, MultiAgentResult, NodeEvent
+from ._events import MultiAgentResult, NestedView, NodeEvent
 from ._nodes import Emit, marked, node_question_id, node_session_id
 
 if TYPE_CHECKING:
@@ -75,7 +75,17 @@ class OrchestrationNode:
 
     @property
     def view(self) -> object:
-        return self.inner
+        """What the node hooks see as the event's agent (``event.nested`` is the copy)."""
+        return NestedView(self.name, self.inner)
+
+    def cancel(self) -> None:
+        """Cancel the copy's run (see ``Orchestration.cancel``)."""
+        self.inner.cancel()
+
+    def discard(self) -> None:
+        """Discard the copy's pause or stopped run, if it has one (``discard_pause``)."""
+        if self.inner.is_paused or self.inner.needs_recovery:
+            self.inner.discard_pause()
 
     @property
     def needs_recovery(self) -> bool:
@@ -92,18 +102,27 @@ class OrchestrationNode:
         return _as_agent_result(await self.inner.recover_async())
 
     async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
-        if emit is None:
-            return _as_agent_result(await self.inner.invoke_async(prompt))
-        async for event in self.inner.stream_async(prompt):
-            if isinstance(event, MultiAgentFinished):
-                return _as_agent_result(event.result)
-            emit(NodeEvent(self.name, event))
-        raise AssertionError("a stream ends with MultiAgentFinished")  # pragma: no cover
+        inner = self.inner
+        return await self._passed_on(emit, lambda e: inner.run_task(prompt, e))
 
     async def resume(
         self, answers: Mapping[str, JsonValue], by: str | None, emit: Emit | None
     ) -> AgentResult:
-        return _as_agent_result(await self.inner.resume_async(answers, by=by))
+        inner = self.inner
+        return await self._passed_on(emit, lambda e: inner.run_resume(answers, by, e))
+
+    async def resume_expired(self, emit: Emit | None) -> AgentResult:
+        inner = self.inner
+        return await self._passed_on(emit, lambda e: inner.run_expired(e))
+
+    async def _passed_on(
+        self, emit: Emit | None, go: Callable[[Emit | None], Awaitable[MultiAgentResult]]
+    ) -> AgentResult:
+        """Run ``go`` on the copy, its events passed on tagged with this node (streamed)."""
+        if emit is None:
+            return _as_agent_result(await go(None))
+        name = self.name
+        return _as_agent_result(await go(lambda event: emit(NodeEvent(name, event))))  # type: ignore[arg-type]
 
     def questions(self) -> tuple[tuple[Interrupt, ...], dict[str, str]]:
         """The copy's pending questions under the outer ids, and outer id -> the copy's id."""

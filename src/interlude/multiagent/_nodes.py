@@ -147,6 +147,19 @@ class AgentNode:
         """What the node hooks see as the event's agent."""
         return self.agent
 
+    def cancel(self) -> None:
+        """Cancel the agent's run (``Agent.cancel``: safe when it is not running)."""
+        self.agent.cancel()
+
+    def discard(self) -> None:
+        """Discard the agent's pause or stopped run, if it has one (``discard_pause``)."""
+        if self.agent.is_paused or self.agent.needs_recovery:
+            self.agent.discard_pause()
+
+    async def resume_expired(self, emit: Emit | None) -> AgentResult:
+        """Settle the agent's expired questions (``Agent.resume_expired``) and carry on."""
+        return await self.agent.resume_expired_async()
+
     @property
     def needs_recovery(self) -> bool:
         return self.agent.needs_recovery

@@ -62,6 +62,15 @@ class NodeRun:
     never got them. None while the run waits or runs on its own."""
     by: str | None = None
     """Who gave ``given``."""
+    expired: tuple[str, ...] = ()
+    """This run's node-hook questions settled by their deadline (``resume_expired``): with a
+    default, ``answers`` (or ``given``) holds it; without one, asking it again declines."""
+    settle: bool = False
+    """The resume on its way settles the node's own expired questions (``resume_expired``)."""
+    scope: str | None = None
+    """The scope of this run's node-hook question ids, ``<node>.<run number>`` (distinct per
+    run of the node, so an answer to one run's question never answers the next run's); None in
+    records saved before it existed: the node's name."""
 
     @property
     def waiting(self) -> bool:
@@ -133,6 +142,9 @@ def _run_to_json(run: NodeRun) -> dict[str, JsonValue]:
         "result": None if run.result is None else result_to_json(run.result),
         "given": None if run.given is None else {k: thaw(v) for k, v in run.given.items()},
         "by": run.by,
+        "expired": list(run.expired),
+        "settle": run.settle,
+        "scope": run.scope,
     }
 
 
@@ -153,6 +165,11 @@ def _run_from_json(data: Any, where: str) -> NodeRun:
         given = _frozen_map({k: freeze(v) for k, v in _obj(given, f"{where}.given").items()})
     if by is not None and not isinstance(by, str):
         raise StateFormatError(f"{where}.by: expected a name")
+    expired, settle, scope = d.get("expired", []), d.get("settle", False), d.get("scope")
+    if not isinstance(settle, bool) or not (scope is None or isinstance(scope, str)):
+        raise StateFormatError(f"{where}: expected settle true or false, scope text or null")
+    if not all(isinstance(e, str) for e in _list(expired, f"{where}.expired")):
+        raise StateFormatError(f"{where}.expired: expected ids")
     return NodeRun(
         prompt=prompt,
         phase=phase,
@@ -165,6 +182,9 @@ def _run_from_json(data: Any, where: str) -> NodeRun:
         result=None if result is None else result_from_json(result, f"{where}.result"),
         given=given,
         by=by,
+        expired=tuple(expired),
+        settle=settle,
+        scope=scope,
     )
 
 

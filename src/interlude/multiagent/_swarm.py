@@ -84,7 +84,8 @@ class Swarm(Orchestration):
         self.max_handoffs = max_handoffs
 
     def copy_on(self, session: SessionStore | None, session_id: str | None) -> Swarm:
-        swarm = Swarm(**self._args, session=session, session_id=session_id)
+        args = {**self._args, "name": self.name, "session_lease": self.session_lease}
+        swarm = Swarm(**args, session=session, session_id=session_id)  # the name as it is now
         swarm.hooks = self.hooks.copy()
         return swarm
 
