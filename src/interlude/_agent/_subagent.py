@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from .._messages import Text, ToolResult, ToolUse
 from .._result import AgentResult
 from .._tools._spec import ToolSpec
-from ..errors import ConfigurationError, StateFormatError, ToolInputError
+from .._tools._task import task_prompt, task_tool_name, task_tool_spec
+from ..errors import ConfigurationError, StateFormatError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from ._agent import Agent
 
 __all__ = ["SubAgentTool"]
-
-_PROMPT = "prompt"
 
 MAX_DEPTH = 8
 """How deep sub-agents nest: a call that would run a copy deeper than this is an error result."""
@@ -59,26 +58,14 @@ class SubAgentTool:
                 "an agent used as a tool keeps its state in the calling agent's pause; build "
                 "it without session="
             )
-        tool_name = agent.name if name is None else name
-        if not isinstance(tool_name, str) or not tool_name.strip():
-            raise ConfigurationError(
-                f"as_tool needs a tool name: name=... or an agent with a name, got {tool_name!r}"
-            )
+        tool_name = task_tool_name(agent.name if name is None else name, "agent")
         if description is not None and not isinstance(description, str):
             raise ConfigurationError(f"description must be text, got {description!r}")
         self.agent = agent
         self._name = tool_name
-        self._spec = ToolSpec(
+        self._spec = task_tool_spec(
             tool_name,
             description or f"Hand a task to the {tool_name} agent and get its final answer.",
-            {
-                "type": "object",
-                "properties": {
-                    _PROMPT: {"type": "string", "description": "The task, in plain words."}
-                },
-                "required": [_PROMPT],
-                "additionalProperties": False,
-            },
         )
 
     def __repr__(self) -> str:
@@ -93,13 +80,7 @@ class SubAgentTool:
         return self._spec
 
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
-        prompt = tool_use.input.get(_PROMPT)
-        extra = sorted(set(tool_use.input) - {_PROMPT})
-        if not isinstance(prompt, str) or not prompt.strip() or extra:
-            raise ToolInputError(
-                f"invalid arguments for tool {self._name!r}: expected {{'prompt': <text>}}, "
-                f"got {json.dumps(tool_use.input, default=repr)[:200]}"
-            )
+        prompt = task_prompt(self._name, tool_use)
         chain = _CHAIN.get() or (context.agent,)
         if any(agent is self.agent for agent in chain):  # else copies without end
             raise ConfigurationError(

@@ -9,12 +9,12 @@ again: the copy is loaded from the checkpoint and resumed with the answers relay
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from .._messages import Text, ToolResult, ToolUse
 from .._tools._spec import ToolSpec
-from ..errors import ConfigurationError, StateFormatError, ToolInputError
+from .._tools._task import task_prompt, task_tool_name, task_tool_spec
+from ..errors import ConfigurationError, StateFormatError
 
 if TYPE_CHECKING:
     from .._tools._context import ToolContext
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from ._events import MultiAgentResult
 
 __all__ = ["OrchestrationTool"]
-
-_PROMPT = "prompt"
 
 
 class OrchestrationTool:
@@ -38,25 +36,12 @@ class OrchestrationTool:
                 f"a {owner.kind} used as a tool keeps its state in the calling agent's pause; "
                 "build it without session="
             )
-        tool_name = owner.name if name is None else name
-        if not isinstance(tool_name, str) or not tool_name.strip():
-            raise ConfigurationError(
-                f"as_tool needs a tool name: name=... or a {owner.kind} with a name, "
-                f"got {tool_name!r}"
-            )
+        tool_name = task_tool_name(owner.name if name is None else name, owner.kind)
         self.owner = owner
         self._name = tool_name
-        self._spec = ToolSpec(
+        self._spec = task_tool_spec(
             tool_name,
             description or f"Hand a task to the {tool_name} {owner.kind} and get its answer.",
-            {
-                "type": "object",
-                "properties": {
-                    _PROMPT: {"type": "string", "description": "The task, in plain words."}
-                },
-                "required": [_PROMPT],
-                "additionalProperties": False,
-            },
         )
 
     def __repr__(self) -> str:
@@ -71,12 +56,7 @@ class OrchestrationTool:
         return self._spec
 
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
-        prompt = tool_use.input.get(_PROMPT)
-        if not isinstance(prompt, str) or not prompt.strip() or set(tool_use.input) != {_PROMPT}:
-            raise ToolInputError(
-                f"invalid arguments for tool {self._name!r}: expected {{'prompt': <text>}}, "
-                f"got {json.dumps(tool_use.input, default=repr)[:200]}"
-            )
+        prompt = task_prompt(self._name, tool_use)
         copy = self.owner.copy()
         saved = context.checkpoint
         if saved is None:
