@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
-from ..sessions._claims import claim_is_live, describe_claim, new_claim, split_marker
+from ..sessions._claims import Renewer, claim_is_live, describe_claim, new_claim, split_marker
 from ..sessions._protocol import journal_update
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
@@ -59,7 +60,6 @@ class SessionLink:
         "lease",
         "legacy_resumed",
         "list_pending",
-        "lost",
         "saved",
         "session_id",
         "version",
@@ -78,7 +78,6 @@ class SessionLink:
         self.saved = 0  # messages already stored
         self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
         self.legacy_resumed: Position | None = None  # a pre-journal run marker's pause
-        self.lost: SessionConflictError | None = None  # set when a renewal found a takeover
         self.agent_name: str | None = None  # the agent name stored with the session
         self.audit_saved = 0  # audit entries already stored
         self._last: object = None  # the pause slot as last saved
@@ -90,7 +89,7 @@ class SessionLink:
         self._inline: bool | None = None  # known once the store is open
         self._no_pending = False  # whether this link's last save left the pending index empty
         self._lock: asyncio.Lock | None = None
-        self._renewer: asyncio.Task[None] | None = None
+        self._renewer: Renewer | None = None
 
     @property
     def store(self) -> SessionStore:
@@ -170,33 +169,24 @@ class SessionLink:
         starting runs on one session, one's claim lands first and the other gets
         SessionConflictError before it has done anything."""
         self._lock = asyncio.Lock()
-        self.lost = None
         self._held = None
         self._holding = False
-        task = asyncio.current_task()
-        self._renewer = asyncio.ensure_future(self._renew(run, task))
+        self._renewer = Renewer(self.lease, partial(self._renew, run))
+        self._renewer.start()
 
-    async def _renew(self, run: Run, owner: asyncio.Task[Any] | None) -> None:
-        while True:
-            await asyncio.sleep(self.lease / 3)
-            self._held = None  # a fresh claim: its lease counts from now
-            try:
-                run.commit()  # the journal's step with the conversation it is about
-                await self.save(run.identity, run.agent._state, run.position(), hold=True)
-            except SessionConflictError as exc:  # someone took the session over: stop the run
-                self.lost = exc
-                if owner is not None:
-                    owner.cancel()
-                return
-            except SessionError:
-                continue  # the store is unwell; the run's own saves will say so
+    @property
+    def lost(self) -> SessionConflictError | None:
+        """Set when a renewal found that another process took the session over."""
+        return None if self._renewer is None else self._renewer.lost
+
+    async def _renew(self, run: Run) -> None:
+        self._held = None  # a fresh claim: its lease counts from now
+        run.commit()  # the journal's step with the conversation it is about
+        await self.save(run.identity, run.agent._state, run.position(), hold=True)
 
     async def stop_renewing(self) -> None:
-        renewer, self._renewer = self._renewer, None
-        if renewer is not None and renewer is not asyncio.current_task():
-            renewer.cancel()
-            with contextlib.suppress(BaseException):
-                await renewer
+        if self._renewer is not None:
+            await self._renewer.stop()
 
     async def save(
         self,

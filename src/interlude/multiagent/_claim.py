@@ -12,17 +12,13 @@ pause, or the end) lets it go.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
-from ..errors import SessionConflictError, SessionError
-from ..sessions._claims import claim_is_live, describe_claim, machine_identity, new_claim
+from ..errors import SessionConflictError
+from ..sessions._claims import Renewer, claim_is_live, describe_claim, machine_identity, new_claim
 
-__all__ = ["Renewer", "check_free", "new_claim"]
+__all__ = ["Renewer", "check_free", "new_claim"]  # Renewer, new_claim: from sessions._claims
 
 
 def check_free(claim: object, session_id: str, kind: str) -> None:
@@ -37,37 +33,3 @@ def check_free(claim: object, session_id: str, kind: str) -> None:
         f"{kind} session {session_id!r} is being run by {describe_claim(claim)}; wait for it "
         f"to finish, or if that process died, for its claim to run out (in {max(left, 0):.0f} s)"
     )
-
-
-class Renewer:
-    """Renews a run's claim every third of ``lease`` (``renew()`` saves the record again with a
-    fresh claim); a renewal that finds the session taken over cancels the run's task."""
-
-    def __init__(self, lease: float, renew: Callable[[], Awaitable[None]]) -> None:
-        self._lease, self._renew = lease, renew
-        self.lost: SessionConflictError | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.lost = None
-        self._task = asyncio.ensure_future(self._loop(asyncio.current_task()))
-
-    async def _loop(self, owner: asyncio.Task[Any] | None) -> None:
-        while True:
-            await asyncio.sleep(self._lease / 3)
-            try:
-                await self._renew()
-            except SessionConflictError as exc:
-                self.lost = exc
-                if owner is not None:
-                    owner.cancel()
-                return
-            except SessionError:
-                continue  # the store is unwell; the run's own saves will say so
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task

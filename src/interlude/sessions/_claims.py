@@ -9,9 +9,14 @@ renews claims; stores only keep them, and operators (the inbox, the command) rea
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from ..errors import SessionConflictError, SessionError
 
 __all__ = ["claim_is_live", "describe_claim", "machine_identity", "split_marker"]
 
@@ -104,3 +109,42 @@ def split_marker(
         if isinstance(marker, dict):
             return None, marker
     return stored_pause, None
+
+
+class Renewer:
+    """Keeps a run's claim live: every third of ``lease`` it calls ``renew()`` (which saves the
+    session again with a fresh claim). A renewal that finds the session taken over
+    (SessionConflictError) is kept in ``lost`` and cancels the task that started the renewer; a
+    store that is unwell is tried again at the next turn (the run's own saves will say so).
+    Agents' session links and orchestrations both use it."""
+
+    def __init__(self, lease: float, renew: Callable[[], Awaitable[None]]) -> None:
+        self._lease, self._renew = lease, renew
+        self.lost: SessionConflictError | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start renewing, for the current task."""
+        self.lost = None
+        self._task = asyncio.ensure_future(self._loop(asyncio.current_task()))
+
+    async def _loop(self, owner: asyncio.Task[Any] | None) -> None:
+        while True:
+            await asyncio.sleep(self._lease / 3)
+            try:
+                await self._renew()
+            except SessionConflictError as exc:
+                self.lost = exc
+                if owner is not None:
+                    owner.cancel()
+                return
+            except SessionError:
+                continue
+
+    async def stop(self) -> None:
+        """Stop renewing (and wait until a renewal under way has ended)."""
+        task, self._task = self._task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
