@@ -17,6 +17,9 @@ Two more scenarios (``--scenario``), the same agents and tools in other shapes:
 - ``nested``: ``research -> team -> publish``, where ``team`` is a swarm whose one agent is
   ``review`` (so the approval is asked two levels down, and ``team`` keeps its own record in its
   own session). The node hooks are on every level, so ``node.review.*`` are points too.
+- ``member``: a swarm of ``research`` and ``team``, a graph whose one node is ``review``:
+  ``research`` hands off to the graph member, whose agent pauses (a swarm member that is a
+  graph: it ends the swarm's run with its reply).
 
 Instrumented points (``<label>#<k>``, the k-th time this process reached the label):
 
@@ -67,9 +70,15 @@ ORDER = {
     "flat": NODES,
     "swarm": ("research", "review"),
     "nested": ("research", "team", "publish"),
+    "member": ("research", "team"),
 }
 """The top level's nodes in the order they finish."""
-AGENTS = {"flat": NODES, "swarm": ("research", "review"), "nested": NODES}
+AGENTS = {
+    "flat": NODES,
+    "swarm": ("research", "review"),
+    "nested": NODES,
+    "member": ("research", "review"),
+}
 """The agents (at any level) of each scenario."""
 
 
@@ -182,8 +191,9 @@ def _model(node: str, points: Points) -> FunctionModel:
         points.reach(f"model.{node}.L{n}")
         if n == 1:
             use = ToolUse(f"{node}-1", TOOLS[node], {})
-            if SCENARIO[0] == "swarm" and node == "research":
-                message = {"agent_name": "review", "message": "sign it"}
+            if SCENARIO[0] in ("swarm", "member") and node == "research":
+                target = "review" if SCENARIO[0] == "swarm" else "team"
+                message = {"agent_name": target, "message": "sign it"}
                 return [use, ToolUse(f"{node}-h", HANDOFF, message)]
             return [use]
         if n == 3:
@@ -223,6 +233,11 @@ def build(store: SessionStore, graph_id: str, points: Points) -> Graph | Swarm:
     graph: Graph | Swarm
     if SCENARIO[0] == "swarm":
         graph = Swarm([agents["research"], agents["review"]], entry="research", **settings)
+    elif SCENARIO[0] == "member":
+        team = Graph({"review": agents["review"]}, entry="review", name="team")
+        team.hooks.add_callback(BeforeNodeCallEvent, before)  # copied with it
+        team.hooks.add_callback(AfterNodeCallEvent, after)
+        graph = Swarm([agents["research"], team], entry="research", **settings)
     else:
         middle: Agent | Swarm = agents["review"]
         if SCENARIO[0] == "nested":  # its hooks are copied with it: every level's nodes

@@ -8,6 +8,11 @@ of each phase (1: to the pause, 2: the resume to the end) one process dies there
 a fresh one drives the graph to its end (``recover()``, ``resume``, or the task again if nothing
 was stored).
 
+The same is run for three other shapes (``graph_crash_child.py --scenario``): ``swarm`` (two
+agents; the second asks after the handoff), ``nested`` (``research -> team -> publish``, ``team``
+a swarm whose agent's tool asks) and ``member`` (a swarm whose second member is a graph), on
+SQLite and the file store; PostgreSQL runs the flat one.
+
 What each cell must show, judged from the event log:
 
 - ``finished_rerun``: a node that had finished (its ``AfterNodeCallEvent`` ran) before the kill
