@@ -95,7 +95,7 @@ def test_a_swarm_member_swarm_and_the_entry_member_a_graph() -> None:
 
 def test_a_member_orchestration_needs_a_name_and_no_session(tmp_path: Path) -> None:
     unnamed = Graph({"x": Agent(ScriptedModel([]), name="x")}, entry="x")
-    with pytest.raises(ConfigurationError, match="node name"):
+    with pytest.raises(ConfigurationError, match="graph member of a swarm needs a name"):
         Swarm([Agent(ScriptedModel([]), name="lead"), unnamed])
     stored = Graph(
         {"x": Agent(ScriptedModel([]), name="x")},

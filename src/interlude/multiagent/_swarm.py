@@ -64,6 +64,12 @@ class Swarm(Orchestration):
         agents = list(agents)
         if not agents:
             raise ConfigurationError("a swarm needs at least one agent")
+        for a in agents:
+            if isinstance(a, Orchestration) and a.name is None:
+                raise ConfigurationError(
+                    f"a {a.kind} member of a swarm needs a name (its member's node name): "
+                    f"{type(a).__name__}(..., name=...)"
+                )
         names = [check_node_name(getattr(a, "name", None)) for a in agents]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"the agents of a swarm need distinct names, got {names}")
