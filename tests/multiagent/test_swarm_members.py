@@ -5,13 +5,22 @@ come up with their node path, answers go down, each member durable in its own se
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
 from interlude import Agent, ToolContext, ToolUse, tool
 from interlude.errors import ConfigurationError
-from interlude.multiagent import HANDOFF, Graph, Swarm, node_path
+from interlude.multiagent import (
+    HANDOFF,
+    Graph,
+    NodeEvent,
+    NodeFinished,
+    NodeStarted,
+    Swarm,
+    node_path,
+)
 from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
 
@@ -122,3 +131,49 @@ def test_durable_per_member_answered_in_a_fresh_swarm(tmp_path: Path) -> None:
     done = fresh.resume({question.id: True})
     assert done.order == ["lead", "team"] and str(done) == "Checked and approved."
     assert asyncio.run(store.pending_interrupts()) == []
+
+
+def full_turns() -> dict[str, list[object]]:
+    return {**FIRST, "check": [*FIRST["check"], *SECOND["check"]]}
+
+
+def test_export_and_import_a_paused_swarm_with_a_graph_member() -> None:
+    swarm = build(full_turns())
+    (question,) = swarm("go").interrupts
+    data = json.loads(json.dumps(swarm.export_state()))
+    again = build({"lead": [], "draft": [], "check": ["Checked after import."]})
+    again.import_state(data)
+    assert again.is_paused and [q.id for q in again.interrupts] == [question.id]
+    done = again.resume({question.id: True})
+    assert done.order == ["lead", "team"] and str(done) == "Checked after import."
+
+
+def test_discarding_the_pause_discards_the_graph_members() -> None:
+    swarm = build(full_turns())
+    swarm("go")
+    team = swarm.nodes["team"].inner  # type: ignore[union-attr]
+    assert team.is_paused
+    swarm.discard_pause()
+    assert not swarm.is_paused and not swarm.nodes["team"].inner.is_paused  # type: ignore[union-attr]
+
+
+def test_a_graph_members_events_are_streamed_tagged_with_its_path() -> None:
+    async def go() -> list[object]:
+        return [e async for e in build(full_turns()).stream_async("go")]
+
+    events = asyncio.run(go())
+    inner = [e.event for e in events if isinstance(e, NodeEvent) and e.node == "team"]
+    assert inner and all(isinstance(e, NodeEvent | NodeStarted | NodeFinished) for e in inner)
+    assert {e.node for e in inner if isinstance(e, NodeEvent)} == {"draft", "check"}
+
+
+def test_a_swarm_with_a_graph_member_as_a_tool() -> None:
+    swarm = build(full_turns())
+    boss = Agent(
+        ScriptedModel([[ToolUse("s1", "crew", {"prompt": "ship it"})], "Boss done."]),
+        tools=[swarm.as_tool(name="crew")],
+    )
+    (question,) = boss("go").interrupts
+    assert [u.name for u in question.via][:3] == ["crew", "team", "check"]
+    assert str(boss.resume({question.id: True})) == "Boss done."
+    assert "Checked and approved." in boss.messages[2].content[0].content[0].text  # type: ignore[union-attr]
