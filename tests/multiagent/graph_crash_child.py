@@ -10,6 +10,17 @@ answers with the tool's result in its text. ``research``'s tool is ``fetch``, ``
 graph pauses inside ``review``. Phase 1 is the first invocation (to that pause), phase 2 the
 resume (to the end).
 
+Two more scenarios (``--scenario``), the same agents and tools in other shapes:
+
+- ``swarm``: a swarm of ``research`` and ``review``; ``research``'s model asks for ``fetch`` and
+  the handoff to ``review`` in one turn, then answers; ``review`` pauses as above.
+- ``nested``: ``research -> team -> publish``, where ``team`` is a swarm whose one agent is
+  ``review`` (so the approval is asked two levels down, and ``team`` keeps its own record in its
+  own session). The node hooks are on every level, so ``node.review.*`` are points too.
+- ``member``: a swarm of ``research`` and ``team``, a graph whose one node is ``review``:
+  ``research`` hands off to the graph member, whose agent pauses (a swarm member that is a
+  graph: it ends the swarm's run with its reply).
+
 Instrumented points (``<label>#<k>``, the k-th time this process reached the label):
 
 - ``node.<n>.before`` / ``node.<n>.after``: the graph's ``BeforeNodeCallEvent`` (before a node
@@ -42,7 +53,7 @@ from typing import Any
 
 from interlude import Agent, ToolContext, ToolResult, ToolUse, tool
 from interlude.errors import SessionConflictError
-from interlude.multiagent import AfterNodeCallEvent, BeforeNodeCallEvent, Graph
+from interlude.multiagent import HANDOFF, AfterNodeCallEvent, BeforeNodeCallEvent, Graph, Swarm
 from interlude.sessions import PendingQuery, SessionStore, SessionUpdate, StoredSession, open_store
 from interlude.testing import FunctionModel, ModelRequest
 from interlude.testing._models import Turn
@@ -54,6 +65,21 @@ RESULTS = {"fetch": "fetched 3 changes", "sign": "signed", "post": "posted"}
 APPROVAL = "approve"
 LEASE = 30.0
 NOT_REACHED = 3
+SCENARIO = ["flat"]  # set by main (before any fork)
+ORDER = {
+    "flat": NODES,
+    "swarm": ("research", "review"),
+    "nested": ("research", "team", "publish"),
+    "member": ("research", "team"),
+}
+"""The top level's nodes in the order they finish."""
+AGENTS = {
+    "flat": NODES,
+    "swarm": ("research", "review"),
+    "nested": NODES,
+    "member": ("research", "review"),
+}
+"""The agents (at any level) of each scenario."""
 
 
 class Points:
@@ -153,7 +179,9 @@ async def post(context: ToolContext) -> str:
 
 
 def expected_text(node: str) -> str:
-    return f"{node} done: {RESULTS[TOOLS[node]]}"
+    """The final text of a top-level node (``team`` says what its ``review`` said)."""
+    agent = "review" if node == "team" else node
+    return f"{agent} done: {RESULTS[TOOLS[agent]]}"
 
 
 def _model(node: str, points: Points) -> FunctionModel:
@@ -162,32 +190,32 @@ def _model(node: str, points: Points) -> FunctionModel:
         points.event("ask", node=node, length=n)
         points.reach(f"model.{node}.L{n}")
         if n == 1:
-            return [ToolUse(f"{node}-1", TOOLS[node], {})]
+            use = ToolUse(f"{node}-1", TOOLS[node], {})
+            if SCENARIO[0] in ("swarm", "member") and node == "research":
+                target = "review" if SCENARIO[0] == "swarm" else "team"
+                message = {"agent_name": target, "message": "sign it"}
+                return [use, ToolUse(f"{node}-h", HANDOFF, message)]
+            return [use]
         if n == 3:
-            results = [b for b in request.messages[2].content if isinstance(b, ToolResult)]
+            results = [
+                b
+                for b in request.messages[2].content
+                if isinstance(b, ToolResult) and b.tool_use_id == f"{node}-1"
+            ]
             return f"{node} done: " + ", ".join(r.content[0].text for r in results)  # type: ignore[union-attr]
         raise AssertionError(f"node {node} has no reply for {n} messages")
 
     return FunctionModel(reply)
 
 
-def build(store: SessionStore, graph_id: str, points: Points) -> Graph:
-    """The scenario graph on ``store`` (wrapped so every save is a kill point)."""
+def build(store: SessionStore, graph_id: str, points: Points) -> Graph | Swarm:
+    """The scenario's graph or swarm on ``store`` (wrapped so every save is a kill point)."""
     _POINTS[:] = [points]
     tools = {"fetch": fetch, "sign": sign, "post": post}
     agents = {
         n: Agent(_model(n, points), tools=[tools[TOOLS[n]]], name=n, session_lease=LEASE)
         for n in NODES
     }
-    graph = Graph(
-        agents,
-        [("research", "review"), ("review", "publish")],
-        entry="research",
-        session=CrashStore(store, points, graph_id),  # type: ignore[arg-type]
-        session_id=graph_id,
-        name="release",
-        session_lease=LEASE,
-    )
 
     def before(event: BeforeNodeCallEvent) -> None:
         points.reach(f"node.{event.node}.before")
@@ -196,6 +224,33 @@ def build(store: SessionStore, graph_id: str, points: Points) -> Graph:
         points.event("node_done", node=event.node)
         points.reach(f"node.{event.node}.after")
 
+    settings: dict[str, Any] = {
+        "session": CrashStore(store, points, graph_id),
+        "session_id": graph_id,
+        "name": "release",
+        "session_lease": LEASE,
+    }
+    graph: Graph | Swarm
+    if SCENARIO[0] == "swarm":
+        graph = Swarm([agents["research"], agents["review"]], entry="research", **settings)
+    elif SCENARIO[0] == "member":
+        team = Graph({"review": agents["review"]}, entry="review", name="team")
+        team.hooks.add_callback(BeforeNodeCallEvent, before)  # copied with it
+        team.hooks.add_callback(AfterNodeCallEvent, after)
+        graph = Swarm([agents["research"], team], entry="research", **settings)
+    else:
+        middle: Agent | Swarm = agents["review"]
+        if SCENARIO[0] == "nested":  # its hooks are copied with it: every level's nodes
+            middle = Swarm([agents["review"]], name="team", session_lease=LEASE)
+            middle.hooks.add_callback(BeforeNodeCallEvent, before)
+            middle.hooks.add_callback(AfterNodeCallEvent, after)
+        key = str(middle.name)
+        graph = Graph(
+            {"research": agents["research"], key: middle, "publish": agents["publish"]},
+            [("research", key), (key, "publish")],
+            entry="research",
+            **settings,
+        )
     graph.hooks.add_callback(BeforeNodeCallEvent, before)
     graph.hooks.add_callback(AfterNodeCallEvent, after)
     return graph
@@ -386,7 +441,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--phase", type=int, default=1)
     parser.add_argument("--role", default="crash")
+    parser.add_argument("--scenario", choices=sorted(ORDER), default="flat")
     args = parser.parse_args(argv)
+    SCENARIO[0] = args.scenario
     args.dir.mkdir(parents=True, exist_ok=True)
     if args.command == "run":
         return run_phase(args.store, args.dir, args.role, args.phase)

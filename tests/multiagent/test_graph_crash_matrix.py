@@ -8,6 +8,11 @@ of each phase (1: to the pause, 2: the resume to the end) one process dies there
 a fresh one drives the graph to its end (``recover()``, ``resume``, or the task again if nothing
 was stored).
 
+The same is run for three other shapes (``graph_crash_child.py --scenario``): ``swarm`` (two
+agents; the second asks after the handoff), ``nested`` (``research -> team -> publish``, ``team``
+a swarm whose agent's tool asks) and ``member`` (a swarm whose second member is a graph), on
+SQLite (``nested`` on the file store too); PostgreSQL runs the flat one.
+
 What each cell must show, judged from the event log:
 
 - ``finished_rerun``: a node that had finished (its ``AfterNodeCallEvent`` ran) before the kill
@@ -38,7 +43,7 @@ from typing import Any
 
 import pytest
 
-from .graph_crash_child import NODES, RESULTS, TOOLS, expected_text
+from .graph_crash_child import AGENTS, ORDER, TOOLS, expected_text
 
 CHILD = Path(__file__).with_name("graph_crash_child.py")
 JOBS = 4
@@ -65,50 +70,63 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
         yield tmp_path
 
 
-@pytest.mark.parametrize("store", ["sqlite", "file"])
-def test_graph_crash_matrix(store: str, scratch: Path) -> None:
+SCENARIOS = sorted(ORDER)  # flat, nested, swarm
+
+
+def run_matrix(scenario: str, store: str, scratch: Path) -> dict[str, Any]:
     cmd = [sys.executable, str(CHILD), "matrix", "--store", store, "--dir", str(scratch)]
-    proc = subprocess.run([*cmd, "--jobs", str(JOBS)], capture_output=True, text=True, timeout=600)
+    cmd += ["--scenario", scenario, "--jobs", str(JOBS)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     matrix: dict[str, Any] = json.loads((scratch / "matrix.json").read_text())
-    check(matrix, store)
+    return matrix
 
 
-def test_graph_crash_matrix_postgres(scratch: Path) -> None:
+# Every scenario on SQLite; the file store for the flat and the deepest (nested) one, to keep
+# the file near 90 s on 2 cores (the others: ``graph_crash_child.py matrix --store file``).
+CASES = [(s, "sqlite") for s in SCENARIOS] + [("flat", "file"), ("nested", "file")]
+
+
+@pytest.mark.parametrize(("scenario", "store"), CASES)
+def test_graph_crash_matrix(scenario: str, store: str, scratch: Path) -> None:
+    check(run_matrix(scenario, store, scratch), store, scenario)
+
+
+def test_graph_crash_matrix_postgres(scratch: Path, scenario: str = "flat") -> None:
+    """The flat scenario on PostgreSQL (the nested ones take ~30 s each there: run them with
+    ``graph_crash_child.py matrix --scenario ... --store postgresql://...``)."""
     from sessions.pg import fresh_store, require_postgres, schema_url  # tests/ is on sys.path
 
     require_postgres()
     with fresh_store() as pg:  # a throwaway schema, migrated here and dropped afterwards
-        url = schema_url(pg.schema)
-        cmd = [sys.executable, str(CHILD), "matrix", "--store", url, "--dir", str(scratch)]
-        proc = subprocess.run(
-            [*cmd, "--jobs", str(JOBS)], capture_output=True, text=True, timeout=600
-        )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    check(json.loads((scratch / "matrix.json").read_text()), "postgres")
+        matrix = run_matrix(scenario, schema_url(pg.schema), scratch)
+    check(matrix, "postgres", scenario)
 
 
-def check(matrix: dict[str, Any], store: str) -> None:
+def check(matrix: dict[str, Any], store: str, scenario: str) -> None:
     for phase, counted in matrix["counts"].items():
         assert counted["crash"] == 0 and counted.get("setup", 0) == 0, (phase, counted)
     cells: list[dict[str, Any]] = matrix["cells"]
     kinds = Counter(str(c["point"]).split(".", 1)[0] for c in cells)
     labels = {str(c["point"]).split("#")[0] for c in cells}
-    for node in NODES:  # every boundary of every node, and its agent's saves, are points
+    for node in {*AGENTS[scenario], *ORDER[scenario]}:  # every level's nodes and their saves
         assert {f"node.{node}.before", f"node.{node}.after", f"save.{node}.after"} <= labels
-        assert f"tool.{TOOLS[node]}.after_effect" in labels and f"model.{node}.L3" in labels
+    for agent in AGENTS[scenario]:
+        assert f"tool.{TOOLS[agent]}.after_effect" in labels and f"model.{agent}.L3" in labels
     assert {"save.graph.before", "save.graph.after"} <= labels
     counts: Counter[str] = Counter()
     failures: list[str] = []
     for cell in cells:
-        for invariant, detail in judge(cell):
+        for invariant, detail in judge(cell, scenario):
             counts[invariant] += 1
             failures.append(
-                f"[{store}] phase {cell['phase']} {cell['point']}: {invariant}: {detail}\n"
+                f"[{store} {scenario}] phase {cell['phase']} {cell['point']}: {invariant}: "
+                f"{detail}\n"
                 f"    rounds: {cell.get('rounds')}  dir: {cell.get('dir')}"
             )
     summary = {
         "store": store,
+        "scenario": scenario,
         "cells": len(cells),
         "by_kind": dict(kinds),
         "seconds": round(matrix["seconds"], 1),
@@ -118,7 +136,7 @@ def check(matrix: dict[str, Any], store: str) -> None:
     assert not failures, "\n".join(failures[:30]) + f"\n{summary}"
 
 
-def judge(cell: dict[str, Any]) -> list[tuple[str, str]]:
+def judge(cell: dict[str, Any], scenario: str) -> list[tuple[str, str]]:
     if "error" in cell and "events" not in cell:
         return [("not_recovered", cell["error"][-800:])]
     events: list[dict[str, Any]] = cell["events"]
@@ -145,9 +163,10 @@ def judge(cell: dict[str, Any]) -> list[tuple[str, str]]:
     out += _model_repeats(before, after)
     results = final.get("results") or {}
     texts = {n: _text(r) for n, r in results.items()}
-    if final.get("order") != list(NODES) or texts != {n: expected_text(n) for n in NODES}:
+    order = ORDER[scenario]
+    if final.get("order") != list(order) or texts != {n: expected_text(n) for n in order}:
         out.append(("results_lost", f"order {final.get('order')}, texts {texts}"))
-    if set(effects) != set(RESULTS):
+    if set(effects) != {TOOLS[a] for a in AGENTS[scenario]}:
         out.append(("results_lost", f"effects {dict(effects)}"))
     return out
 

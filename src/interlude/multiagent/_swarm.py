@@ -6,6 +6,12 @@ run hands off when its run ends: the named agent runs next, given the task, what
 said so far and the handoff's message. The run ends when an agent answers without handing off.
 The handoff is read from the agent's own conversation (the tool call and its result), so it
 survives a pause, a restart and a crash exactly as the conversation does.
+
+A member may also be a ``Graph`` or a ``Swarm`` (built without a session, with a ``name``): it
+runs its own copy as a graph's nested node does (``_nested.OrchestrationNode``), given the same
+prompt an agent would be. It has no handoff tool: when it finishes, its last node's reply is
+what it said and the swarm's run ends with it (agents may hand off to it, it hands off to
+nobody).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from .._messages import Text, ToolResult, ToolUse
 from .._tools._spec import ToolSpec
 from ..errors import ConfigurationError, HandoffLimitError, ToolInputError
 from ._base import Orchestration
-from ._nodes import AgentNode, check_node_name
+from ._nodes import AgentNode, check_node_name, make_node
 
 if TYPE_CHECKING:
     from .._tools._context import ToolContext
@@ -34,7 +40,9 @@ HANDOFF = "handoff_to_agent"
 class Swarm(Orchestration):
     """Agents handing a task to one another; called, paused, resumed and saved like an agent.
 
-    Every agent needs a distinct name (its node's name). ``entry`` names the agent that gets
+    Every agent needs a distinct name (its node's name); a member may be a ``Graph`` or
+    ``Swarm`` with a name, which takes its prompt as its task and ends the run when it
+    finishes (it cannot hand off). ``entry`` names the agent that gets
     the task first (default: the first). ``max_handoffs`` bounds the handoffs of one
     invocation (one more raises :class:`~interlude.errors.HandoffLimitError`; None: no bound).
     """
@@ -43,7 +51,7 @@ class Swarm(Orchestration):
 
     def __init__(
         self,
-        agents: Sequence[Agent],
+        agents: Sequence[Agent | Orchestration],
         entry: str | None = None,
         *,
         max_handoffs: int | None = None,
@@ -56,6 +64,12 @@ class Swarm(Orchestration):
         agents = list(agents)
         if not agents:
             raise ConfigurationError("a swarm needs at least one agent")
+        for a in agents:
+            if isinstance(a, Orchestration) and a.name is None:
+                raise ConfigurationError(
+                    f"a {a.kind} member of a swarm needs a name (its member's node name): "
+                    f"{type(a).__name__}(..., name=...)"
+                )
         names = [check_node_name(getattr(a, "name", None)) for a in agents]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"the agents of a swarm need distinct names, got {names}")
@@ -78,7 +92,10 @@ class Swarm(Orchestration):
         store, sid = self._node_session()
         tool = HandoffTool(names)
         self.nodes = {
-            n: AgentNode(n, a, store, sid, [tool]) for n, a in zip(names, agents, strict=True)
+            n: make_node(n, a, store, sid)
+            if isinstance(a, Orchestration)
+            else AgentNode(n, a, store, sid, [tool])
+            for n, a in zip(names, agents, strict=True)
         }
         self._entry = entry
         self.max_handoffs = max_handoffs
@@ -120,9 +137,11 @@ class Swarm(Orchestration):
         )
 
     def _handoff(self, name: str, base: int) -> tuple[str, str] | None:
-        """The last handoff the node's agent made in the run begun at message ``base``."""
+        """The last handoff the node's agent made in the run begun at message ``base`` (a
+        nested graph or swarm member hands off to nobody)."""
         node = self.nodes[name]
-        assert isinstance(node, AgentNode), "a swarm's members are agents"
+        if not isinstance(node, AgentNode):
+            return None
         messages = node.agent.messages[base:]
         ok = {
             b.tool_use_id
