@@ -124,7 +124,7 @@ def _tool_use(
     if whole is not None:
         return ToolUse(tool_use_id, name, dict(whole))
     raw = "".join(parts).strip()
-    if not raw:
+    if not raw or raw == "{}":  # no arguments: what the strict reader would make of "{}"
         return ToolUse(tool_use_id, name, {})
     from .._json import loads
 
