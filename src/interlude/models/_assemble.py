@@ -60,7 +60,8 @@ class _Reply:
                 self.flush()
             self.text.append(event.text)
         elif isinstance(event, ToolUseStart):
-            self.flush()
+            if self.text or self.reasoning or self.signature is not None:
+                self.flush()
             self.latest[event.tool_use_id] = len(self.tools)
             self.tools.append((event.tool_use_id, event.name, event.input, []))
             self.blocks.append(None)  # the tool use's place: built once its input is whole
@@ -84,7 +85,8 @@ class _Reply:
             self.signature = event.signature
 
     def message(self) -> Message:
-        self.flush()
+        if self.text or self.reasoning or self.signature is not None:
+            self.flush()
         blocks = self.blocks
         if self.tools:
             built = iter([_tool_use(*t) for t in self.tools])
