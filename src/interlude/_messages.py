@@ -42,6 +42,9 @@ class Text:
 
     text: str
 
+    def __init__(self, text: str) -> None:
+        _set_text(self, text)  # (see ToolUse.__init__)
+
 
 @dataclass(frozen=True, slots=True)
 class Json:
@@ -123,6 +126,7 @@ class ToolResult:
 ContentBlock: TypeAlias = Text | Image | Reasoning | ToolUse | ToolResult
 
 # The slots' own setters: what ``object.__setattr__`` finds for a field, without the finding.
+_set_text = Text.__dict__["text"].__set__
 _set_tu_id = ToolUse.__dict__["id"].__set__
 _set_tu_name = ToolUse.__dict__["name"].__set__
 _set_tu_input = ToolUse.__dict__["input"].__set__
