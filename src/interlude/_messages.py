@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ._frozen import _EMPTY, FrozenList, freeze
+from ._frozen import _EMPTY, FrozenDict, FrozenList, freeze
 from .errors import StateFormatError
 
 __all__ = [
@@ -92,7 +92,7 @@ class ToolUse:
         # calls ``__post_init__``): built on every model reply.
         _set_tu_id(self, id)
         _set_tu_name(self, name)
-        _set_tu_input(self, freeze(input))
+        _set_tu_input(self, input if type(input) is FrozenDict else freeze(input))
 
 
 ToolResultBlock: TypeAlias = Text | Json | Image

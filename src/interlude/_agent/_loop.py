@@ -392,8 +392,8 @@ class Run:
             raise step.exception
         response = step.response
         assert response is not None
-        self.progress = progress = Progress(
-            progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:]
+        self.progress = progress = _tuple_new(  # Progress(...), as its ``__new__`` makes it
+            Progress, (progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:])
         )
         message = response.message
         tool_uses = message.tool_uses

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
-from .._frozen import FrozenList
+from .._frozen import _EMPTY, FrozenList
 from .._messages import Message, Reasoning, Text, ToolUse
 from .._stream import (
     ModelResponse,
@@ -127,7 +127,7 @@ def _tool_use(
         return ToolUse(tool_use_id, name, dict(whole))
     raw = "".join(parts).strip()
     if not raw or raw == "{}":  # no arguments: what the strict reader would make of "{}"
-        return ToolUse(tool_use_id, name, {})
+        return ToolUse(tool_use_id, name, _EMPTY)
     from .._json import loads
 
     try:  # strictly: NaN, Infinity or a key given twice make the arguments unreadable
