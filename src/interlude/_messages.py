@@ -6,11 +6,11 @@ that round-trips without loss; ``from_dict`` checks shapes and names what is wro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from ._frozen import FrozenList, freeze
+from ._frozen import _EMPTY, FrozenDict, FrozenList, freeze
 from .errors import StateFormatError
 
 __all__ = [
@@ -41,6 +41,9 @@ class Text:
     """Plain text."""
 
     text: str
+
+    def __init__(self, text: str) -> None:
+        _set_text(self, text)  # (see ToolUse.__init__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +87,12 @@ class ToolUse:
     """Read-only, all the way down (ReadOnlyError on an in-place edit): it is what hooks and
     people are shown and approve. To change a call, replace the tool use."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "input", freeze(self.input))
+    def __init__(self, id: str, name: str, input: dict[str, JsonValue] = _EMPTY) -> None:
+        # Written out (the generated one sets each field through ``object.__setattr__``, then
+        # calls ``__post_init__``): built on every model reply.
+        _set_tu_id(self, id)
+        _set_tu_name(self, name)
+        _set_tu_input(self, input if type(input) is FrozenDict else freeze(input))
 
 
 ToolResultBlock: TypeAlias = Text | Json | Image
@@ -100,9 +107,15 @@ class ToolResult:
     content: list[ToolResultBlock] = field(default_factory=list)
     """Read-only (a ``list`` that refuses in-place edits)."""
 
-    def __post_init__(self) -> None:
-        if type(self.content) is not FrozenList:
-            object.__setattr__(self, "content", FrozenList(self.content))
+    def __init__(
+        self,
+        tool_use_id: str,
+        status: ToolResultStatus = "success",
+        content: Iterable[ToolResultBlock] = (),
+    ) -> None:
+        _set_tr_id(self, tool_use_id)
+        _set_tr_status(self, status)
+        _set_tr_content(self, content if type(content) is FrozenList else FrozenList(content))
 
     @property
     def text(self) -> str:
@@ -111,6 +124,15 @@ class ToolResult:
 
 
 ContentBlock: TypeAlias = Text | Image | Reasoning | ToolUse | ToolResult
+
+# The slots' own setters: what ``object.__setattr__`` finds for a field, without the finding.
+_set_text = Text.__dict__["text"].__set__
+_set_tu_id = ToolUse.__dict__["id"].__set__
+_set_tu_name = ToolUse.__dict__["name"].__set__
+_set_tu_input = ToolUse.__dict__["input"].__set__
+_set_tr_id = ToolResult.__dict__["tool_use_id"].__set__
+_set_tr_status = ToolResult.__dict__["status"].__set__
+_set_tr_content = ToolResult.__dict__["content"].__set__
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +143,9 @@ class Message:
     content: list[ContentBlock]
     """Read-only (a ``list`` that refuses in-place edits); its blocks are frozen too."""
 
-    def __post_init__(self) -> None:
-        if type(self.content) is not FrozenList:
-            object.__setattr__(self, "content", FrozenList(self.content))
+    def __init__(self, role: Role, content: list[ContentBlock]) -> None:
+        _set_m_role(self, role)
+        _set_m_content(self, content if type(content) is FrozenList else FrozenList(content))
 
     @property
     def text(self) -> str:
@@ -142,6 +164,10 @@ class Message:
     def from_dict(cls, data: Any) -> Message:
         """Rebuild a message from :meth:`to_dict` output; raises StateFormatError if malformed."""
         return message_from_dict(data)
+
+
+_set_m_role = Message.__dict__["role"].__set__
+_set_m_content = Message.__dict__["content"].__set__
 
 
 @dataclass(frozen=True, slots=True)

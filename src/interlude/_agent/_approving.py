@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .._audit import AuditEntry
 from .._interrupt import Interrupt
 from .._messages import ToolResult, ToolUse
+from ..errors import ToolInputError
 from ..models._assemble import INVALID_JSON_KEY
 from ._approval import (
     Decision,
@@ -43,8 +44,6 @@ def invalid_input(tool: AgentTool, tool_use: ToolUse) -> str | None:
     validate = getattr(tool, "validate", None)
     if validate is None:
         return None
-    from ..errors import ToolInputError
-
     try:
         validate(tool_use.input)
     except ToolInputError as exc:

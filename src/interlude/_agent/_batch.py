@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, assert_never
 
 from .._interrupt import Interrupt, interrupt_id
-from .._messages import Text, ToolResult, ToolUse
+from .._messages import Json, Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
 from .._tools._context import ToolContext
 from ..errors import RetryLimitError
@@ -275,8 +275,6 @@ _LOST = "the tool call was lost again and again by where it runs (its executor);
 def _json_checked(result: ToolResult) -> ToolResult:
     """The result, or an error result if a Json block holds something JSON cannot carry
     (it could not be saved, nor sent to a model)."""
-    from .._messages import Json
-
     for block in result.content:
         if isinstance(block, Json):
             import json

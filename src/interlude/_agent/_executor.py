@@ -214,7 +214,12 @@ class LocalExecutor:
             return Raised(exception=exc, used=tuple(context._taken), state=body.delta())
         finally:
             BODY_STATE.reset(token)
-        return Returned(result=result, used=tuple(context._taken), state=body.delta())
+        overlay = body.overlay  # ``Returned(result, used, body.delta())``, two calls fewer
+        delta = None if overlay is None else overlay.delta()
+        return _tuple_new(Returned, (result, tuple(context._taken), delta))
+
+
+_tuple_new = tuple.__new__
 
 
 LOCAL = LocalExecutor()

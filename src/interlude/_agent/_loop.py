@@ -36,7 +36,7 @@ from ._executor import LOCAL, ModelCall
 from ._observe import observer_for
 from ._output import after_reply, finish, model_request
 from ._results import answered, close_batch, closing_message
-from ._standing import Conversation
+from ._standing import AgentState, Conversation
 from ._state import (
     AfterInvocation,
     AfterModelCall,
@@ -62,6 +62,7 @@ __all__ = ["Emit", "Run", "close_batch", "closing_message"]
 
 Emit = Callable[[StreamEvent], None]
 E = TypeVar("E", bound="HookEvent")
+_tuple_new = tuple.__new__
 
 
 class _Paused:
@@ -157,7 +158,8 @@ class Run:
         committed = state.messages  # most often the run's list, as far as it went
         count = committed._n if type(committed) is Conversation else len(committed)
         if len(self.messages) != count:
-            state = state.with_messages(Conversation(self.messages))
+            # ``state.with_messages(...)``, inline: the loop's most frequent commit
+            state = _tuple_new(AgentState, (Conversation(self.messages), *state[1:]))
         elif not changes:
             return
         agent._commit(state.but(**changes) if changes else state)
@@ -185,7 +187,8 @@ class Run:
 
     def position(self) -> Position | None:
         """Where the run stands, as the journal keeps it (a pause with no questions)."""
-        return None if self.step is None else Position(self.step, [], self.progress)
+        step = self.step  # made as its named tuple's own ``__new__`` makes it, one call less
+        return None if step is None else _tuple_new(Position, (step, [], self.progress))
 
     async def checkpoint(self) -> None:
         """Save where the run stands, if anything changed since the last save."""
@@ -389,8 +392,8 @@ class Run:
             raise step.exception
         response = step.response
         assert response is not None
-        self.progress = progress = Progress(
-            progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:]
+        self.progress = progress = _tuple_new(  # Progress(...), as its ``__new__`` makes it
+            Progress, (progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:])
         )
         message = response.message
         tool_uses = message.tool_uses

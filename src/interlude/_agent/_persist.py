@@ -288,7 +288,10 @@ class SessionLink:
         if self._inline is None:
             self._inline = _saves_inline(self.store)
         if self._inline:  # runs to its end without suspending: nothing can cut it
-            version = await self.store.save(self.session_id, update)
+            store = self._store  # opened by now (``_saves_inline`` asked for it)
+            if isinstance(store, str):
+                store = self.store
+            version = await store.save(self.session_id, update)
             self._saved(version, count, encoded, claim, bool(questions), update.agent, audited)
         else:
             await self._shielded(update, count, encoded, claim, bool(questions), audited)

@@ -213,7 +213,7 @@ class ToolBatch(NamedTuple):
         """This batch with ``call`` in place of the call of its tool use."""
         calls = self.calls
         if len(calls) == 1 and calls[0].tool_use.id == call.tool_use.id:
-            return _new_batch((self[0], (call,), *self[2:]))
+            return _tuple_new(ToolBatch, (self[0], (call,), *self[2:]))
         for i, c in enumerate(calls):
             if c.tool_use.id == call.tool_use.id:
                 return _new_batch((self[0], (*calls[:i], call, *calls[i + 1 :]), *self[2:]))
@@ -229,6 +229,9 @@ class ToolBatch(NamedTuple):
 
 def _new_batch(fields: tuple[Any, ...]) -> ToolBatch:
     return tuple.__new__(ToolBatch, fields)
+
+
+_tuple_new = tuple.__new__
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
-from .._frozen import FrozenList
+from .._frozen import _EMPTY, FrozenList
 from .._messages import Message, Reasoning, Text, ToolUse
 from .._stream import (
     ModelResponse,
@@ -60,7 +60,8 @@ class _Reply:
                 self.flush()
             self.text.append(event.text)
         elif isinstance(event, ToolUseStart):
-            self.flush()
+            if self.text or self.reasoning or self.signature is not None:
+                self.flush()
             self.latest[event.tool_use_id] = len(self.tools)
             self.tools.append((event.tool_use_id, event.name, event.input, []))
             self.blocks.append(None)  # the tool use's place: built once its input is whole
@@ -84,7 +85,8 @@ class _Reply:
             self.signature = event.signature
 
     def message(self) -> Message:
-        self.flush()
+        if self.text or self.reasoning or self.signature is not None:
+            self.flush()
         blocks = self.blocks
         if self.tools:
             built = iter([_tool_use(*t) for t in self.tools])
@@ -124,8 +126,8 @@ def _tool_use(
     if whole is not None:
         return ToolUse(tool_use_id, name, dict(whole))
     raw = "".join(parts).strip()
-    if not raw:
-        return ToolUse(tool_use_id, name, {})
+    if not raw or raw == "{}":  # no arguments: what the strict reader would make of "{}"
+        return ToolUse(tool_use_id, name, _EMPTY)
     from .._json import loads
 
     try:  # strictly: NaN, Infinity or a key given twice make the arguments unreadable

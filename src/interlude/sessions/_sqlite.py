@@ -292,15 +292,32 @@ class SQLiteStore(SQLiteOutbox):
         )
         pending = None if update.pending is None else pending_rows(session_id, update.pending)
         audit = audit_json(session_id, update.audit) if update.audit else []
-        with self._transaction("BEGIN IMMEDIATE") as conn:
-            if not self._swap(conn, session_id, update, row):
-                raise self._conflict(conn, session_id, update)
-            self._append(conn, session_id, update.first_index, messages, pending, audit)
-            if update.applied_answers:  # applied by this save: gone with it
-                conn.executemany(
-                    "DELETE FROM answers WHERE session_id = ? AND seq = ?",
-                    [(session_id, int(seq)) for seq in update.applied_answers],
-                )
+        # ``with self._transaction("BEGIN IMMEDIATE") as conn:``, written out (no generator
+        # and its context manager on every save); the same steps and errors.
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                raise SessionError(f"the SQLiteStore of {self.path!r} is closed")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if not self._swap(conn, session_id, update, row):
+                        raise self._conflict(conn, session_id, update)
+                    self._append(conn, session_id, update.first_index, messages, pending, audit)
+                    if update.applied_answers:  # applied by this save: gone with it
+                        conn.executemany(
+                            "DELETE FROM answers WHERE session_id = ? AND seq = ?",
+                            [(session_id, int(seq)) for seq in update.applied_answers],
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.IntegrityError:
+                raise  # callers turn these into conflicts
+            except sqlite3.Error as exc:  # locked past the timeout, disk full, I/O errors
+                raise SessionError(f"SQLiteStore {str(self.path)!r}: {exc}") from exc
         written = len(pause) + (len(claim) if claim else 4)
         if messages:
             written += sum(map(len, messages))
