@@ -214,5 +214,6 @@ def migrate(conn: sqlite3.Connection) -> None:
             conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # not after COMMIT (a Ctrl-C just after it lands here too)
+            conn.execute("ROLLBACK")
         raise
