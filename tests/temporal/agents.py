@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
+from interlude.multiagent import Graph, Swarm
 from interlude.temporal import ActivityOptions
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
@@ -425,3 +427,42 @@ def build_windowed(session: AgentSession) -> Agent:
         session_id=session.id,
         conversation=SlidingWindow(max_messages=40),
     )
+
+
+def _node_reply(node: str) -> Callable[[ModelRequest], str | list[ToolUse]]:
+    """A node's model: the task (the first line of the first user message) is JSON
+    ``{node: [[tool, input], ...]}``; the node asks for its calls once, then says what it
+    did."""
+
+    def reply(request: ModelRequest) -> str | list[ToolUse]:
+        last = request.messages[-1]
+        if len(request.messages) > 1 and last.role == "user":
+            return f"{node} done."
+        first = getattr(request.messages[0].content[0], "text", "{}")
+        calls = json.loads(first.split("\n", 1)[0]).get(node, [])
+        return [ToolUse(f"{node}_{i}", name, args) for i, (name, args) in enumerate(calls)]
+
+    return reply
+
+
+@app.graph("review")
+def build_review(session: AgentSession) -> Graph:
+    """Two nodes, ``draft`` then ``publish``; each tool call of ``draft`` needs an approval
+    (a before-tool hook of the node's agent)."""
+    draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
+    draft.hooks.add_callback(BeforeToolCallEvent, _approve)
+    publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch], name="publish")
+    return Graph(
+        {"draft": draft, "publish": publish},
+        [("draft", "publish")],
+        entry="draft",
+        session=session.store,
+        session_id=session.id,
+    )
+
+
+@app.graph("review_swarm")
+def build_review_swarm(session: AgentSession) -> Swarm:
+    """A swarm: not run on Temporal yet."""
+    solo = Agent(FunctionModel(_node_reply("solo")), tools=[touch], name="solo")
+    return Swarm([solo], entry="solo", session=session.store, session_id=session.id)

@@ -18,6 +18,7 @@ from ..errors import ConfigurationError, UnknownAgentError
 
 if TYPE_CHECKING:
     from .._agent import Agent
+    from ..multiagent import Graph
     from ..sessions._protocol import StoredSession
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "ActivityOptions",
     "Registration",
     "build_agent",
+    "build_graph",
+    "build_node_agent",
     "lookup",
     "register",
     "register_default",
@@ -155,3 +158,48 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
             f"the factory of agent {name!r} returned an agent named {agent.name!r}"
         )
     return agent
+
+
+def build_graph(app: App, name: str, run_id: str) -> Graph:
+    """Graph ``name`` of ``app``, built by its factory, as a copy with no session (the
+    workflow history is its journal). ConfigurationError for what Temporal does not run yet:
+    a swarm, or a graph with a graph or swarm as a node."""
+    from typing import cast
+
+    from ..multiagent import Graph
+    from ..multiagent._nodes import AgentNode
+
+    factory = app._graphs.get(name)
+    if factory is None:
+        raise UnknownAgentError(f"no agent {name!r} in this app (its agents: {list(app.names)!r})")
+    built = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
+    if not isinstance(built, Graph):
+        raise ConfigurationError(
+            f"the factory of {name!r} returned {type(built).__name__}: only a Graph runs on "
+            "Temporal for now (a Swarm does not yet; run it embedded)"
+        )
+    nested = [n for n, node in built.nodes.items() if not isinstance(node, AgentNode)]
+    if nested:
+        raise ConfigurationError(
+            f"graph {name!r} has nodes that are graphs or swarms ({nested!r}): on Temporal a "
+            "graph's nodes are agents for now"
+        )
+    graph = cast("Graph", built.copy())  # no session: no journal, no claims
+    if graph.name is None:
+        graph.name = name
+    elif graph.name != name:
+        raise ConfigurationError(
+            f"the factory of graph {name!r} returned a graph named {graph.name!r}"
+        )
+    return graph
+
+
+def build_node_agent(app: App, name: str, node: str, run_id: str) -> Agent:
+    """The agent of node ``node`` of graph ``name`` (its own copy, with no session): what an
+    activity of that node runs its model call or tool body with."""
+    from ..multiagent._nodes import AgentNode
+
+    found = build_graph(app, name, run_id).nodes.get(node)
+    if not isinstance(found, AgentNode):
+        raise ConfigurationError(f"graph {name!r} has no agent node {node!r}")
+    return found.agent

@@ -1,0 +1,159 @@
+"""A graph registered with ``@app.graph`` on both engines: the embedded one (a Graph on a
+session store, reopened for the answer) and Temporal (``AgentClient`` start / pending / answer
+/ result; the graph runs in one workflow, each node agent's model calls and tool bodies as
+activities of that node). Same questions, same answers, same result, each tool run once; and
+a worker that keeps no workflow in its cache (every task replays the history: a lost worker's
+successor does the same) runs no finished node or call again."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlude import Interrupt
+from interlude.multiagent import node_path
+from interlude.sessions import open_store
+
+from . import agents
+from .agents import app
+from .conftest import Env
+
+TASK = json.dumps(
+    {"draft": [["touch", {"path": "draft.log"}]], "publish": [["touch", {"path": "publish.log"}]]}
+)
+
+
+def _question(q: Interrupt) -> tuple[object, ...]:
+    return (q.id, q.name, q.reason, q.source, node_path(q), q.digest)
+
+
+def _final(stop: str, text: str, state: dict[str, Any]) -> dict[str, Any]:
+    """What must be equal across engines: the stop, the text, the record's results and order,
+    each node's conversation, and the audit (without the times)."""
+    record = state["record"]
+    audit = [{k: v for k, v in e.items() if k != "at"} for e in record["audit"]]
+    nodes = {n: s["messages"] for n, s in state["nodes"].items()}
+    return {
+        "stop": stop,
+        "text": text,
+        "order": record["order"],
+        "runs": record["runs"],
+        "results": record["results"],
+        "nodes": nodes,
+        "audit": audit,
+    }
+
+
+def _use(runs: Path) -> None:
+    """Make ``runs`` the directory the tools record their runs in."""
+    runs.mkdir()
+    agents.RUNS_DIR = runs
+
+
+def _runs(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def _embedded(runs: Path) -> tuple[list[tuple[object, ...]], list[object], dict[str, Any]]:
+    _use(runs)
+    store = open_store("memory:")
+    session = f"g-{uuid.uuid4().hex[:8]}"
+    graph: Any = await app.start_async("review", session, store)
+    first = await graph.invoke_async(TASK)
+    graph = await app.open_async(session, store)
+    questions = [_question(q) for q in graph.interrupts]
+    seen: list[object] = [first.stop_reason, _runs(runs / "draft.log")]
+    answers = {q.id: True for q in graph.interrupts}
+    done = await graph.resume_async(answers, by="alice")
+    seen += [done.stop_reason, [q.id for q in done.interrupts]]
+    graph = await app.open_async(session, store)
+    return questions, seen, _final(done.stop_reason, str(done), graph.export_state())
+
+
+async def _temporal(
+    env: Env, runs: Path
+) -> tuple[list[tuple[object, ...]], list[object], dict[str, Any], str]:
+    import asyncio
+
+    _use(runs)
+    wid = await env.agents.start("review", TASK)
+    for _ in range(400):
+        pending = await env.agents.pending(wid)
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+    questions = [_question(q) for q in pending]
+    seen: list[object] = ["interrupt", _runs(runs / "draft.log")]
+    out = await env.agents.answer(wid, {q.id: True for q in pending}, by="alice")
+    seen += [out["stop_reason"], [i["id"] for i in out["interrupts"]]]
+    result = await env.agents.result(wid)
+    return questions, seen, _final(result["stop_reason"], result["text"], result["state"]), wid
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "no-cache"])
+async def test_graph_on_both_engines(
+    env: Env, temporal_address: str, tmp_path: Path, cached: bool
+) -> None:
+    from temporalio.client import Client
+
+    from interlude.temporal import AgentClient, worker
+
+    embedded = await _embedded(tmp_path / "embedded")
+    queue = f"g-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(temporal_address)
+    options: dict[str, Any] = {} if cached else {"max_cached_workflows": 0}
+    async with worker(client, app, task_queue=queue, **options):
+        on_temporal = Env(client, AgentClient(client, task_queue=queue), queue, temporal_address)
+        *temporal, wid = await _temporal(on_temporal, tmp_path / "temporal")
+
+    questions, seen, final = embedded
+    assert len(questions) == 1 and questions[0][1] == "approve" and questions[0][4] == ("draft",)
+    assert seen == ["interrupt", 0, "end_turn", []]
+    assert final["text"] == "publish done." and final["order"] == ["draft", "publish"]
+    assert (questions, seen, final) == tuple(temporal)
+    for side in ("embedded", "temporal"):  # each tool ran once, on each engine
+        for log in ("draft.log", "publish.log"):
+            assert _runs(tmp_path / side / log) == 1, (side, log)
+
+    # The history replays (the graph's engine is deterministic in workflow code).
+    from interlude.temporal import replayer
+
+    history = await client.get_workflow_handle(wid).fetch_history()
+    await replayer(app).replay_workflow(history)
+
+
+async def test_refused_answer_changes_nothing(env: Env, tmp_path: Path) -> None:
+    """The Update's validator applies the graph's resume checks."""
+    import asyncio
+
+    from interlude.errors import UnknownInterruptError
+
+    agents.RUNS_DIR = tmp_path
+    wid = await env.agents.start("review", TASK)
+    for _ in range(400):
+        pending = await env.agents.pending(wid)
+        if pending:
+            break
+        await asyncio.sleep(0.05)
+    with pytest.raises(UnknownInterruptError):
+        await env.agents.answer(wid, {"v1:node:draft:nope": True})
+    assert [q.id for q in await env.agents.pending(wid)] == [q.id for q in pending]
+    assert await env.agents.paused("review") == [wid] or wid in await env.agents.paused()
+    out = await env.agents.answer(wid, {pending[0].id: False}, by="bob")
+    assert out["stop_reason"] == "end_turn"
+    assert _runs(tmp_path / "draft.log") == 0 and _runs(tmp_path / "publish.log") == 1
+
+
+async def test_swarm_is_refused(env: Env) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    wid = await env.agents.start("review_swarm", TASK)
+    with pytest.raises(WorkflowFailureError) as caught:
+        await env.agents.result(wid)
+    cause = caught.value.cause
+    assert getattr(cause, "type", None) == "ConfigurationError"
+    assert "Swarm" in str(cause)
