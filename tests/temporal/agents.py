@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
 from interlude.multiagent import Graph, Swarm
-from interlude.temporal import ActivityOptions
+from interlude.temporal import ActivityOptions, as_activity
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
 
@@ -449,9 +449,15 @@ def _node_reply(node: str) -> Callable[[ModelRequest], str | list[ToolUse]]:
 def build_review(session: AgentSession) -> Graph:
     """Two nodes, ``draft`` then ``publish``; each tool call of ``draft`` needs an approval
     (a before-tool hook of the node's agent)."""
+    return _review(session, noted=False)
+
+
+def _review(session: AgentSession, *, noted: bool) -> Graph:
     draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
     draft.hooks.add_callback(BeforeToolCallEvent, _approve)
     publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch], name="publish")
+    if noted:
+        publish.hooks.add_callback(BeforeToolCallEvent, as_activity(_note_node))
     return Graph(
         {"draft": draft, "publish": publish},
         [("draft", "publish")],
@@ -466,3 +472,16 @@ def build_review_swarm(session: AgentSession) -> Swarm:
     """A swarm: not run on Temporal yet."""
     solo = Agent(FunctionModel(_node_reply("solo")), tools=[touch], name="solo")
     return Swarm([solo], entry="solo", session=session.store, session_id=session.id)
+
+
+def _note_node(event: BeforeToolCallEvent) -> None:
+    """I/O in a node agent's hook (run as an activity): record the call in ``<path>.hook``."""
+    with open(_full(str(event.tool_use.input["path"]) + ".hook"), "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()} {event.tool_use.name}\n")
+
+
+@app.graph("review_noted")
+def build_review_noted(session: AgentSession) -> Graph:
+    """As "review", the ``publish`` node's agent noting each tool call from a hook run as an
+    activity."""
+    return _review(session, noted=True)

@@ -54,6 +54,18 @@ def _use(runs: Path) -> None:
     agents.RUNS_DIR = runs
 
 
+async def _paused(env: Env, wid: str) -> list[Interrupt]:
+    """The questions of workflow ``wid``, once it has paused."""
+    import asyncio
+
+    for _ in range(400):
+        pending: list[Interrupt] = await env.agents.pending(wid)
+        if pending:
+            return pending
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{wid} did not pause")
+
+
 def _runs(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
@@ -77,15 +89,9 @@ async def _embedded(runs: Path) -> tuple[list[tuple[object, ...]], list[object],
 async def _temporal(
     env: Env, runs: Path
 ) -> tuple[list[tuple[object, ...]], list[object], dict[str, Any], str]:
-    import asyncio
-
     _use(runs)
     wid = await env.agents.start("review", TASK)
-    for _ in range(400):
-        pending = await env.agents.pending(wid)
-        if pending:
-            break
-        await asyncio.sleep(0.05)
+    pending = await _paused(env, wid)
     questions = [_question(q) for q in pending]
     seen: list[object] = ["interrupt", _runs(runs / "draft.log")]
     out = await env.agents.answer(wid, {q.id: True for q in pending}, by="alice")
@@ -134,15 +140,16 @@ async def test_refused_answer_changes_nothing(env: Env, tmp_path: Path) -> None:
 
     agents.RUNS_DIR = tmp_path
     wid = await env.agents.start("review", TASK)
-    for _ in range(400):
-        pending = await env.agents.pending(wid)
-        if pending:
-            break
-        await asyncio.sleep(0.05)
+    pending = await _paused(env, wid)
     with pytest.raises(UnknownInterruptError):
         await env.agents.answer(wid, {"v1:node:draft:nope": True})
     assert [q.id for q in await env.agents.pending(wid)] == [q.id for q in pending]
-    assert await env.agents.paused("review") == [wid] or wid in await env.agents.paused()
+    for _ in range(200):  # listed as a paused "review" (the search attributes: eventually)
+        if wid in await env.agents.paused("review", names="approve"):
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"{wid} is not listed as paused")
     out = await env.agents.answer(wid, {pending[0].id: False}, by="bob")
     assert out["stop_reason"] == "end_turn"
     assert _runs(tmp_path / "draft.log") == 0 and _runs(tmp_path / "publish.log") == 1
@@ -157,3 +164,15 @@ async def test_swarm_is_refused(env: Env) -> None:
     cause = caught.value.cause
     assert getattr(cause, "type", None) == "ConfigurationError"
     assert "Swarm" in str(cause)
+
+
+async def test_a_node_hook_run_as_an_activity(env: Env, tmp_path: Path) -> None:
+    """``as_activity`` in a node's agent: the activity rebuilds that node's agent."""
+    _use(tmp_path / "runs")
+    wid = await env.agents.start("review_noted", TASK)
+    pending = await _paused(env, wid)
+    out = await env.agents.answer(wid, {pending[0].id: True}, by="alice")
+    assert out["stop_reason"] == "end_turn" and out["text"] == "publish done."
+    assert _runs(tmp_path / "runs" / "publish.log.hook") == 1
+    assert _runs(tmp_path / "runs" / "draft.log.hook") == 0  # only publish's agent notes
+    assert _runs(tmp_path / "runs" / "publish.log") == 1
