@@ -455,7 +455,7 @@ def build_review(session: AgentSession) -> Graph:
 def _review(session: AgentSession, *, noted: bool) -> Graph:
     draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
     draft.hooks.add_callback(BeforeToolCallEvent, _approve)
-    publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch], name="publish")
+    publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch, slow], name="publish")
     if noted:
         publish.hooks.add_callback(BeforeToolCallEvent, as_activity(_note_node))
     return Graph(

@@ -176,3 +176,72 @@ async def test_a_node_hook_run_as_an_activity(env: Env, tmp_path: Path) -> None:
     assert _runs(tmp_path / "runs" / "publish.log.hook") == 1
     assert _runs(tmp_path / "runs" / "draft.log.hook") == 0  # only publish's agent notes
     assert _runs(tmp_path / "runs" / "publish.log") == 1
+
+
+async def test_a_lost_worker_reruns_no_finished_node(temporal_address: str, tmp_path: Path) -> None:
+    """The worker running the graph is killed while ``publish``'s tool (not idempotent) runs,
+    after ``draft`` finished: another worker carries the workflow on from its history. The
+    ``draft`` node is not run again (its tool ran once); the lost body is in doubt, asked as
+    the ``publish`` node's question (as the embedded engine asks after a crash), and answered
+    through the graph."""
+    import asyncio
+    import os
+    import signal
+    from datetime import timedelta
+
+    from temporalio.client import Client
+
+    from interlude.temporal import AgentClient, replayer, worker
+
+    from .agents import KILL_TEST_TOOLS, release
+    from .test_in_doubt import _until
+    from .test_scale import _start_worker_process
+
+    draft, slow = tmp_path / "draft.log", tmp_path / "slow"
+    task = json.dumps(
+        {
+            "draft": [["touch", {"path": str(draft)}]],
+            "publish": [["slow", {"path": str(slow), "seconds": 60}]],
+        }
+    )
+    queue = f"gl-{uuid.uuid4().hex[:8]}"
+    client = await Client.connect(temporal_address)
+    env = Env(client, AgentClient(client, task_queue=queue), queue, temporal_address)
+    doomed = _start_worker_process(temporal_address, queue)
+    try:
+        assert doomed.stdout is not None and doomed.stdout.readline().strip() == "ready"
+        wid = await env.agents.start("review", task)
+        [approval] = await _paused(env, wid)
+        answered = asyncio.ensure_future(env.agents.answer(wid, {approval.id: True}, by="alice"))
+        started = Path(str(slow) + ".started")
+
+        async def only_the_body_runs() -> bool:
+            if not _runs(started):
+                return False
+            described = await client.get_workflow_handle(wid).describe()
+            return not described.raw_description.HasField("pending_workflow_task")
+
+        await _until(only_the_body_runs, "the publish node's slow body alone")
+        assert _runs(draft) == 1
+        os.kill(doomed.pid, signal.SIGKILL)  # mid-body
+        doomed.wait()
+        sticky = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1)}
+        async with worker(client, app, task_queue=queue, tools=KILL_TEST_TOOLS, **sticky):
+            outcome = await answered  # the run paused again: on the in-doubt question
+            assert outcome["stop_reason"] == "interrupt"
+            [doubt] = await env.agents.pending(wid)
+            assert (doubt.name, node_path(doubt)) == ("in_doubt", ("publish",))
+            release(slow)
+            done = await env.agents.answer(wid, {doubt.id: {"result": "by hand"}}, by="bob")
+            assert (done["stop_reason"], done["text"]) == ("end_turn", "publish done.")
+            result = await env.agents.result(wid)
+    finally:
+        if doomed.poll() is None:
+            os.kill(doomed.pid, signal.SIGKILL)
+            doomed.wait()
+        if doomed.stdout is not None:
+            doomed.stdout.close()
+    assert _runs(draft) == 1 and _runs(started) == 1 and _runs(slow) == 0
+    assert result["state"]["record"]["runs"] == {"draft": 1, "publish": 1}
+    history = await client.get_workflow_handle(wid).fetch_history()
+    await replayer(app).replay_workflow(history)
