@@ -452,9 +452,15 @@ def build_review(session: AgentSession) -> Graph:
     return _review(session, noted=False)
 
 
-def _review(session: AgentSession, *, noted: bool) -> Graph:
+@app.graph("review_deadline")
+def build_review_deadline(session: AgentSession) -> Graph:
+    """As "review", ``draft``'s approval expiring after 1.5 s with the default True."""
+    return _review(session, noted=False, deadline=True)
+
+
+def _review(session: AgentSession, *, noted: bool, deadline: bool = False) -> Graph:
     draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
-    draft.hooks.add_callback(BeforeToolCallEvent, _approve)
+    draft.hooks.add_callback(BeforeToolCallEvent, _approve_by_deadline if deadline else _approve)
     publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch, slow], name="publish")
     if noted:
         publish.hooks.add_callback(BeforeToolCallEvent, as_activity(_note_node))

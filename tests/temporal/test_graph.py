@@ -245,3 +245,20 @@ async def test_a_lost_worker_reruns_no_finished_node(temporal_address: str, tmp_
     assert result["state"]["record"]["runs"] == {"draft": 1, "publish": 1}
     history = await client.get_workflow_handle(wid).fetch_history()
     await replayer(app).replay_workflow(history)
+
+
+async def test_a_nodes_deadline_is_a_workflow_timer(env: Env, tmp_path: Path) -> None:
+    """A node's question with a deadline: the workflow's timer settles it (its default), as
+    ``Graph.resume_expired`` does embedded, in workflow time; the graph carries on."""
+    _use(tmp_path / "runs")
+    wid = await env.agents.start("review_deadline", TASK)
+    [question] = await _paused(env, wid)
+    assert question.expires_at is not None and node_path(question) == ("draft",)
+    result = await env.agents.result(wid)  # no answer: the deadline applies the default
+    assert (result["stop_reason"], result["text"]) == ("end_turn", "publish done.")
+    [entry] = result["state"]["record"]["audit"]
+    assert (entry["interrupt_id"], entry["by"], entry["expired"]) == (question.id, "expiry", True)
+    assert entry["at"] >= question.expires_at
+    assert _runs(tmp_path / "runs" / "draft.log") == 1
+    assert _runs(tmp_path / "runs" / "publish.log") == 1
+    assert await env.agents.pending(wid) == []
