@@ -262,3 +262,33 @@ async def test_a_nodes_deadline_is_a_workflow_timer(env: Env, tmp_path: Path) ->
     assert _runs(tmp_path / "runs" / "draft.log") == 1
     assert _runs(tmp_path / "runs" / "publish.log") == 1
     assert await env.agents.pending(wid) == []
+
+
+async def test_a_paused_graph_continues_as_new(env: Env, tmp_path: Path) -> None:
+    """A paused graph past ``continue_after_model_calls`` continues as new with its exported
+    state: the new run waits on the same question (same id), the answer reaches the node, and
+    nothing finished runs again."""
+    import asyncio
+
+    from interlude.temporal import Limits
+
+    _use(tmp_path / "runs")
+    wid = await env.agents.start("review", TASK, limits=Limits(continue_after_model_calls=1))
+    handle = env.client.get_workflow_handle(wid)
+    first = (await handle.describe()).run_id
+    [question] = await _paused(env, wid)
+    for _ in range(400):  # the run that paused continues as new
+        if (await handle.describe()).run_id != first:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the paused graph did not continue as new")
+    assert [q.id for q in await _paused(env, wid)] == [question.id]
+    out = await env.agents.answer(wid, {question.id: True}, by="alice")
+    assert (out["stop_reason"], out["text"]) == ("end_turn", "publish done.")
+    result = await env.agents.result(wid)
+    assert result["state"]["record"]["runs"] == {"draft": 1, "publish": 1}
+    [entry] = result["state"]["record"]["audit"]
+    assert (entry["interrupt_id"], entry["by"]) == (question.id, "alice")
+    assert _runs(tmp_path / "runs" / "draft.log") == 1
+    assert _runs(tmp_path / "runs" / "publish.log") == 1

@@ -126,8 +126,9 @@ class AgentWorkflow:
                 agent.import_state(request["state"])
             except InterludeError as exc:  # the run fails (in run), the workflow does not hang
                 self._import_error = exc
-        if not isinstance(agent, Agent):
-            configure_graph(agent, name, registration, self._limits)  # after an import
+        self._node_executors: list[ActivityExecutor] = []
+        if not isinstance(agent, Agent):  # after an import: it makes the node agents anew
+            self._node_executors = configure_graph(agent, name, registration, self._limits)
         self._agent = agent
 
     @workflow.run
@@ -232,21 +233,26 @@ class AgentWorkflow:
 
     def _should_continue_as_new(self, agent: Run) -> bool:
         """Whether this paused run is long enough to continue as new (see :class:`Limits`).
-        A run that has not called the model (e.g. one just continued as new) never does, nor
-        does a graph's run (not yet: its history grows until it ends)."""
-        if self._executor.model_calls == 0 or not isinstance(agent, Agent):
+        A run that has not called the model (e.g. one just continued as new) never does. A
+        graph's model calls are its node agents'."""
+        model_calls = self._model_calls()
+        if model_calls == 0:
             return False
         limits, info = self._limits, workflow.info()
         if info.is_continue_as_new_suggested():
             return True
         calls = limits.continue_after_model_calls
-        if calls is not None and self._executor.model_calls >= calls:
+        if calls is not None and model_calls >= calls:
             return True
         history = limits.continue_above_history_bytes
         if history is not None and info.get_current_history_size() > history:
             return True
         state = limits.continue_above_state_bytes
         return state is not None and json_size(agent.export_state()) > state
+
+    def _model_calls(self) -> int:
+        """Model activities this run scheduled (for a graph: its node agents')."""
+        return self._executor.model_calls + sum(e.model_calls for e in self._node_executors)
 
     async def _next(self, agent: Run) -> AgentResult | MultiAgentResult | None:
         """Wait for answers (or the earliest deadline) and carry the run on with them."""
@@ -380,20 +386,27 @@ class AgentWorkflow:
         return [i.to_dict() for i in agent.interrupts]
 
 
-def configure_graph(graph: Graph, name: str, registration: Registration, limits: Limits) -> None:
+def configure_graph(
+    graph: Graph, name: str, registration: Registration, limits: Limits
+) -> list[ActivityExecutor]:
     """Make ``graph`` (built for this workflow) run in workflow code: its time and each node
     agent's is workflow time, and each node agent's model calls and tool bodies are
     activities of that node (the activity rebuilds graph ``name`` and takes the node's agent).
     A node's finished calls are in the history as activity results: a replay, or another
-    worker carrying the workflow on after one was lost, runs none of them again."""
+    worker carrying the workflow on after one was lost, runs none of them again. Returns the
+    node agents' executors."""
     from ..multiagent._nodes import AgentNode
 
     graph.clock = _workflow_time
+    executors: list[ActivityExecutor] = []
     for node_name, node in graph.nodes.items():
         if not isinstance(node, AgentNode):  # refused by build_graph already
             raise TypeError(f"node {node_name!r} is not an agent node")
+        executor = ActivityExecutor(name, registration, limits, node=node_name)
         node.agent.clock = _workflow_time
-        node.agent.executor = ActivityExecutor(name, registration, limits, node=node_name)
+        node.agent.executor = executor
+        executors.append(executor)
+    return executors
 
 
 def _workflow_time() -> float:
