@@ -292,3 +292,34 @@ async def test_a_paused_graph_continues_as_new(env: Env, tmp_path: Path) -> None
     assert (entry["interrupt_id"], entry["by"]) == (question.id, "alice")
     assert _runs(tmp_path / "runs" / "draft.log") == 1
     assert _runs(tmp_path / "runs" / "publish.log") == 1
+
+
+async def test_the_temporal_inbox_lists_and_answers_a_graphs_question(
+    env: Env, tmp_path: Path
+) -> None:
+    """``TemporalInbox`` (the web inbox's backend) on a paused graph: its question is listed
+    under the graph's name and workflow id, and an answer given there carries the graph on."""
+    import asyncio
+
+    from interlude.temporal import TemporalInbox
+
+    _use(tmp_path / "runs")
+    wid = await env.agents.start("review", TASK)
+    [question] = await _paused(env, wid)
+    inbox = TemporalInbox(env.client, task_queue=env.task_queue)
+    for _ in range(200):  # the listing is eventually consistent
+        rows = [p for p in await inbox.pending(agent="review") if p.session_id == wid]
+        if rows:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"{wid} is not listed")
+    [row] = rows
+    assert row.interrupt.id == question.id and row.agent == "review"
+    [taken] = await inbox.answer(
+        wid, {question.id: True}, by="ana", shown={question.id: question.digest}
+    )
+    assert (taken.interrupt_id, taken.by) == (question.id, "ana")
+    result = await env.agents.result(wid)
+    assert (result["stop_reason"], result["text"]) == ("end_turn", "publish done.")
+    assert _runs(tmp_path / "runs" / "draft.log") == 1
