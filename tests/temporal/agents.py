@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
-from interlude.multiagent import Graph, Swarm
+from interlude.multiagent import BeforeNodeCallEvent, Graph, Swarm
 from interlude.temporal import ActivityOptions, as_activity
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
@@ -471,6 +471,20 @@ def _review(session: AgentSession, *, noted: bool, deadline: bool = False) -> Gr
         session=session.store,
         session_id=session.id,
     )
+
+
+def _gate_publish(event: BeforeNodeCallEvent) -> None:
+    """A graph node hook (workflow code): publishing waits for a person's "yes"."""
+    if event.node == "publish" and event.interrupt("publish?", reason=event.node) != "yes":
+        event.cancel("not published")
+
+
+@app.graph("review_gated")
+def build_review_gated(session: AgentSession) -> Graph:
+    """As "review", with a graph hook asking before the ``publish`` node runs."""
+    graph = _review(session, noted=False)
+    graph.hooks.add_callback(BeforeNodeCallEvent, _gate_publish)
+    return graph
 
 
 @app.graph("review_swarm")

@@ -323,3 +323,37 @@ async def test_the_temporal_inbox_lists_and_answers_a_graphs_question(
     result = await env.agents.result(wid)
     assert (result["stop_reason"], result["text"]) == ("end_turn", "publish done.")
     assert _runs(tmp_path / "runs" / "draft.log") == 1
+
+
+@pytest.mark.parametrize("verdict", ["yes", "no"])
+async def test_a_graph_hooks_question_on_both_engines(
+    env: Env, tmp_path: Path, verdict: str
+) -> None:
+    """Two questions, one from a node's agent (draft's approval), then one from the graph's own
+    before-node hook (before publish): the same ids and outcomes on both engines."""
+    seen: dict[str, list[object]] = {}
+    for side in ("embedded", "temporal"):
+        _use(tmp_path / side)
+        trace: list[object] = []
+        if side == "embedded":
+            store = open_store("memory:")
+            graph: Any = await app.start_async("review_gated", "g", store)
+            await graph.invoke_async(TASK)
+            for answer in (True, verdict):
+                graph = await app.open_async("g", store)
+                [q] = graph.interrupts
+                trace.append(_question(q))
+                done = await graph.resume_async({q.id: answer}, by="alice")
+                trace.append((done.stop_reason, str(done)))
+        else:
+            wid = await env.agents.start("review_gated", TASK)
+            for answer in (True, verdict):
+                [q] = await _paused(env, wid)
+                trace.append(_question(q))
+                out = await env.agents.answer(wid, {q.id: answer}, by="alice")
+                trace.append((out["stop_reason"], out["text"]))
+        trace += [_runs(tmp_path / side / "draft.log"), _runs(tmp_path / side / "publish.log")]
+        seen[side] = trace
+    assert seen["embedded"] == seen["temporal"]
+    assert seen["embedded"][2][3] == "before_node_call"  # the graph hook's question
+    assert seen["embedded"][-2:] == [1, 1 if verdict == "yes" else 0]
