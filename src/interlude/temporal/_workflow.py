@@ -274,15 +274,13 @@ class AgentWorkflow:
                 expired = await agent.resume_expired_async()
             except ResumeInputError:  # none expired yet (an answer came first): wait again
                 return None
-            if isinstance(agent, Agent):  # a graph's audit entries are not an agent's (yet)
-                await self._notices.send_closed(asked, agent, workflow.now().timestamp())
+            await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
         ticket, answers, by, shown = self._inbox.pop(0)
         self._applying = ticket
         try:
             result = await agent.resume_async(answers, by=by, shown=shown)
-            if isinstance(agent, Agent):
-                await self._notices.send_closed(asked, agent, workflow.now().timestamp())
+            await self._notices.send_closed(asked, agent, workflow.now().timestamp())
         except ResumeError as exc:  # e.g. a deadline passed between validation and now
             self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
             return None
