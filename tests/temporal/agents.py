@@ -473,6 +473,23 @@ def _review(session: AgentSession, *, noted: bool, deadline: bool = False) -> Gr
     )
 
 
+@app.graph("fork")
+def build_fork(session: AgentSession) -> Graph:
+    """Entry nodes ``a`` and ``b``, each asking to approve its tool call; ``after_a`` after
+    ``a`` (no question)."""
+
+    def node(name: str, approve: bool) -> Agent:
+        agent = Agent(FunctionModel(_node_reply(name)), tools=[touch], name=name)
+        if approve:
+            agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+        return agent
+
+    nodes = {"a": node("a", True), "b": node("b", True), "after_a": node("after_a", False)}
+    return Graph(
+        nodes, [("a", "after_a")], entry=["a", "b"], session=session.store, session_id=session.id
+    )
+
+
 def _gate_publish(event: BeforeNodeCallEvent) -> None:
     """A graph node hook (workflow code): publishing waits for a person's "yes"."""
     if event.node == "publish" and event.interrupt("publish?", reason=event.node) != "yes":

@@ -357,3 +357,64 @@ async def test_a_graph_hooks_question_on_both_engines(
     assert seen["embedded"] == seen["temporal"]
     assert seen["embedded"][2][3] == "before_node_call"  # the graph hook's question
     assert seen["embedded"][-2:] == [1, 1 if verdict == "yes" else 0]
+
+
+FORK = json.dumps(
+    {
+        "a": [["touch", {"path": "a.log"}]],
+        "b": [["touch", {"path": "b.log"}]],
+        "after_a": [["touch", {"path": "after_a.log"}]],
+    }
+)
+
+
+@pytest.mark.parametrize("partial", [False, True])
+async def test_partial_answers_on_both_engines(env: Env, tmp_path: Path, partial: bool) -> None:
+    """``answer(..., partial=True)``: the answered node's branch goes on while the other
+    question waits, as ``Graph.resume(partial=True)`` does embedded; without it, no new node
+    starts while a question is open. Same outcomes on both engines."""
+    seen: dict[str, list[object]] = {}
+    for side in ("embedded", "temporal"):
+        _use(tmp_path / side)
+        trace: list[object] = []
+        if side == "embedded":
+            store = open_store("memory:")
+            graph: Any = await app.start_async("fork", "f", store)
+            await graph.invoke_async(FORK)
+            for _ in range(2):
+                graph = await app.open_async("f", store)
+                q = sorted(graph.interrupts, key=lambda q: node_path(q))[0]
+                trace.append(_question(q))
+                done = await graph.resume_async({q.id: True}, by="ana", partial=partial)
+                trace.append((done.stop_reason, str(done), [q.id for q in done.interrupts]))
+                trace.append(_runs(tmp_path / side / "after_a.log"))
+        else:
+            wid = await env.agents.start("fork", FORK)
+            pending = await _paused(env, wid)
+            for i in range(2):
+                if i:
+                    pending = await env.agents.pending(wid)
+                q = sorted(pending, key=lambda q: node_path(q))[0]
+                trace.append(_question(q))
+                out = await env.agents.answer(wid, {q.id: True}, by="ana", partial=partial)
+                trace.append(
+                    (out["stop_reason"], out["text"], [i["id"] for i in out["interrupts"]])
+                )
+                trace.append(_runs(tmp_path / side / "after_a.log"))
+        seen[side] = trace
+    assert seen["embedded"] == seen["temporal"]
+    assert seen["embedded"][2] == (1 if partial else 0)  # after a's answer: after_a ran?
+    assert seen["embedded"][-1] == 1
+
+
+async def test_an_agent_refuses_partial(env: Env, tmp_path: Path) -> None:
+    from interlude.errors import ResumeInputError
+
+    from .test_workflow import _prompt
+
+    wid = await env.agents.start("approve", _prompt(("touch", {"path": str(tmp_path / "x")})))
+    [question] = await _paused(env, wid)
+    with pytest.raises(ResumeInputError, match="partial"):
+        await env.agents.answer(wid, {question.id: True}, partial=True)
+    out = await env.agents.answer(wid, {question.id: True})
+    assert out["stop_reason"] == "end_turn"

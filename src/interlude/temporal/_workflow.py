@@ -84,7 +84,7 @@ class AgentWorkflow:
     @workflow.init
     def __init__(self, request: dict[str, Any]) -> None:
         self._agent: Run | None = None
-        self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any]] = []
+        self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any, bool]] = []
         self._tickets = 0
         self._applying: int | None = None
         self._outcomes: dict[int, dict[str, JsonValue] | ApplicationError] = {}
@@ -276,10 +276,14 @@ class AgentWorkflow:
                 return None
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
-        ticket, answers, by, shown = self._inbox.pop(0)
+        ticket, answers, by, shown, partial = self._inbox.pop(0)
         self._applying = ticket
         try:
-            result = await agent.resume_async(answers, by=by, shown=shown)
+            result: AgentResult | MultiAgentResult
+            if isinstance(agent, Agent):
+                result = await agent.resume_async(answers, by=by, shown=shown)
+            else:
+                result = await agent.resume_async(answers, by=by, shown=shown, partial=partial)
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
         except ResumeError as exc:  # e.g. a deadline passed between validation and now
             self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
@@ -331,12 +335,15 @@ class AgentWorkflow:
         answers: dict[str, JsonValue],
         by: str | None = None,
         shown: dict[str, str] | None = None,
+        partial: bool = False,
     ) -> dict[str, JsonValue]:
         """Apply ``answers`` ({interrupt id: answer}) as ``by``; returns how the run went on:
-        ``{"stop_reason", "text", "interrupts"}`` once it pauses again or ends."""
+        ``{"stop_reason", "text", "interrupts"}`` once it pauses again or ends. ``partial``
+        (a graph's only): the answered nodes' branches go on while other questions wait
+        (``Graph.resume(partial=True)``)."""
         self._tickets += 1
         ticket = self._tickets
-        self._inbox.append((ticket, answers, by, shown))
+        self._inbox.append((ticket, answers, by, shown, partial))
         await workflow.wait_condition(lambda: ticket in self._outcomes or self._failure is not None)
         outcome = self._outcomes.pop(ticket, self._failure)
         assert outcome is not None
@@ -350,6 +357,7 @@ class AgentWorkflow:
         answers: dict[str, JsonValue],
         by: str | None = None,
         shown: dict[str, str] | None = None,
+        partial: bool = False,
     ) -> None:
         """Exactly the checks ``resume`` applies; a refused Update changes nothing."""
         try:
@@ -366,7 +374,11 @@ class AgentWorkflow:
                     f"the answers are {size} bytes of JSON, above the limit of {limit} bytes "
                     "(Limits.max_answer_bytes): answer with less (e.g. a reference to the data)"
                 )
+            if not isinstance(partial, bool):
+                raise ResumeInputError(f"partial must be true or false, got {partial!r}")
             if isinstance(agent, Agent):  # resume's own checks; the plan is unused
+                if partial:
+                    raise ResumeInputError("partial=True is for a graph's answers, not an agent's")
                 resume_plan(agent, answers, by, shown)
             else:  # the graph's resume's checks, every node's answers at once
                 agent.check_resume(answers, by=by, shown=shown)
