@@ -506,9 +506,19 @@ def build_review_gated(session: AgentSession) -> Graph:
 
 @app.graph("review_swarm")
 def build_review_swarm(session: AgentSession) -> Swarm:
-    """A swarm: not run on Temporal yet."""
-    solo = Agent(FunctionModel(_node_reply("solo")), tools=[touch], name="solo")
-    return Swarm([solo], entry="solo", session=session.store, session_id=session.id)
+    """A swarm: ``writer`` (each tool call approved by a person, the handoff too) hands the
+    task to ``publisher``."""
+    writer = Agent(FunctionModel(_node_reply("writer")), tools=[touch], name="writer")
+    writer.hooks.add_callback(BeforeToolCallEvent, _approve)
+    publisher = Agent(FunctionModel(_node_reply("publisher")), tools=[touch], name="publisher")
+    return Swarm([writer, publisher], entry="writer", session=session.store, session_id=session.id)
+
+
+@app.graph("nested")
+def build_nested(session: AgentSession) -> Graph:
+    """A graph with a graph as a node: not run on Temporal yet."""
+    inner = Graph({"only": Agent(FunctionModel(_node_reply("only")), tools=[touch])}, entry="only")
+    return Graph({"inner": inner}, entry="inner", session=session.store, session_id=session.id)
 
 
 def _note_node(event: BeforeToolCallEvent) -> None:

@@ -155,15 +155,60 @@ async def test_refused_answer_changes_nothing(env: Env, tmp_path: Path) -> None:
     assert _runs(tmp_path / "draft.log") == 0 and _runs(tmp_path / "publish.log") == 1
 
 
-async def test_swarm_is_refused(env: Env) -> None:
+SWARM = json.dumps(
+    {
+        "writer": [
+            ["touch", {"path": "writer.log"}],
+            ["handoff_to_agent", {"agent_name": "publisher", "message": "publish it"}],
+        ],
+        "publisher": [["touch", {"path": "publisher.log"}]],
+    }
+)
+
+
+async def test_a_swarm_on_both_engines(env: Env, tmp_path: Path) -> None:
+    """A swarm registered with ``@app.graph``: the writer's two calls (its tool and its handoff)
+    wait for approval, then the publisher carries on; same questions, outcomes and result on
+    both engines, each tool run once."""
+    seen: dict[str, list[object]] = {}
+    for side in ("embedded", "temporal"):
+        _use(tmp_path / side)
+        trace: list[object] = []
+        if side == "embedded":
+            store = open_store("memory:")
+            swarm: Any = await app.start_async("review_swarm", "s", store)
+            await swarm.invoke_async(SWARM)
+            swarm = await app.open_async("s", store)
+            questions = sorted(swarm.interrupts, key=lambda q: q.id)
+            done = await swarm.resume_async({q.id: True for q in questions}, by="ana")
+            outcome: object = (done.stop_reason, str(done), [q.id for q in done.interrupts])
+            state = (await app.open_async("s", store)).export_state()
+        else:
+            wid = await env.agents.start("review_swarm", SWARM)
+            await _paused(env, wid)
+            questions = sorted(await env.agents.pending(wid), key=lambda q: q.id)
+            out = await env.agents.answer(wid, {q.id: True for q in questions}, by="ana")
+            outcome = (out["stop_reason"], out["text"], [i["id"] for i in out["interrupts"]])
+            state = (await env.agents.result(wid))["state"]
+        trace += [[_question(q) for q in questions], outcome]
+        trace.append(_final(str(outcome[0]), str(outcome[1]), state))  # type: ignore[index]
+        trace += [_runs(tmp_path / side / "writer.log"), _runs(tmp_path / side / "publisher.log")]
+        seen[side] = trace
+    assert seen["embedded"] == seen["temporal"]
+    assert [q[1] for q in seen["embedded"][0]] == ["approve", "approve"]  # type: ignore[index]
+    assert seen["embedded"][1] == ("end_turn", "publisher done.", [])
+    assert seen["embedded"][-2:] == [1, 1]
+
+
+async def test_a_nested_graph_is_refused(env: Env) -> None:
     from temporalio.client import WorkflowFailureError
 
-    wid = await env.agents.start("review_swarm", TASK)
+    wid = await env.agents.start("nested", TASK)
     with pytest.raises(WorkflowFailureError) as caught:
         await env.agents.result(wid)
     cause = caught.value.cause
     assert getattr(cause, "type", None) == "ConfigurationError"
-    assert "Swarm" in str(cause)
+    assert "['inner']" in str(cause)
 
 
 async def test_a_node_hook_run_as_an_activity(env: Env, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from ._registry import lookup
 if TYPE_CHECKING:
     from .._agent import Agent
     from .._interrupt import Interrupt
-    from ..multiagent import Graph
+    from ..multiagent import Graph, Swarm
     from ..notify import Notifications
 
 __all__ = ["NOTIFY_ACTIVITY", "RunNotices", "notify_activity"]
@@ -81,7 +81,9 @@ class RunNotices:
         due += [(e, q, t) for e, q, t in self._timed(questions) if t <= now]
         await self._send(due)
 
-    async def send_closed(self, before: list[Interrupt], agent: Agent | Graph, now: float) -> None:
+    async def send_closed(
+        self, before: list[Interrupt], agent: Agent | Graph | Swarm, now: float
+    ) -> None:
         """``answered`` or ``expired`` for the questions of ``before`` no longer pending (of an
         agent, or of a graph: its audit entries, each also naming its node, are read as an
         agent's)."""

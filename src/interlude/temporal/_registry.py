@@ -18,7 +18,7 @@ from ..errors import ConfigurationError, UnknownAgentError
 
 if TYPE_CHECKING:
     from .._agent import Agent
-    from ..multiagent import Graph
+    from ..multiagent import Graph, Swarm
     from ..sessions._protocol import StoredSession
 
 __all__ = [
@@ -160,43 +160,42 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
     return agent
 
 
-def build_graph(app: App, name: str, run_id: str) -> Graph:
-    """Graph ``name`` of ``app``, built by its factory, as a copy with no session (the
-    workflow history is its journal). ConfigurationError for what Temporal does not run yet:
-    a swarm, or a graph with a graph or swarm as a node."""
+def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
+    """Graph (or swarm) ``name`` of ``app``, built by its factory, as a copy with no session
+    (the workflow history is its journal). ConfigurationError for what Temporal does not run
+    yet: a graph or swarm with a graph or swarm as a node."""
     from typing import cast
 
-    from ..multiagent import Graph
+    from ..multiagent import Graph, Swarm
     from ..multiagent._nodes import AgentNode
 
     factory = app._graphs.get(name)
     if factory is None:
         raise UnknownAgentError(f"no agent {name!r} in this app (its agents: {list(app.names)!r})")
     built = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
-    if not isinstance(built, Graph):
+    if not isinstance(built, Graph | Swarm):
         raise ConfigurationError(
-            f"the factory of {name!r} returned {type(built).__name__}: only a Graph runs on "
-            "Temporal for now (a Swarm does not yet; run it embedded)"
+            f"the factory of graph {name!r} returned {built!r}, not a Graph or a Swarm"
         )
     nested = [n for n, node in built.nodes.items() if not isinstance(node, AgentNode)]
     if nested:
         raise ConfigurationError(
-            f"graph {name!r} has nodes that are graphs or swarms ({nested!r}): on Temporal a "
-            "graph's nodes are agents for now"
+            f"{built.kind} {name!r} has nodes that are graphs or swarms ({nested!r}): on "
+            "Temporal the nodes are agents for now"
         )
-    graph = cast("Graph", built.copy())  # no session: no journal, no claims
-    if graph.name is None:
-        graph.name = name
-    elif graph.name != name:
+    copy = cast("Graph | Swarm", built.copy())  # no session: no journal, no claims
+    if copy.name is None:
+        copy.name = name
+    elif copy.name != name:
         raise ConfigurationError(
-            f"the factory of graph {name!r} returned a graph named {graph.name!r}"
+            f"the factory of graph {name!r} returned a {copy.kind} named {copy.name!r}"
         )
-    return graph
+    return copy
 
 
 def build_node_agent(app: App, name: str, node: str, run_id: str) -> Agent:
-    """The agent of node ``node`` of graph ``name`` (its own copy, with no session): what an
-    activity of that node runs its model call or tool body with."""
+    """The agent of node ``node`` of graph (or swarm) ``name`` (its own copy, with no session,
+    with a swarm's handoff tool): what an activity of that node runs its calls with."""
     from ..multiagent._nodes import AgentNode
 
     found = build_graph(app, name, run_id).nodes.get(node)

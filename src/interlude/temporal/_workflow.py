@@ -22,10 +22,10 @@ from ._notify import RunNotices
 from ._registry import Registration, build_agent, build_graph, lookup
 
 if TYPE_CHECKING:
-    from ..multiagent import Graph, MultiAgentResult
+    from ..multiagent import Graph, MultiAgentResult, Swarm
 
-Run: TypeAlias = "Agent | Graph"
-"""What a workflow runs: an agent, or a graph of agents (one workflow for the whole graph)."""
+Run: TypeAlias = "Agent | Graph | Swarm"
+"""What a workflow runs: an agent, or a graph or swarm of agents (one workflow for it all)."""
 
 __all__ = [
     "AGENT",
@@ -60,9 +60,7 @@ MEMO_LIMIT = 64 * 1024
 """Questions larger than this (as JSON) are not put in the memo: the ``pending`` query has them."""
 
 
-def summary(
-    result: AgentResult | MultiAgentResult | None, agent: Agent | Graph
-) -> dict[str, JsonValue]:
+def summary(result: AgentResult | MultiAgentResult | None, agent: Run) -> dict[str, JsonValue]:
     """How the run went on: its stop reason, its text, and the questions now pending."""
     return {
         "stop_reason": None if result is None else result.stop_reason,
@@ -76,7 +74,8 @@ class AgentWorkflow:
     """Runs agent ``request["agent"]`` of the worker's App on ``request["prompt"]`` (or carries
     on ``request["state"]``, an ``export_state()``), pausing for answers as long as needed.
 
-    A name the App registers with ``@app.graph`` runs that graph here, in this one workflow:
+    A name the App registers with ``@app.graph`` runs that graph (or swarm) here, in this one
+    workflow:
     the graph's engine (edges, node hooks, answers routed to nodes) in workflow code, each node
     agent's model calls and tool bodies as activities of that node (see
     :func:`configure_graph`); its questions are the graph's, answered by the same Update."""
@@ -397,7 +396,7 @@ class AgentWorkflow:
 
 
 def configure_graph(
-    graph: Graph, name: str, registration: Registration, limits: Limits
+    graph: Graph | Swarm, name: str, registration: Registration, limits: Limits
 ) -> list[ActivityExecutor]:
     """Make ``graph`` (built for this workflow) run in workflow code: its time and each node
     agent's is workflow time, and each node agent's model calls and tool bodies are
