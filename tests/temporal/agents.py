@@ -458,7 +458,8 @@ def build_review_deadline(session: AgentSession) -> Graph:
     return _review(session, noted=False, deadline=True)
 
 
-def _review(session: AgentSession, *, noted: bool, deadline: bool = False) -> Graph:
+def _review(session: AgentSession | None, *, noted: bool, deadline: bool = False) -> Graph:
+    """The "review" graph (on ``session``; None: none, for a node of another graph)."""
     draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
     draft.hooks.add_callback(BeforeToolCallEvent, _approve_by_deadline if deadline else _approve)
     publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch, slow], name="publish")
@@ -468,8 +469,8 @@ def _review(session: AgentSession, *, noted: bool, deadline: bool = False) -> Gr
         {"draft": draft, "publish": publish},
         [("draft", "publish")],
         entry="draft",
-        session=session.store,
-        session_id=session.id,
+        session=None if session is None else session.store,
+        session_id=None if session is None else session.id,
     )
 
 
@@ -516,9 +517,17 @@ def build_review_swarm(session: AgentSession) -> Swarm:
 
 @app.graph("nested")
 def build_nested(session: AgentSession) -> Graph:
-    """A graph with a graph as a node: not run on Temporal yet."""
-    inner = Graph({"only": Agent(FunctionModel(_node_reply("only")), tools=[touch])}, entry="only")
-    return Graph({"inner": inner}, entry="inner", session=session.store, session_id=session.id)
+    """A graph with a graph as a node: ``inner`` (the "review" graph: ``draft``, approved,
+    then ``publish``), then ``final``."""
+    inner = _review(None, noted=False)
+    final = Agent(FunctionModel(_node_reply("final")), tools=[touch], name="final")
+    return Graph(
+        {"inner": inner, "final": final},
+        [("inner", "final")],
+        entry="inner",
+        session=session.store,
+        session_id=session.id,
+    )
 
 
 def _note_node(event: BeforeToolCallEvent) -> None:

@@ -200,15 +200,45 @@ async def test_a_swarm_on_both_engines(env: Env, tmp_path: Path) -> None:
     assert seen["embedded"][-2:] == [1, 1]
 
 
-async def test_a_nested_graph_is_refused(env: Env) -> None:
-    from temporalio.client import WorkflowFailureError
+NESTED = json.dumps(
+    {
+        "draft": [["touch", {"path": "draft.log"}]],
+        "publish": [["touch", {"path": "publish.log"}]],
+        "final": [["touch", {"path": "final.log"}]],
+    }
+)
 
-    wid = await env.agents.start("nested", TASK)
-    with pytest.raises(WorkflowFailureError) as caught:
-        await env.agents.result(wid)
-    cause = caught.value.cause
-    assert getattr(cause, "type", None) == "ConfigurationError"
-    assert "['inner']" in str(cause)
+
+async def test_a_nested_graph_on_both_engines(env: Env, tmp_path: Path) -> None:
+    """A graph as a node: the inner graph's node's question comes up through both graphs
+    (its path ``inner``, ``draft``), the answer goes down, and the outer graph carries on; the
+    inner node agents' calls are activities addressed by their path. Same on both engines."""
+    seen: dict[str, list[object]] = {}
+    for side in ("embedded", "temporal"):
+        _use(tmp_path / side)
+        trace: list[object] = []
+        if side == "embedded":
+            store = open_store("memory:")
+            graph: Any = await app.start_async("nested", "n", store)
+            await graph.invoke_async(NESTED)
+            graph = await app.open_async("n", store)
+            [q] = graph.interrupts
+            done = await graph.resume_async({q.id: True}, by="ana")
+            outcome: tuple[object, ...] = (done.stop_reason, str(done), list(done.order))
+        else:
+            wid = await env.agents.start("nested", NESTED)
+            [q] = await _paused(env, wid)
+            await env.agents.answer(wid, {q.id: True}, by="ana")
+            result = await env.agents.result(wid)
+            order = result["state"]["record"]["order"]
+            outcome = (result["stop_reason"], result["text"], order)
+        trace += [_question(q), outcome]
+        trace += [_runs(tmp_path / side / f"{n}.log") for n in ("draft", "publish", "final")]
+        seen[side] = trace
+    assert seen["embedded"] == seen["temporal"]
+    assert seen["embedded"][0][4] == ("inner", "draft")  # type: ignore[index]
+    assert seen["embedded"][1] == ("end_turn", "final done.", ["inner", "final"])
+    assert seen["embedded"][2:] == [1, 1, 1]
 
 
 async def test_a_node_hook_run_as_an_activity(env: Env, tmp_path: Path) -> None:

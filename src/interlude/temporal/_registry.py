@@ -162,12 +162,10 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
 
 def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
     """Graph (or swarm) ``name`` of ``app``, built by its factory, as a copy with no session
-    (the workflow history is its journal). ConfigurationError for what Temporal does not run
-    yet: a graph or swarm with a graph or swarm as a node."""
+    (the workflow history is its journal)."""
     from typing import cast
 
     from ..multiagent import Graph, Swarm
-    from ..multiagent._nodes import AgentNode
 
     factory = app._graphs.get(name)
     if factory is None:
@@ -176,12 +174,6 @@ def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
     if not isinstance(built, Graph | Swarm):
         raise ConfigurationError(
             f"the factory of graph {name!r} returned {built!r}, not a Graph or a Swarm"
-        )
-    nested = [n for n, node in built.nodes.items() if not isinstance(node, AgentNode)]
-    if nested:
-        raise ConfigurationError(
-            f"{built.kind} {name!r} has nodes that are graphs or swarms ({nested!r}): on "
-            "Temporal the nodes are agents for now"
         )
     copy = cast("Graph | Swarm", built.copy())  # no session: no journal, no claims
     if copy.name is None:
@@ -195,10 +187,19 @@ def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
 
 def build_node_agent(app: App, name: str, node: str, run_id: str) -> Agent:
     """The agent of node ``node`` of graph (or swarm) ``name`` (its own copy, with no session,
-    with a swarm's handoff tool): what an activity of that node runs its calls with."""
+    with a swarm's handoff tool): what an activity of that node runs its calls with. ``node``
+    is a path, ``outer/inner``, for a node of a graph or swarm that is itself a node."""
+    from ..multiagent._nested import OrchestrationNode
     from ..multiagent._nodes import AgentNode
 
-    found = build_graph(app, name, run_id).nodes.get(node)
-    if not isinstance(found, AgentNode):
+    orchestration: object = build_graph(app, name, run_id)
+    *through, last = node.split("/")
+    for part in through:
+        found = getattr(orchestration, "nodes", {}).get(part)
+        if not isinstance(found, OrchestrationNode):
+            raise ConfigurationError(f"graph {name!r} has no graph or swarm node at {node!r}")
+        orchestration = found.inner
+    leaf = getattr(orchestration, "nodes", {}).get(last)
+    if not isinstance(leaf, AgentNode):
         raise ConfigurationError(f"graph {name!r} has no agent node {node!r}")
-    return found.agent
+    return leaf.agent

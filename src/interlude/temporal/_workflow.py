@@ -23,6 +23,7 @@ from ._registry import Registration, build_agent, build_graph, lookup
 
 if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Swarm
+    from ..multiagent._base import Orchestration
 
 Run: TypeAlias = "Agent | Graph | Swarm"
 """What a workflow runs: an agent, or a graph or swarm of agents (one workflow for it all)."""
@@ -396,12 +397,17 @@ class AgentWorkflow:
 
 
 def configure_graph(
-    graph: Graph | Swarm, name: str, registration: Registration, limits: Limits
+    graph: Orchestration,
+    name: str,
+    registration: Registration,
+    limits: Limits,
+    path: tuple[str, ...] = (),
 ) -> list[ActivityExecutor]:
     """Make ``graph`` (built for this workflow) run in workflow code: its time and each node
     agent's is workflow time, and each node agent's model calls and tool bodies are
-    activities of that node (the activity rebuilds graph ``name`` and takes the node's agent).
-    A node's finished calls are in the history as activity results: a replay, or another
+    activities of that node (the activity rebuilds graph ``name`` and takes the node's agent,
+    by its path ``outer/inner`` in a graph or swarm that is a node: configured likewise). A
+    node's finished calls are in the history as activity results: a replay, or another
     worker carrying the workflow on after one was lost, runs none of them again. Returns the
     node agents' executors."""
     from ..multiagent._nodes import AgentNode
@@ -409,9 +415,11 @@ def configure_graph(
     graph.clock = _workflow_time
     executors: list[ActivityExecutor] = []
     for node_name, node in graph.nodes.items():
-        if not isinstance(node, AgentNode):  # refused by build_graph already
-            raise TypeError(f"node {node_name!r} is not an agent node")
-        executor = ActivityExecutor(name, registration, limits, node=node_name)
+        where = (*path, node_name)
+        if not isinstance(node, AgentNode):  # a graph or swarm as a node: its own nodes
+            executors += configure_graph(node.inner, name, registration, limits, where)
+            continue
+        executor = ActivityExecutor(name, registration, limits, node="/".join(where))
         node.agent.clock = _workflow_time
         node.agent.executor = executor
         executors.append(executor)
