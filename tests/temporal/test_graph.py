@@ -398,6 +398,9 @@ async def test_the_temporal_inbox_lists_and_answers_a_graphs_question(
     result = await env.agents.result(wid)
     assert (result["stop_reason"], result["text"]) == ("end_turn", "publish done.")
     assert _runs(tmp_path / "runs" / "draft.log") == 1
+    page = await inbox.session(wid)  # the finished graph's page: its audit trail
+    assert [(e.interrupt_id, e.by) for e in page.audit] == [(question.id, "ana")]
+    assert page.workflow["reply"] == "publish done."
 
 
 @pytest.mark.parametrize("verdict", ["yes", "no"])
