@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from pydantic import BaseModel
 
 from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
-from interlude.temporal import ActivityOptions
+from interlude.multiagent import BeforeNodeCallEvent, Graph, Swarm
+from interlude.temporal import ActivityOptions, as_activity
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
 
@@ -425,3 +427,117 @@ def build_windowed(session: AgentSession) -> Agent:
         session_id=session.id,
         conversation=SlidingWindow(max_messages=40),
     )
+
+
+def _node_reply(node: str) -> Callable[[ModelRequest], str | list[ToolUse]]:
+    """A node's model: the task (the first line of the first user message) is JSON
+    ``{node: [[tool, input], ...]}``; the node asks for its calls once, then says what it
+    did."""
+
+    def reply(request: ModelRequest) -> str | list[ToolUse]:
+        last = request.messages[-1]
+        if len(request.messages) > 1 and last.role == "user":
+            return f"{node} done."
+        first = getattr(request.messages[0].content[0], "text", "{}")
+        calls = json.loads(first.split("\n", 1)[0]).get(node, [])
+        return [ToolUse(f"{node}_{i}", name, args) for i, (name, args) in enumerate(calls)]
+
+    return reply
+
+
+@app.graph("review")
+def build_review(session: AgentSession) -> Graph:
+    """Two nodes, ``draft`` then ``publish``; each tool call of ``draft`` needs an approval
+    (a before-tool hook of the node's agent)."""
+    return _review(session, noted=False)
+
+
+@app.graph("review_deadline")
+def build_review_deadline(session: AgentSession) -> Graph:
+    """As "review", ``draft``'s approval expiring after 1.5 s with the default True."""
+    return _review(session, noted=False, deadline=True)
+
+
+def _review(session: AgentSession | None, *, noted: bool, deadline: bool = False) -> Graph:
+    """The "review" graph (on ``session``; None: none, for a node of another graph)."""
+    draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
+    draft.hooks.add_callback(BeforeToolCallEvent, _approve_by_deadline if deadline else _approve)
+    publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch, slow], name="publish")
+    if noted:
+        publish.hooks.add_callback(BeforeToolCallEvent, as_activity(_note_node))
+    return Graph(
+        {"draft": draft, "publish": publish},
+        [("draft", "publish")],
+        entry="draft",
+        session=None if session is None else session.store,
+        session_id=None if session is None else session.id,
+    )
+
+
+@app.graph("fork")
+def build_fork(session: AgentSession) -> Graph:
+    """Entry nodes ``a`` and ``b``, each asking to approve its tool call; ``after_a`` after
+    ``a`` (no question)."""
+
+    def node(name: str, approve: bool) -> Agent:
+        agent = Agent(FunctionModel(_node_reply(name)), tools=[touch], name=name)
+        if approve:
+            agent.hooks.add_callback(BeforeToolCallEvent, _approve)
+        return agent
+
+    nodes = {"a": node("a", True), "b": node("b", True), "after_a": node("after_a", False)}
+    return Graph(
+        nodes, [("a", "after_a")], entry=["a", "b"], session=session.store, session_id=session.id
+    )
+
+
+def _gate_publish(event: BeforeNodeCallEvent) -> None:
+    """A graph node hook (workflow code): publishing waits for a person's "yes"."""
+    if event.node == "publish" and event.interrupt("publish?", reason=event.node) != "yes":
+        event.cancel("not published")
+
+
+@app.graph("review_gated")
+def build_review_gated(session: AgentSession) -> Graph:
+    """As "review", with a graph hook asking before the ``publish`` node runs."""
+    graph = _review(session, noted=False)
+    graph.hooks.add_callback(BeforeNodeCallEvent, _gate_publish)
+    return graph
+
+
+@app.graph("review_swarm")
+def build_review_swarm(session: AgentSession) -> Swarm:
+    """A swarm: ``writer`` (each tool call approved by a person, the handoff too) hands the
+    task to ``publisher``."""
+    writer = Agent(FunctionModel(_node_reply("writer")), tools=[touch], name="writer")
+    writer.hooks.add_callback(BeforeToolCallEvent, _approve)
+    publisher = Agent(FunctionModel(_node_reply("publisher")), tools=[touch], name="publisher")
+    return Swarm([writer, publisher], entry="writer", session=session.store, session_id=session.id)
+
+
+@app.graph("nested")
+def build_nested(session: AgentSession) -> Graph:
+    """A graph with a graph as a node: ``inner`` (the "review" graph: ``draft``, approved,
+    then ``publish``), then ``final``."""
+    inner = _review(None, noted=False)
+    final = Agent(FunctionModel(_node_reply("final")), tools=[touch], name="final")
+    return Graph(
+        {"inner": inner, "final": final},
+        [("inner", "final")],
+        entry="inner",
+        session=session.store,
+        session_id=session.id,
+    )
+
+
+def _note_node(event: BeforeToolCallEvent) -> None:
+    """I/O in a node agent's hook (run as an activity): record the call in ``<path>.hook``."""
+    with open(_full(str(event.tool_use.input["path"]) + ".hook"), "a", encoding="utf-8") as f:
+        f.write(f"{os.getpid()} {event.tool_use.name}\n")
+
+
+@app.graph("review_noted")
+def build_review_noted(session: AgentSession) -> Graph:
+    """As "review", the ``publish`` node's agent noting each tool call from a hook run as an
+    activity."""
+    return _review(session, noted=True)

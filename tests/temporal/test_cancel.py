@@ -156,3 +156,39 @@ async def test_a_run_that_fails_after_a_pause_leaves_nothing_pending(
     described = await cancel_env.agents.handle(wid).describe()
     assert described.status == WorkflowExecutionStatus.FAILED
     assert _pending_attribute(described) is False
+
+
+async def test_cancelling_a_graph_mid_node_ends_it_cancelled(
+    cancel_env: Env, tmp_path: Path
+) -> None:
+    """A graph's workflow cancelled while a node's tool runs: the tool's activity is
+    cancelled, the workflow ends cancelled, and nothing is pending."""
+    import json
+
+    from .agents import release
+
+    env = cancel_env
+    draft, slow = tmp_path / "draft", tmp_path / "slow"
+    task = json.dumps(
+        {
+            "draft": [["touch", {"path": str(draft)}]],
+            "publish": [["slow", {"path": str(slow), "seconds": 60}]],
+        }
+    )
+    wid = await env.agents.start("review", task)
+    [question] = await _pending(env, wid)
+    answered = asyncio.ensure_future(env.agents.answer(wid, {question.id: True}))
+    started = Path(str(slow) + ".started")
+
+    async def body_started() -> bool:
+        return _runs(started) == 1
+
+    await _until(body_started, "the publish node's slow body")
+    await env.client.get_workflow_handle(wid).cancel()
+    try:
+        await _cancelled(env, wid)
+    finally:
+        release(slow)
+    with pytest.raises(Exception, match="cancel"):
+        await answered
+    assert _runs(draft) == 1 and _runs(started) == 1  # the draft node ran once, not again

@@ -5,6 +5,7 @@ with the id the store-backed notifier gives it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,3 +72,38 @@ async def test_a_paused_run_notifies_on_its_own_timers(
     assert answered["url"] == f"http://inbox.test/sessions/{wid}"
     assert all(r.signed_by("s" * 20) for r in receiver.got)
     assert len(receiver.got) == 4  # each once
+
+
+async def test_a_graphs_question_notifies_asked_and_answered(
+    temporal_address: str, receiver: Receiver, tmp_path: Path
+) -> None:
+    """A graph run as a workflow: its node's question is notified when asked and when
+    answered, under the graph's question id and workflow id."""
+    from temporalio.client import Client
+
+    from interlude.temporal import AgentClient, worker
+
+    app = App(notify=[Webhook(receiver.url, secret="s" * 20)], inbox_url="http://inbox.test")
+    app.graph("review")(agents.build_review)
+    client = await Client.connect(temporal_address)
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    draft, publish = tmp_path / "draft", tmp_path / "publish"
+    calls = {
+        "draft": [["touch", {"path": str(draft)}]],
+        "publish": [["touch", {"path": str(publish)}]],
+    }
+    task = json.dumps(calls)
+    async with worker(client, app, task_queue=queue):
+        agents_client = AgentClient(client, task_queue=queue)
+        wid = await agents_client.start("review", task)
+        [question] = await _question(agents_client, wid)
+        assert await _events(receiver, 1) == ["asked"]
+        done = await agents_client.answer(wid, {question.id: True}, by="ana")
+        assert done["stop_reason"] == "end_turn" and _runs(draft) == 1 and _runs(publish) == 1
+        events = await _events(receiver, 2)
+    assert events == ["asked", "answered"]
+    asked, answered = receiver.delivered
+    assert asked["id"] == notification_id(wid, question.id, "asked")
+    assert answered["id"] == notification_id(wid, question.id, "answered")
+    assert answered["answer"]["by"] == "ana" and answered["session_id"] == wid
+    assert len(receiver.got) == 2  # each once

@@ -12,7 +12,7 @@ it went to.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,7 @@ def plan_resume(
         raise ResumeInputError("answers must be a non-empty map of interrupt id to answer")
     if by is not None:
         check_by(by)
-    now = time.time() if now is None else now
+    now = _clock(owner)() if now is None else now
     asked: dict[str, Interrupt] = {}
     node_of: dict[str, str] = {}
     for name, run in owner.record.active.items():
@@ -63,6 +63,12 @@ def plan_resume(
         path: list[JsonValue] = list(node_path(asked[iid]))
         entries.append(freeze({**entry.to_dict(), "node": path}))
     return {n: freeze(a) for n, a in per_node.items()}, entries
+
+
+def _clock(owner: object) -> Callable[[], float]:
+    """The owner's clock (``time.time`` for one without)."""
+    clock = getattr(owner, "clock", None)
+    return clock if callable(clock) else time.time
 
 
 Settled = dict[str, NodeRun]
@@ -82,7 +88,7 @@ def plan_expiry(
     kind = getattr(owner, "kind", "orchestration")
     if owner.record.status != "paused":
         raise NotPausedError(f"the {kind} is not paused; there is nothing to settle")
-    now = time.time() if now is None else now
+    now = _clock(owner)() if now is None else now
     runs: Settled = {}
     entries: list[Mapping[str, JsonValue]] = []
     deadlines: list[float] = []

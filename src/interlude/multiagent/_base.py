@@ -109,6 +109,26 @@ class Orchestration(Controls, EngineOwner):
         return self.record.status == "paused"
 
     @property
+    def is_running(self) -> bool:
+        """Whether a run (or a resume) is going on in this process now."""
+        return self._running
+
+    def check_resume(
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        shown: Mapping[str, str] | None = None,
+    ) -> None:
+        """Raise the error :meth:`resume_async` would raise for these answers before changing
+        anything (NotPausedError, UnknownInterruptError, AnswerValidationError, ...); change
+        nothing. For a check made elsewhere than the resume (a Temporal Update's validator)."""
+        self._load_sync()
+        if self._running:
+            raise AgentBusyError(f"this {self.kind} is running")
+        plan_resume(self, answers, by, shown)
+
+    @property
     def needs_recovery(self) -> bool:
         """Whether it holds a run whose process stopped before it finished (``recover``)."""
         self._load_sync()

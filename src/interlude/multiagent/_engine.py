@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
@@ -216,7 +216,7 @@ class Engine:
                     owner.state(),
                     scope=scope,
                     is_replay=bool(run.questions),
-                    answers=hook_answers(given, time.time, run.expired, run.questions),
+                    answers=hook_answers(given, owner.clock, run.expired, run.questions),
                 )
                 try:
                     raised = await owner.hooks.invoke(event)
@@ -266,7 +266,7 @@ class Engine:
                 result,
                 scope=scope,
                 is_replay=bool(run.questions),
-                answers=hook_answers(given, time.time, run.expired, run.questions),
+                answers=hook_answers(given, owner.clock, run.expired, run.questions),
             )
             raised = await owner.hooks.invoke(event_after)
             if raised:
@@ -287,7 +287,8 @@ class Engine:
         elif node.is_paused:
             pending = node.pending()
             ids = {q.id for q in pending}
-            overdue = any(q.expires_at is not None and q.expires_at <= time.time() for q in pending)
+            now = self.owner.clock()
+            overdue = any(q.expires_at is not None and q.expires_at <= now for q in pending)
             if run.phase == "running" and (
                 (run.given and {run.inner[i] for i in run.given} <= ids)
                 or (run.settle and not run.given and overdue)
@@ -318,6 +319,9 @@ class EngineOwner:
     record: Record
     nodes: dict[str, Node]
     hooks: HookRegistry
+    clock: Callable[[], float] = staticmethod(time.time)
+    """The time the run goes by (deadlines, answers' times): ``time.time`` unless set (under
+    Temporal, workflow time)."""
 
     async def save(self) -> None:
         raise NotImplementedError

@@ -32,6 +32,9 @@ with workflow.unsafe.imports_passed_through():
     import interlude._typed
     import interlude.hooks
     import interlude.models._assemble
+    import interlude.multiagent
+    import interlude.multiagent._export
+    import interlude.multiagent._stored  # graphs run in workflows too
 
     interlude._agent.load_all()
 

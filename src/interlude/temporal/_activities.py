@@ -21,7 +21,7 @@ from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_
 from .._tools._context import ToolContext
 from ..errors import ModelError
 from ._limits import MAX_REQUEST_BYTES, json_size, too_large
-from ._registry import build_agent, lookup
+from ._registry import build_agent, build_node_agent, lookup
 
 __all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "model_activity", "tool_activity"]
 
@@ -29,9 +29,14 @@ MODEL_ACTIVITY = "interlude.model"
 TOOL_ACTIVITY = "interlude.tool"
 
 
-def _agent(name: str) -> Any:
+def _agent(name: str, node: str | None = None) -> Any:
+    """The agent ``name`` of the worker's App, or (``node`` given) the agent of that node of
+    graph ``name``."""
     info = activity.info()
-    return build_agent(lookup(info.task_queue).app, name, info.workflow_id or "temporal")
+    app, run_id = lookup(info.task_queue).app, info.workflow_id or "temporal"
+    if node is not None:
+        return build_node_agent(app, name, node, run_id)
+    return build_agent(app, name, run_id)
 
 
 @activity.defn(name=MODEL_ACTIVITY)
@@ -42,7 +47,7 @@ async def model_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     A retryable ModelError fails the attempt (Temporal retries it per the model options). A
     response larger than ``max_result_bytes`` (as JSON) comes back as the error
     PayloadLimitError naming both sizes (once: Temporal would refuse it)."""
-    agent = _agent(request["agent"])
+    agent = _agent(request["agent"], request.get("node"))
     call = ModelCall(
         model=agent.model,
         messages=messages_from_dicts(request["messages"]),
@@ -86,7 +91,7 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
 
     An outcome larger than ``max_result_bytes`` (as JSON) comes back as the error
     PayloadLimitError naming both sizes (once, not retried: Temporal would refuse it)."""
-    agent = _agent(request["agent"])
+    agent = _agent(request["agent"], request.get("node"))
     now = float(request["now"])
     agent.clock = lambda: now
     sent = dict(request.get("state") or {})

@@ -140,6 +140,7 @@ class AgentClient:
         by: str | None = None,
         shown: Mapping[str, str] | None = None,
         timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
+        partial: bool = False,
     ) -> dict[str, Any]:
         """Answer pending questions and wait until the run pauses again or ends: returns
         ``{"stop_reason", "text", "interrupts"}``. A refused answer raises the same ResumeError
@@ -147,8 +148,12 @@ class AgentClient:
         A closed workflow (completed, failed, terminated, ...) raises NotPausedError saying so.
         A run that fails after taking the answer raises its error (e.g. ModelError, or
         ReplayedException for a non-Interlude one). Waiting longer than ``timeout`` seconds
-        (None: no limit), e.g. with no worker up, raises AnswerTimeoutError."""
-        args = [dict(answers), by, None if shown is None else dict(shown)]
+        (None: no limit), e.g. with no worker up, raises AnswerTimeoutError. ``partial=True``
+        (a graph's run): the answered nodes' branches go on while other questions wait, as
+        ``Graph.resume(partial=True)``; an agent's run refuses it (ResumeInputError)."""
+        args: list[Any] = [dict(answers), by, None if shown is None else dict(shown)]
+        if partial:  # sent only when asked for: workers before it take three arguments
+            args.append(True)
         handle = self.handle(workflow_id)
         size = json_size(args)
         if size > MAX_UPDATE_BYTES:  # Temporal would wedge the workflow's task on it

@@ -45,9 +45,16 @@ class ActivityExecutor:
     stays in the workflow."""
 
     def __init__(
-        self, agent_name: str, registration: Registration, limits: Limits | None = None
+        self,
+        agent_name: str,
+        registration: Registration,
+        limits: Limits | None = None,
+        node: str | None = None,
     ) -> None:
         self.agent_name = agent_name
+        self.node = node
+        """The node of graph ``agent_name`` whose agent this executor serves (None: the agent
+        ``agent_name`` itself); the activities rebuild that node's agent."""
         self.registration = registration
         self.limits = limits or Limits()
         self.model_calls = 0
@@ -62,6 +69,8 @@ class ActivityExecutor:
             "now": call.now,
             "max_result_bytes": self.limits.max_request_bytes,
         }
+        if self.node is not None:
+            request["node"] = self.node
         size, limit = json_size(request), self.limits.max_request_bytes
         if size > limit:
             raise too_large(
@@ -95,6 +104,8 @@ class ActivityExecutor:
             "now": request.now,
             "max_result_bytes": limit,
         }
+        if self.node is not None:
+            payload["node"] = self.node
         if request.checkpoint is not None:  # what the body kept when it last stopped
             payload["checkpoint"] = request.checkpoint
         size = json_size(payload)

@@ -85,8 +85,10 @@ class HookActivity:
                 f"(it can handle: {', '.join(_EVENTS)})"
             )
         agent = event.agent
+        executor = getattr(agent, "executor", None)
+        node = getattr(executor, "node", None)  # a graph node's agent: graph name and node
         request: dict[str, JsonValue] = {
-            "agent": agent.name,
+            "agent": agent.name if node is None else getattr(executor, "agent_name", None),
             "hook": self.key,
             "event": kind,
             "data": _encode(event),
@@ -94,7 +96,9 @@ class HookActivity:
             "state": dict(agent.state),
             "now": agent.clock(),
         }
-        limits = getattr(getattr(agent, "executor", None), "limits", None) or Limits()
+        if node is not None:
+            request["node"] = node
+        limits = getattr(executor, "limits", None) or Limits()
         size, limit = json_size(request), limits.max_request_bytes
         if size > limit:  # the run fails, as a callback raising would fail it
             raise too_large(
@@ -258,13 +262,14 @@ def _find(agent: Any, kind: str, key: str) -> HookActivity:
 
 @activity.defn(name=HOOK_ACTIVITY)
 async def hook_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
-    """``{agent, hook, event, data, is_replay, state, now}`` -> the carried-back fields.
+    """``{agent, hook, event, data, is_replay, state, now, node?}`` -> the carried-back fields
+    (``node``: the hook is a node agent's, of graph ``agent``).
 
     The callback's exception fails the attempt (retried per the hook's options); a question it
     asks fails the run (a hook run as an activity cannot interrupt)."""
     from ._activities import _agent
 
-    agent = _agent(request["agent"])
+    agent = _agent(request["agent"], request.get("node"))
     now = float(request["now"])
     agent.clock = lambda: now
     agent.state = dict(request.get("state") or {})

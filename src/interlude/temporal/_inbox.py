@@ -341,13 +341,28 @@ def _stamp(when: datetime | None) -> float | None:
     return None if when is None else when.timestamp()
 
 
+def _graph_audit(entries: Any) -> list[AuditEntry]:
+    """A graph's audit trail (each entry an agent's, with the ``node`` it went to) as entries
+    (empty when it does not read as one)."""
+    from .._audit import AuditEntry
+
+    try:
+        return [AuditEntry.from_dict(e) for e in entries or ()]
+    except errors.InterludeError:
+        return []
+
+
 def _conversation(state: Any) -> tuple[list[Message], list[AuditEntry]]:
     """The conversation and audit trail of a finished run's ``export_state()`` (empty when
-    the result omits it)."""
+    the result omits it); a graph's (or swarm's): its audit trail, no conversation (each node
+    agent's is in the state, under ``nodes``)."""
     from .._agent import decode_state
 
     if not isinstance(state, dict):
         return [], []
+    record = state.get("record")
+    if state.get("format") == "interlude.orchestration-state" and isinstance(record, dict):
+        return [], _graph_audit(record.get("audit"))  # a graph's or swarm's: no conversation
     try:
         loaded = decode_state(state)
     except errors.InterludeError:

@@ -24,6 +24,7 @@ from ._registry import lookup
 if TYPE_CHECKING:
     from .._agent import Agent
     from .._interrupt import Interrupt
+    from ..multiagent import Graph, Swarm
     from ..notify import Notifications
 
 __all__ = ["NOTIFY_ACTIVITY", "RunNotices", "notify_activity"]
@@ -80,10 +81,17 @@ class RunNotices:
         due += [(e, q, t) for e, q, t in self._timed(questions) if t <= now]
         await self._send(due)
 
-    async def send_closed(self, before: list[Interrupt], agent: Agent, now: float) -> None:
-        """``answered`` or ``expired`` for the questions of ``before`` no longer pending."""
+    async def send_closed(
+        self, before: list[Interrupt], agent: Agent | Graph | Swarm, now: float
+    ) -> None:
+        """``answered`` or ``expired`` for the questions of ``before`` no longer pending (of an
+        agent, or of a graph: its audit entries, each also naming its node, are read as an
+        agent's)."""
+        from .._audit import AuditEntry
+
         pending = {q.id for q in agent.interrupts}
-        last = {e.interrupt_id: e for e in agent.audit if e.settles}
+        entries = [e if isinstance(e, AuditEntry) else AuditEntry.from_dict(e) for e in agent.audit]
+        last = {e.interrupt_id: e for e in entries if e.settles}
         due = []
         for q in before:
             entry = last.get(q.id)

@@ -18,6 +18,7 @@ from ..errors import ConfigurationError, UnknownAgentError
 
 if TYPE_CHECKING:
     from .._agent import Agent
+    from ..multiagent import Graph, Swarm
     from ..sessions._protocol import StoredSession
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "ActivityOptions",
     "Registration",
     "build_agent",
+    "build_graph",
+    "build_node_agent",
     "lookup",
     "register",
     "register_default",
@@ -155,3 +158,48 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
             f"the factory of agent {name!r} returned an agent named {agent.name!r}"
         )
     return agent
+
+
+def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
+    """Graph (or swarm) ``name`` of ``app``, built by its factory, as a copy with no session
+    (the workflow history is its journal)."""
+    from typing import cast
+
+    from ..multiagent import Graph, Swarm
+
+    factory = app._graphs.get(name)
+    if factory is None:
+        raise UnknownAgentError(f"no agent {name!r} in this app (its agents: {list(app.names)!r})")
+    built = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
+    if not isinstance(built, Graph | Swarm):
+        raise ConfigurationError(
+            f"the factory of graph {name!r} returned {built!r}, not a Graph or a Swarm"
+        )
+    copy = cast("Graph | Swarm", built.copy())  # no session: no journal, no claims
+    if copy.name is None:
+        copy.name = name
+    elif copy.name != name:
+        raise ConfigurationError(
+            f"the factory of graph {name!r} returned a {copy.kind} named {copy.name!r}"
+        )
+    return copy
+
+
+def build_node_agent(app: App, name: str, node: str, run_id: str) -> Agent:
+    """The agent of node ``node`` of graph (or swarm) ``name`` (its own copy, with no session,
+    with a swarm's handoff tool): what an activity of that node runs its calls with. ``node``
+    is a path, ``outer/inner``, for a node of a graph or swarm that is itself a node."""
+    from ..multiagent._nested import OrchestrationNode
+    from ..multiagent._nodes import AgentNode
+
+    orchestration: object = build_graph(app, name, run_id)
+    *through, last = node.split("/")
+    for part in through:
+        found = getattr(orchestration, "nodes", {}).get(part)
+        if not isinstance(found, OrchestrationNode):
+            raise ConfigurationError(f"graph {name!r} has no graph or swarm node at {node!r}")
+        orchestration = found.inner
+    leaf = getattr(orchestration, "nodes", {}).get(last)
+    if not isinstance(leaf, AgentNode):
+        raise ConfigurationError(f"graph {name!r} has no agent node {node!r}")
+    return leaf.agent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
@@ -19,7 +19,14 @@ from ..errors import InterludeError, ResumeError, ResumeInputError
 from ._executor import ActivityExecutor
 from ._limits import Limits, PayloadLimitError, json_size, too_large
 from ._notify import RunNotices
-from ._registry import build_agent, lookup
+from ._registry import Registration, build_agent, build_graph, lookup
+
+if TYPE_CHECKING:
+    from ..multiagent import Graph, MultiAgentResult, Swarm
+    from ..multiagent._base import Orchestration
+
+Run: TypeAlias = "Agent | Graph | Swarm"
+"""What a workflow runs: an agent, or a graph or swarm of agents (one workflow for it all)."""
 
 __all__ = [
     "AGENT",
@@ -54,7 +61,7 @@ MEMO_LIMIT = 64 * 1024
 """Questions larger than this (as JSON) are not put in the memo: the ``pending`` query has them."""
 
 
-def summary(result: AgentResult | None, agent: Agent) -> dict[str, JsonValue]:
+def summary(result: AgentResult | MultiAgentResult | None, agent: Run) -> dict[str, JsonValue]:
     """How the run went on: its stop reason, its text, and the questions now pending."""
     return {
         "stop_reason": None if result is None else result.stop_reason,
@@ -66,12 +73,18 @@ def summary(result: AgentResult | None, agent: Agent) -> dict[str, JsonValue]:
 @workflow.defn(name=WORKFLOW)
 class AgentWorkflow:
     """Runs agent ``request["agent"]`` of the worker's App on ``request["prompt"]`` (or carries
-    on ``request["state"]``, an ``export_state()``), pausing for answers as long as needed."""
+    on ``request["state"]``, an ``export_state()``), pausing for answers as long as needed.
+
+    A name the App registers with ``@app.graph`` runs that graph (or swarm) here, in this one
+    workflow:
+    the graph's engine (edges, node hooks, answers routed to nodes) in workflow code, each node
+    agent's model calls and tool bodies as activities of that node (see
+    :func:`configure_graph`); its questions are the graph's, answered by the same Update."""
 
     @workflow.init
     def __init__(self, request: dict[str, Any]) -> None:
-        self._agent: Agent | None = None
-        self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any]] = []
+        self._agent: Run | None = None
+        self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any, bool]] = []
         self._tickets = 0
         self._applying: int | None = None
         self._outcomes: dict[int, dict[str, JsonValue] | ApplicationError] = {}
@@ -92,27 +105,36 @@ class AgentWorkflow:
             # The factory builds its agent on a session store holding nothing (a blocking
             # load, made on a helper thread: outside the sandbox's checks; its result is
             # always "none").
+            registration = lookup(info.task_queue)
             with workflow.unsafe.sandbox_unrestricted():
-                agent = build_agent(lookup(info.task_queue).app, name, info.workflow_id)
+                agent: Run
+                if name in registration.app.graph_names:
+                    agent = build_graph(registration.app, name, info.workflow_id)
+                else:
+                    agent = build_agent(registration.app, name, info.workflow_id)
         except TemporalError:
             raise
         except Exception as exc:  # e.g. UnknownAgentError: the run fails (in run), no hang
             self._import_error = exc
             return
-        agent.clock = lambda: workflow.now().timestamp()  # the loop's time is workflow time
-        self._executor = ActivityExecutor(name, lookup(info.task_queue), self._limits)
-        agent.executor = self._executor
+        self._executor = ActivityExecutor(name, registration, self._limits)
+        if isinstance(agent, Agent):
+            agent.clock = lambda: workflow.now().timestamp()  # the loop's time: workflow time
+            agent.executor = self._executor
         if request.get("state") is not None:
             try:
                 agent.import_state(request["state"])
             except InterludeError as exc:  # the run fails (in run), the workflow does not hang
                 self._import_error = exc
+        self._node_executors: list[ActivityExecutor] = []
+        if not isinstance(agent, Agent):  # after an import: it makes the node agents anew
+            self._node_executors = configure_graph(agent, name, registration, self._limits)
         self._agent = agent
 
     @workflow.run
     async def run(self, request: dict[str, Any]) -> dict[str, JsonValue]:
         name = request["agent"]
-        result: AgentResult | None = None
+        result: AgentResult | MultiAgentResult | None = None
         try:
             if self._import_error is not None:
                 raise self._import_error
@@ -175,7 +197,7 @@ class AgentWorkflow:
         )
         await self._fail(cancelled)
 
-    def _carried(self, agent: Agent, name: str) -> dict[str, JsonValue] | None:
+    def _carried(self, agent: Run, name: str) -> dict[str, JsonValue] | None:
         """The input to continue as new with, or None when it is larger than
         ``Limits.max_request_bytes`` (then the run stays in this run; a warning says so)."""
         carried: dict[str, JsonValue] = {
@@ -209,16 +231,18 @@ class AgentWorkflow:
         self._inbox.clear()
         await workflow.wait_condition(workflow.all_handlers_finished)
 
-    def _should_continue_as_new(self, agent: Agent) -> bool:
+    def _should_continue_as_new(self, agent: Run) -> bool:
         """Whether this paused run is long enough to continue as new (see :class:`Limits`).
-        A run that has not called the model (e.g. one just continued as new) never does."""
-        if self._executor.model_calls == 0:
+        A run that has not called the model (e.g. one just continued as new) never does. A
+        graph's model calls are its node agents'."""
+        model_calls = self._model_calls()
+        if model_calls == 0:
             return False
         limits, info = self._limits, workflow.info()
         if info.is_continue_as_new_suggested():
             return True
         calls = limits.continue_after_model_calls
-        if calls is not None and self._executor.model_calls >= calls:
+        if calls is not None and model_calls >= calls:
             return True
         history = limits.continue_above_history_bytes
         if history is not None and info.get_current_history_size() > history:
@@ -226,7 +250,11 @@ class AgentWorkflow:
         state = limits.continue_above_state_bytes
         return state is not None and json_size(agent.export_state()) > state
 
-    async def _next(self, agent: Agent) -> AgentResult | None:
+    def _model_calls(self) -> int:
+        """Model activities this run scheduled (for a graph: its node agents')."""
+        return self._executor.model_calls + sum(e.model_calls for e in self._node_executors)
+
+    async def _next(self, agent: Run) -> AgentResult | MultiAgentResult | None:
         """Wait for answers (or the earliest deadline) and carry the run on with them."""
         asked = agent.interrupts
         deadlines = [i.expires_at for i in asked if i.expires_at is not None]
@@ -248,10 +276,14 @@ class AgentWorkflow:
                 return None
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
-        ticket, answers, by, shown = self._inbox.pop(0)
+        ticket, answers, by, shown, partial = self._inbox.pop(0)
         self._applying = ticket
         try:
-            result = await agent.resume_async(answers, by=by, shown=shown)
+            result: AgentResult | MultiAgentResult
+            if isinstance(agent, Agent):
+                result = await agent.resume_async(answers, by=by, shown=shown)
+            else:
+                result = await agent.resume_async(answers, by=by, shown=shown, partial=partial)
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
         except ResumeError as exc:  # e.g. a deadline passed between validation and now
             self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
@@ -266,7 +298,7 @@ class AgentWorkflow:
         self._outcomes[ticket] = summary(result, agent)
         return result
 
-    def _mark_paused(self, agent: Agent, name: str) -> None:
+    def _mark_paused(self, agent: Run, name: str) -> None:
         interrupts = agent.interrupts
         deadlines = [i.expires_at for i in interrupts if i.expires_at is not None]
         updates: list[SearchAttributeUpdate[Any]] = [
@@ -303,12 +335,15 @@ class AgentWorkflow:
         answers: dict[str, JsonValue],
         by: str | None = None,
         shown: dict[str, str] | None = None,
+        partial: bool = False,
     ) -> dict[str, JsonValue]:
         """Apply ``answers`` ({interrupt id: answer}) as ``by``; returns how the run went on:
-        ``{"stop_reason", "text", "interrupts"}`` once it pauses again or ends."""
+        ``{"stop_reason", "text", "interrupts"}`` once it pauses again or ends. ``partial``
+        (a graph's only): the answered nodes' branches go on while other questions wait
+        (``Graph.resume(partial=True)``)."""
         self._tickets += 1
         ticket = self._tickets
-        self._inbox.append((ticket, answers, by, shown))
+        self._inbox.append((ticket, answers, by, shown, partial))
         await workflow.wait_condition(lambda: ticket in self._outcomes or self._failure is not None)
         outcome = self._outcomes.pop(ticket, self._failure)
         assert outcome is not None
@@ -322,6 +357,7 @@ class AgentWorkflow:
         answers: dict[str, JsonValue],
         by: str | None = None,
         shown: dict[str, str] | None = None,
+        partial: bool = False,
     ) -> None:
         """Exactly the checks ``resume`` applies; a refused Update changes nothing."""
         try:
@@ -338,7 +374,14 @@ class AgentWorkflow:
                     f"the answers are {size} bytes of JSON, above the limit of {limit} bytes "
                     "(Limits.max_answer_bytes): answer with less (e.g. a reference to the data)"
                 )
-            resume_plan(agent, answers, by, shown)  # resume's own checks; the plan is unused
+            if not isinstance(partial, bool):
+                raise ResumeInputError(f"partial must be true or false, got {partial!r}")
+            if isinstance(agent, Agent):  # resume's own checks; the plan is unused
+                if partial:
+                    raise ResumeInputError("partial=True is for a graph's answers, not an agent's")
+                resume_plan(agent, answers, by, shown)
+            else:  # the graph's resume's checks, every node's answers at once
+                agent.check_resume(answers, by=by, shown=shown)
         except ResumeError as exc:
             raise ApplicationError(
                 str(exc), *_error_details(exc), type=type(exc).__name__
@@ -351,6 +394,40 @@ class AgentWorkflow:
         if agent is None or agent.is_running:
             return []
         return [i.to_dict() for i in agent.interrupts]
+
+
+def configure_graph(
+    graph: Orchestration,
+    name: str,
+    registration: Registration,
+    limits: Limits,
+    path: tuple[str, ...] = (),
+) -> list[ActivityExecutor]:
+    """Make ``graph`` (built for this workflow) run in workflow code: its time and each node
+    agent's is workflow time, and each node agent's model calls and tool bodies are
+    activities of that node (the activity rebuilds graph ``name`` and takes the node's agent,
+    by its path ``outer/inner`` in a graph or swarm that is a node: configured likewise). A
+    node's finished calls are in the history as activity results: a replay, or another
+    worker carrying the workflow on after one was lost, runs none of them again. Returns the
+    node agents' executors."""
+    from ..multiagent._nodes import AgentNode
+
+    graph.clock = _workflow_time
+    executors: list[ActivityExecutor] = []
+    for node_name, node in graph.nodes.items():
+        where = (*path, node_name)
+        if not isinstance(node, AgentNode):  # a graph or swarm as a node: its own nodes
+            executors += configure_graph(node.inner, name, registration, limits, where)
+            continue
+        executor = ActivityExecutor(name, registration, limits, node="/".join(where))
+        node.agent.clock = _workflow_time
+        node.agent.executor = executor
+        executors.append(executor)
+    return executors
+
+
+def _workflow_time() -> float:
+    return workflow.now().timestamp()
 
 
 def _as_failure(exc: Exception) -> ApplicationError:
