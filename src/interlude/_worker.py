@@ -34,9 +34,9 @@ each pass: the notifications due are added to the store's outbox and delivered.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import asyncio
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._app import App
     from ._applying import ApplyingStore
+    from ._interrupt import Interrupt
+    from ._messages import JsonValue
     from .multiagent import Graph, Swarm
     from .notify import Notifier
     from .sessions import InboxStore, RecordedAnswer
@@ -291,7 +293,6 @@ class Worker:
         recorded answers, one resume per person, each checked first as an agent's resume
         checks answers (pending, type, deadline, what was shown); then settle its overdue
         questions (``resume_expired``)."""
-        from .errors import ResumeError
         from .multiagent._stored import check_answers_for
 
         view.graph = session_id
@@ -299,27 +300,14 @@ class Worker:
         if graph.needs_recovery:
             await graph.recover_async()
             worked = True
-        left = list(recorded)
-        while left and graph.is_paused:
-            pending = {q.id for q in graph.interrupts}
-            usable = [r for r in left if r.interrupt_id in pending]
-            for r in left:
-                if r.interrupt_id not in pending:
-                    _log().info("dropped an answer to %s: not pending", r.interrupt_id)
-            if not usable:
-                break
-            by = usable[0].by
-            group = [r for r in usable if r.by == by]
-            left = [r for r in usable if r.by != by]
-            answers = {r.interrupt_id: r.answer for r in group}
-            shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
-            try:
-                check_answers_for(graph.interrupts, answers, self.clock(), shown or None)
-                await graph.resume_async(answers, by=by)
-            except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
-                _log().warning("answers by %r refused: %s", by, exc)
-                continue
-            worked = True
+
+        async def resume(
+            answers: dict[str, JsonValue], by: str, shown: dict[str, str] | None
+        ) -> None:
+            check_answers_for(graph.interrupts, answers, self.clock(), shown)
+            await graph.resume_async(answers, by=by)
+
+        worked = await _by_person(graph, recorded, resume) or worked
         if recorded and view.waiting:  # about questions that are gone, or refused
             await self.store.clear_answers(session_id, max(r.seq for r in recorded))
         now = self.clock()
@@ -333,30 +321,13 @@ class Worker:
     async def _answer(self, agent: Agent, recorded: list[RecordedAnswer]) -> bool:
         """Resume with the recorded answers, one resume per person who answered (in the
         order they answered); answers whose question is no longer pending are dropped."""
-        from .errors import ResumeError
 
-        worked = False
-        left = list(recorded)
-        while left and agent.is_paused:
-            pending = {i.id for i in agent.interrupts}
-            usable = [r for r in left if r.interrupt_id in pending]
-            for r in left:
-                if r.interrupt_id not in pending:
-                    _log().info("dropped an answer to %s: not pending", r.interrupt_id)
-            if not usable:
-                break
-            by = usable[0].by
-            group = [r for r in usable if r.by == by]
-            left = [r for r in usable if r.by != by]
-            answers = {r.interrupt_id: r.answer for r in group}
-            shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
-            try:
-                await agent.resume_async(answers, by=by, shown=shown or None)
-            except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
-                _log().warning("answers by %r refused: %s", by, exc)
-                continue
-            worked = True
-        return worked
+        async def resume(
+            answers: dict[str, JsonValue], by: str, shown: dict[str, str] | None
+        ) -> None:
+            await agent.resume_async(answers, by=by, shown=shown)
+
+        return await _by_person(agent, recorded, resume)
 
     def _timed(self, seconds: float) -> None:
         """Fold one session's time into the moving average the lease is sized from."""
@@ -432,3 +403,47 @@ async def _wait(stop: asyncio.Event, wake: asyncio.Event | None, seconds: float)
     await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:
         w.cancel()
+
+
+class _Paused(Protocol):
+    """What :func:`_by_person` reads of an agent, graph or swarm."""
+
+    @property
+    def is_paused(self) -> bool: ...
+
+    @property
+    def interrupts(self) -> list[Interrupt]: ...
+
+
+async def _by_person(
+    runner: _Paused,
+    recorded: list[RecordedAnswer],
+    resume: Callable[[dict[str, JsonValue], str, dict[str, str] | None], Awaitable[None]],
+) -> bool:
+    """Apply recorded answers with ``resume``, one call per person who answered (in the order
+    they answered), while ``runner`` is paused; answers whose question is no longer pending
+    are dropped, a refused group is logged and skipped. Whether any resume went through."""
+    from .errors import ResumeError
+
+    worked = False
+    left = list(recorded)
+    while left and runner.is_paused:
+        pending = {q.id for q in runner.interrupts}
+        usable = [r for r in left if r.interrupt_id in pending]
+        for r in left:
+            if r.interrupt_id not in pending:
+                _log().info("dropped an answer to %s: not pending", r.interrupt_id)
+        if not usable:
+            break
+        by = usable[0].by
+        group = [r for r in usable if r.by == by]
+        left = [r for r in usable if r.by != by]
+        answers = {r.interrupt_id: r.answer for r in group}
+        shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
+        try:
+            await resume(answers, by, shown or None)
+        except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
+            _log().warning("answers by %r refused: %s", by, exc)
+            continue
+        worked = True
+    return worked
