@@ -56,6 +56,11 @@ async def _resume(agent, how: str, answers: dict[str, Any]):
         return await asyncio.to_thread(agent, items)
     if how == "invoke_list":
         return await agent.invoke_async(items)
+    if how == "resume_stream":
+        events = [e async for e in agent.resume_stream_async(answers, by="ana")]
+        assert isinstance(events[-1], RunFinished)
+        assert agent.audit[-1].by == "ana"
+        return events[-1].result
     assert how == "stream_list"
     events = [e async for e in agent.stream_async(items)]
     assert isinstance(events[-1], RunFinished)
@@ -63,7 +68,7 @@ async def _resume(agent, how: str, answers: dict[str, Any]):
 
 
 @pytest.mark.parametrize(
-    "how", ["resume", "resume_async", "call_list", "invoke_list", "stream_list"]
+    "how", ["resume", "resume_async", "call_list", "invoke_list", "stream_list", "resume_stream"]
 )
 async def test_every_resume_form_continues_the_run(how):
     tally, log = Tally(), []
@@ -275,6 +280,19 @@ def test_resume_when_not_paused_raises_and_changes_nothing():
     with pytest.raises(NotPausedError):
         h.agent([{"interruptResponse": {"interruptId": "x", "response": 1}}])
     assert h.agent.export_state() == before
+
+
+async def test_a_refused_streamed_resume_raises_before_any_event_and_changes_nothing():
+    h, _tally, result = await asyncio.to_thread(_paused)
+    before = copy.deepcopy(h.agent.export_state())
+    events = []
+    with pytest.raises(UnknownInterruptError):
+        async for event in h.agent.resume_stream_async({"v1:nope": True}):
+            events.append(event)
+    assert events == [] and h.agent.export_state() == before and h.agent.is_paused
+    answers = {i.id: True for i in result.interrupts}
+    events = [e async for e in h.agent.resume_stream_async(answers)]
+    assert isinstance(events[-1], RunFinished) and events[-1].result.stop_reason != "interrupt"
 
 
 def test_an_answered_interrupt_cannot_be_answered_again():

@@ -454,10 +454,32 @@ class Agent:
         self, prompt: Prompt, *, output_type: Any = None
     ) -> AsyncIterator[StreamEvent]:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
-        import asyncio
-
         await self.load()
         plan = bind_output(prompt_plan(self, prompt), output_type)
+        async for event in self._streamed(plan, output_type):
+            yield event
+
+    async def resume_stream_async(
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        shown: Mapping[str, str] | None = None,
+        output_type: Any = None,
+        message: str | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """:meth:`resume_async`, yielding the rest of the run's events as they happen (the last
+        one is :class:`RunFinished`). The answers are checked as ``resume`` checks them before
+        the first event: a refused resume raises on the first iteration and changes nothing."""
+        await self.load()
+        plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
+        async for event in self._streamed(plan, output_type):
+            yield event
+
+    async def _streamed(self, plan: Plan, output_type: Any) -> AsyncIterator[StreamEvent]:
+        """Run ``plan``, yielding its events; the last one is :class:`RunFinished`."""
+        import asyncio
+
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         task = asyncio.ensure_future(self._start(plan, queue.put_nowait, output_type))
         task.add_done_callback(lambda _: queue.put_nowait(None))
