@@ -134,10 +134,10 @@ def test_two_sign_ins_get_different_cookies_and_sign_out_clears_it_strictly(
 
 @pytest.mark.parametrize("name", ["expiry", "a" * 201, "bad\x07name", "tab\there"])
 def test_approver_names_that_could_never_answer_are_refused(
-    name: str, monkeypatch: pytest.MonkeyPatch
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigurationError, match="approver name"):
-        create_app("sqlite:///unused.db", tokens={"t" * 20: name})
+        create_app(f"sqlite:///{tmp_path}/unused.db", tokens={"t" * 20: name})
     monkeypatch.setenv("INTERLUDE_TOKENS", f"{'t' * 20}={name}")
     with pytest.raises(ConfigurationError, match="approver name"):
         load_tokens(None)

@@ -49,9 +49,9 @@ def test_a_malformed_file_and_no_tokens_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="cannot read"):
         load_tokens(tmp_path / "missing.json")
     with pytest.raises(ConfigurationError, match="no tokens"):
-        create_app("sqlite:///unused.db", tokens={})
+        create_app(f"sqlite:///{tmp_path}/unused.db", tokens={})
     with pytest.raises(ConfigurationError, match="needs the App"):
-        create_app("sqlite:///unused.db", tokens={"t" * 16: "ana"}, worker=True)
+        create_app(f"sqlite:///{tmp_path}/unused.db", tokens={"t" * 16: "ana"}, worker=True)
 
 
 @pytest.mark.parametrize(
