@@ -57,10 +57,11 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
     store = _store(args.store)
     tokens = _tokens(args)
     made = _made_token(args, tokens)
-    app = _load_app(args.app)[0] if args.worker else None
-    if args.notify and app is None:
+    # With --app the App's agents are served over AG-UI and A2A too; --worker runs them.
+    app = _load_app(args.app)[0] if args.worker or args.app else None
+    if args.notify and not args.worker:
         raise CliError("--notify needs --worker: the worker sends the notifications")
-    if app is not None:
+    if app is not None and args.worker:
         _with_notify(app, args, inbox_url=_url(args))
     key = None
     if args.signing_key_env:
