@@ -57,11 +57,10 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
     store = _store(args.store)
     tokens = _tokens(args)
     made = _made_token(args, tokens)
-    # With --app the App's agents are served over AG-UI and A2A too; --worker runs them.
-    app = _load_app(args.app)[0] if args.worker or args.app else None
-    if args.notify and not args.worker:
+    app = _load_app(args.app)[0] if args.worker else None
+    if args.notify and app is None:
         raise CliError("--notify needs --worker: the worker sends the notifications")
-    if app is not None and args.worker:
+    if app is not None:
         _with_notify(app, args, inbox_url=_url(args))
     key = None
     if args.signing_key_env:

@@ -14,11 +14,9 @@ from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     import jinja2
-    from starlette.routing import BaseRoute
 
     from .._app import App
     from ..sessions import InboxStore
-    from ._auth import Auth
     from ._backend import InboxBackend
     from ._state import ServerState
 
@@ -78,13 +76,7 @@ def create_app(
     )
     state.hub = Hub(state)
     starlette = Starlette(
-        routes=[
-            *api_routes(),
-            *event_routes(),
-            *page_routes(),
-            *health_routes(),
-            *_protocol_routes(backend, app, auth),
-        ],
+        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()],
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
@@ -102,18 +94,6 @@ def _backend(
     if isinstance(store, str) or not isinstance(store, InboxBackend):
         return StoreBackend(store, signing_key=signing_key)
     return store
-
-
-def _protocol_routes(backend: InboxBackend, app: App | None, auth: Auth) -> list[BaseRoute]:
-    """The App's agents on other wires, beside the inbox (each where its extra is installed):
-    AG-UI at ``/ag-ui/{agent}``. Only with an App and a session store."""
-    from ._backend import StoreBackend
-
-    if app is None or not isinstance(backend, StoreBackend):
-        return []
-    from ..ag_ui._endpoint import routes_for
-
-    return routes_for(app, backend.store, auth)
 
 
 def _check_options(backend: InboxBackend, app: App | None, *, worker: bool, poll: float) -> None:
