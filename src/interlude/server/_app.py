@@ -55,6 +55,7 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
+    from ..ag_ui import server_routes as ag_ui_routes  # [] without the [ag-ui] extra
     from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
@@ -76,7 +77,8 @@ def create_app(
     )
     state.hub = Hub(state)
     starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()],
+        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()]
+        + ag_ui_routes(app, backend, auth),
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
