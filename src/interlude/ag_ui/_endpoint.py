@@ -38,12 +38,12 @@ def create_endpoint(
     who answers in the audit trail. With ``signing_key`` (the agents' key) a pause is
     verified before its questions are answered: a forged or unsigned one is refused.
     ``interlude serve`` serves the same route next to the inbox."""
+    import contextlib
+
     from starlette.applications import Starlette
 
     from .._inbox import Inbox
     from ..server._auth import Auth
-
-    import contextlib
 
     inbox = Inbox(store, signing_key=signing_key)
     routes = _routes(Runner(app, inbox), Auth(tokens), path)
@@ -103,7 +103,10 @@ async def _handle(request: Request, runner: Runner, auth: Auth) -> Response:
         run = RunAgentInput.model_validate_json(await request.body())
     except ValidationError as exc:
         return JSONResponse(
-            {"error": "the body is not an AG-UI RunAgentInput", "detail": exc.errors(include_context=False, include_input=False)[:5]},
+            {
+                "error": "the body is not an AG-UI RunAgentInput",
+                "detail": exc.errors(include_context=False, include_input=False)[:5],
+            },
             status_code=422,
         )
     encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))

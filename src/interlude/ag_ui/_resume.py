@@ -90,11 +90,11 @@ def resume_of(
                     "data changed since; nothing was answered, look at it again",
                 )
             out.shown[key] = digest
-        if entry.status == "cancelled" and question.expires_at is not None:
-            if question.expires_at <= now:
-                out.expired.append(key)  # settled by its deadline in the same resume
-                out.shown.pop(key, None)
-                continue
+        expires = question.expires_at
+        if entry.status == "cancelled" and expires is not None and expires <= now:
+            out.expired.append(key)  # settled by its deadline in the same resume
+            out.shown.pop(key, None)
+            continue
         if entry.status == "cancelled":
             out.answers[key] = _decline(question, now)
         else:
@@ -139,5 +139,5 @@ def _decline(question: Interrupt, now: float) -> JsonValue:
     raise Refused(
         "invalid_answer",
         f"question {question.name!r} ({question.id}) cannot be cancelled: its response type "
-        "takes no decline (false or {\"approve\": false}); answer it instead",
+        'takes no decline (false or {"approve": false}); answer it instead',
     )

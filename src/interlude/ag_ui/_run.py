@@ -156,9 +156,7 @@ async def _resumed(agent: Agent, plan: Resume, by: str) -> AsyncIterator[Any]:
     """The events of the resume ``plan`` (only expired questions cancelled: settled by
     their deadlines, the run's result at the end)."""
     if plan.answers:
-        async for event in agent.resume_stream_async(
-            plan.answers, by=by, shown=plan.shown or None
-        ):
+        async for event in agent.resume_stream_async(plan.answers, by=by, shown=plan.shown or None):
             yield event
     else:
         yield RunFinished(await agent.resume_expired_async())

@@ -43,10 +43,11 @@ def _new_id() -> str:
 
 def wire_interrupt(question: Interrupt) -> WireInterrupt:
     """``question`` as an AG-UI interrupt: its id, reason (its text, or its name when the
-    reason is not text), message (the reason's text, or its ``message``), the tool call it is about (the outermost, for a sub-agent's), its
-    response schema and deadline (ISO 8601, UTC); ``metadata.interlude`` holds its name, its
-    source, the digest of what it shows (echo it back to answer only this version of it), a
-    structured reason, the tool use as shown and its default."""
+    reason is not text), message (the reason's text, or its ``message``), the tool call it is
+    about (the outermost, for a sub-agent's), its response schema and deadline (ISO 8601,
+    UTC). ``metadata.interlude`` holds its name, its source, the digest of what it shows (echo
+    it back to answer only this version of it), a structured reason, the tool use as shown
+    and its default."""
     from ag_ui.core import Interrupt as WireInterrupt
 
     reason = question.reason
@@ -64,7 +65,7 @@ def wire_interrupt(question: Interrupt) -> WireInterrupt:
         ours["default"] = thaw(question.default)
     if question.quorum != 1:
         ours["quorum"] = question.quorum
-    expires = question.expires_at
+    expires, schema = question.expires_at, question.response_schema
     text = reason if isinstance(reason, str) and reason else None
     shown = reason.get("message") if isinstance(reason, Mapping) else text
     return WireInterrupt(
@@ -72,7 +73,7 @@ def wire_interrupt(question: Interrupt) -> WireInterrupt:
         reason=text or question.name,
         message=shown if isinstance(shown, str) else None,
         tool_call_id=None if about is None else about.id,
-        response_schema=None if question.response_schema is None else thaw(question.response_schema),
+        response_schema=None if schema is None else thaw(schema),
         expires_at=None
         if expires is None
         else datetime.fromtimestamp(expires, UTC).isoformat().replace("+00:00", "Z"),
@@ -219,4 +220,3 @@ def _jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     return thaw(value)
-
