@@ -34,6 +34,8 @@ def test_a_kill_while_the_answer_runs_the_tool_still_runs_it_once(
     while not hold.exists():
         assert time.monotonic() < deadline, "the tool never started"
         time.sleep(0.05)
+    [busy] = drive(node_modules, served.url, "th", [{"prompt": "pay ana again"}])
+    assert busy["error"]["code"] == "conflict"  # one run of a session at a time
     served.kill(signal.SIGKILL)  # inside the tool's body, its result not yet kept
     out, _ = in_flight.communicate(timeout=30)
     [cut] = json.loads(out)
