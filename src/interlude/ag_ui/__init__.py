@@ -11,18 +11,6 @@ docs/protocols.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from ._endpoint import create_endpoint
 
-if TYPE_CHECKING:
-    from ._endpoint import create_endpoint, server_routes
-
-__all__ = ["create_endpoint", "server_routes"]
-
-
-def __getattr__(name: str) -> Any:
-    # Loaded on use: the module needs starlette and ag-ui-protocol only when it serves.
-    if name in __all__:
-        from . import _endpoint
-
-        return getattr(_endpoint, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["create_endpoint"]

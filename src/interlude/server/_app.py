@@ -55,7 +55,7 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
-    from ..ag_ui import server_routes  # [] without the [ag-ui] extra
+    from ..ag_ui._endpoint import server_routes  # [] without the [ag-ui] extra
     from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
