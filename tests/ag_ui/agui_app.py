@@ -1,7 +1,8 @@
 """The App the AG-UI tests serve (in-process, and in ``interlude serve --app agui_app:app``).
 
 ``payer`` pays after an approval (one call for "pay ana", two at once for "pay ana and bob");
-each body run appends ``to cents`` to ``$AGUI_LOG``; with ``$AGUI_HOLD`` set, the body writes
+each body run appends ``to cents`` to ``$AGUI_LOG``, then sleeps ``$AGUI_SLOW`` seconds; with
+``$AGUI_HOLD`` set, the body writes
 that file and then sleeps (a test kills the process there). ``asker`` asks a typed question
 (``low`` or ``high``) before restarting a service, with a deadline of ``within`` seconds.
 ``flow`` is a graph (AG-UI refuses it). ``$AGUI_KEY`` is the agents' signing key.
@@ -31,6 +32,7 @@ def pay(to: str, cents: int) -> str:
     if log:
         with open(log, "a", encoding="utf-8") as f:
             f.write(f"{to} {cents}\n")
+    time.sleep(float(os.environ.get("AGUI_SLOW", "0")))
     hold = os.environ.get("AGUI_HOLD")
     if hold:
         Path(hold).write_text("in the body")

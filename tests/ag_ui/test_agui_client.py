@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from agui_harness import drive
+from agui_harness import TOKEN, drive
 
 from interlude.sessions import Inbox
 
@@ -151,3 +151,24 @@ def test_a_graph_is_refused_and_an_unknown_agent_is_404(serve: Any, node_modules
     assert graph["error"]["code"] == "not_an_agent"
     [unknown] = drive(node_modules, served.url, "th-8", [{"prompt": "go"}], agent="nobody")
     assert "404" in (unknown["thrown"] or ""), unknown
+
+
+def test_a_client_that_leaves_mid_run_does_not_stop_the_answered_run(
+    serve: Any, node_modules: str, tmp_path: Path
+) -> None:
+    served = serve(AGUI_SLOW="1")
+    [asked] = drive(node_modules, served.url, "th-9", [{"prompt": "pay ana"}])
+    [question] = asked["interrupts"]
+    body = {"threadId": "th-9", "runId": "r2", "messages": []}
+    body["resume"] = [{"interruptId": question["id"], "status": "resolved", "payload": True}]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.stream("POST", f"{served.url}/ag-ui/payer", json=body, headers=headers) as r:
+        first = next(r.iter_lines())
+        assert '"RUN_STARTED"' in first  # then the client goes away, mid-tool
+    inbox = Inbox(f"sqlite:///{tmp_path / 's.db'}")
+    deadline = time.monotonic() + 20
+    while (view := inbox.session("th-9")).messages[-1].text != "done: paid 100 to ana":
+        assert time.monotonic() < deadline, view.messages[-1]
+        time.sleep(0.1)
+    assert not view.interrupts and not view.stopped and not view.running
+    assert (tmp_path / "paid.log").read_text() == "ana 100\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from ..sessions import InboxStore
 
 __all__ = ["create_endpoint", "server_routes"]
+
+_RUNNING: set[asyncio.Task[None]] = set()  # runs whose client left: kept until they end
 
 PATH = "/ag-ui/{agent}"
 
@@ -110,13 +113,28 @@ async def _handle(request: Request, runner: Runner, auth: Auth) -> Response:
             status_code=422,
         )
     encoder = EventEncoder(accept=request.headers.get("accept", "text/event-stream"))
-
-    async def body() -> AsyncIterator[str]:
-        async for event in runner.events(name, run, approver.name, approver.groups):
-            yield encoder.encode(event)
-
+    events = runner.events(name, run, approver.name, approver.groups)
     return StreamingResponse(
-        body(),
+        _detached(encoder.encode(event) async for event in events),
         media_type=encoder.get_content_type(),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
+
+
+async def _detached(chunks: AsyncIterator[str]) -> AsyncIterator[str]:
+    """``chunks``, produced by a task of their own: a client that disconnects stops reading,
+    not the run (an answered run carries on to its end, or its next pause, and is saved)."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def produce() -> None:
+        try:
+            async for chunk in chunks:
+                queue.put_nowait(chunk)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.create_task(produce())
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    while (chunk := await queue.get()) is not None:
+        yield chunk

@@ -8,6 +8,7 @@ client's copy cannot overwrite what the agent keeps). A refused run changes noth
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from .._result import AgentResult
 
 __all__ = ["Runner", "error_code"]
+
+_log = logging.getLogger("interlude.ag_ui")
 
 _CODES: tuple[tuple[type[InterludeError], str], ...] = (
     (UnknownInterruptError, "unknown_interrupt"),
@@ -86,6 +89,11 @@ class Runner:
             for event in translator.close():
                 yield event
             yield RunErrorEvent(message=str(exc), code=error_code(exc))
+        except Exception:  # a bug: logged here, not shown to the client
+            _log.exception("AG-UI run %r of thread %r failed", run.run_id, run.thread_id)
+            for event in translator.close():
+                yield event
+            yield RunErrorEvent(message="the run failed (see the server's log)", code="internal")
 
     async def _run(
         self,
