@@ -57,7 +57,8 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
     store = _store(args.store)
     tokens = _tokens(args)
     made = _made_token(args, tokens)
-    app = _load_app(args.app)[0] if args.worker else None
+    # --app alone serves its agents over AG-UI too (POST /ag-ui/{agent}, with the [ag-ui] extra)
+    app = _load_app(args.app)[0] if args.worker or args.app else None
     if args.notify and app is None:
         raise CliError("--notify needs --worker: the worker sends the notifications")
     if app is not None:

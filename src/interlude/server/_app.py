@@ -55,6 +55,7 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
+    from ..ag_ui._endpoint import server_routes  # [] without the [ag-ui] extra
     from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
@@ -75,8 +76,9 @@ def create_app(
         stream_seconds=stream_seconds,
     )
     state.hub = Hub(state)
+    routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes()]
     starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()],
+        routes=[*routes, *server_routes(app, backend, auth)],  # AG-UI: with an App
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),

@@ -1,0 +1,206 @@
+"""One AG-UI run: the thread's session opened, the prompt run or the answers applied, the
+events streamed, the end reported (RUN_FINISHED with its outcome, or RUN_ERROR).
+
+The session holds the conversation and the state: of the input's messages only the newest,
+a user message, is read (the prompt of a new run); the input's state is not applied (a
+client's copy cannot overwrite what the agent keeps). A refused run changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._agent import Agent
+from .._stream import RunFinished
+from ..errors import (
+    AgentPausedError,
+    AnswerValidationError,
+    InterludeError,
+    InterruptExpiredError,
+    NotAllowedToAnswerError,
+    NotPausedError,
+    ResumeInputError,
+    SessionConflictError,
+    SessionError,
+    StateIntegrityError,
+    UnknownAgentError,
+    UnknownInterruptError,
+)
+from ._resume import Refused, Resume, resume_of
+from ._translate import Translator, finished
+
+if TYPE_CHECKING:
+    from ag_ui.core import BaseEvent, RunAgentInput
+
+    from .._app import App
+    from .._inbox import Inbox, SessionView
+    from .._result import AgentResult
+
+__all__ = ["Runner", "error_code"]
+
+_log = logging.getLogger("interlude.ag_ui")
+
+_CODES: tuple[tuple[type[InterludeError], str], ...] = (
+    (UnknownInterruptError, "unknown_interrupt"),
+    (InterruptExpiredError, "expired"),
+    (AnswerValidationError, "invalid_answer"),
+    (NotAllowedToAnswerError, "not_allowed"),
+    (NotPausedError, "not_paused"),
+    (AgentPausedError, "paused"),
+    (ResumeInputError, "invalid_resume"),
+    (StateIntegrityError, "integrity"),
+    (SessionConflictError, "conflict"),
+    (UnknownAgentError, "unknown_agent"),
+    (SessionError, "session"),
+)
+
+
+def error_code(exc: InterludeError) -> str:
+    """The RUN_ERROR ``code`` of an error (the kind of refusal, for a program to read)."""
+    if isinstance(exc, Refused):
+        return exc.code
+    return next((code for kind, code in _CODES if isinstance(exc, kind)), "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Runner:
+    """Runs the App's agents for AG-UI requests on one store (through ``inbox``, which
+    verifies signed pauses when it has the agents' key)."""
+
+    app: App
+    inbox: Inbox
+
+    async def events(
+        self, name: str, run: RunAgentInput, by: str, groups: tuple[str, ...]
+    ) -> AsyncIterator[BaseEvent]:
+        """The AG-UI events of one run, RUN_STARTED to RUN_FINISHED or RUN_ERROR."""
+        from ag_ui.core import RunErrorEvent, RunStartedEvent
+
+        yield RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id)
+        translator = Translator()
+        try:
+            async for event in self._run(name, run, by, groups, translator):
+                yield event
+        except InterludeError as exc:
+            for event in translator.close():
+                yield event
+            yield RunErrorEvent(message=str(exc), code=error_code(exc))
+        except Exception:  # a bug: logged here, not shown to the client
+            _log.exception("AG-UI run %r of thread %r failed", run.run_id, run.thread_id)
+            for event in translator.close():
+                yield event
+            yield RunErrorEvent(message="the run failed (see the server's log)", code="internal")
+
+    async def _run(
+        self,
+        name: str,
+        run: RunAgentInput,
+        by: str,
+        groups: tuple[str, ...],
+        translator: Translator,
+    ) -> AsyncIterator[BaseEvent]:
+        agent, view = await self._open(name, run)
+        try:
+            state = dict(agent.state)
+            if state:
+                yield _snapshot(state)
+            if run.resume and view is not None:
+                plan = resume_of(
+                    run.resume, agent.interrupts, agent.audit, view.recorded, groups, time.time()
+                )
+                stream = _resumed(agent, plan, by)
+            elif agent.needs_recovery:
+                stream = _whole(agent.recover_async())
+            else:
+                stream = agent.stream_async(_prompt(run))
+            async for event in stream:
+                if isinstance(event, RunFinished):
+                    if dict(agent.state) != state:
+                        yield _snapshot(dict(agent.state))
+                    for out in finished(run.thread_id, run.run_id, event.result, translator):
+                        yield out
+                else:
+                    for out in translator.events(event):
+                        yield out
+        finally:
+            await agent.aclose()
+
+    async def _open(self, name: str, run: RunAgentInput) -> tuple[Agent, SessionView | None]:
+        """The thread's agent and its stored session (read, verified), or a new session of
+        ``name`` (None)."""
+        store, thread = self.inbox.store, run.thread_id
+        if name in self.app.graph_names:
+            raise Refused(
+                "not_an_agent",
+                f"{name!r} is a graph or swarm: AG-UI serves agents (answer its questions "
+                "in the inbox)",
+            )
+        try:
+            view: SessionView | None = await self.inbox.session_async(thread)
+        except SessionError as exc:
+            if type(exc) is not SessionError:  # corrupt, unavailable, a bad id: not "none"
+                raise
+            view = None
+        if view is None:
+            if run.resume:
+                raise Refused("not_paused", f"thread {thread!r} has no run to resume")
+            opened = await self.app.start_async(name, thread, store)
+        elif view.agent != name:
+            raise Refused(
+                "unknown_agent", f"thread {thread!r} is agent {view.agent!r}'s, not {name!r}'s"
+            )
+        else:
+            opened = await self.app.open_async(thread, store)
+        if not isinstance(opened, Agent):  # a graph's session recorded under an agent's name
+            raise Refused("not_an_agent", f"thread {thread!r} is not an agent's session")
+        return opened, view
+
+
+async def _resumed(agent: Agent, plan: Resume, by: str) -> AsyncIterator[Any]:
+    """The events of the resume ``plan`` (only expired questions cancelled: settled by
+    their deadlines, the run's result at the end)."""
+    if plan.answers:
+        async for event in agent.resume_stream_async(plan.answers, by=by, shown=plan.shown or None):
+            yield event
+    else:
+        yield RunFinished(await agent.resume_expired_async())
+
+
+async def _whole(result: Any) -> AsyncIterator[Any]:
+    """A run that is not streamed (a recovery): its reply, then its end."""
+    done: AgentResult = await result
+    from .._stream import MessageAppended
+
+    if done.message is not None:
+        yield MessageAppended(done.message)
+    yield RunFinished(done)
+
+
+def _prompt(run: RunAgentInput) -> str:
+    """The text of the input's newest message, which must be a user message."""
+    if not run.messages or run.messages[-1].role != "user":
+        raise Refused(
+            "no_prompt",
+            "a new run needs a user message last in messages (the thread's session holds "
+            "the conversation: only the newest message is read)",
+        )
+    content: Any = run.messages[-1].content
+    if isinstance(content, str):
+        text = content
+    else:
+        text = "".join(getattr(part, "text", "") or "" for part in content or [])
+    if not text.strip():
+        raise Refused("no_prompt", "the newest user message has no text")
+    return text
+
+
+def _snapshot(state: dict[str, Any]) -> BaseEvent:
+    from ag_ui.core import StateSnapshotEvent
+
+    from .._frozen import thaw
+
+    return StateSnapshotEvent(snapshot=thaw(state))
