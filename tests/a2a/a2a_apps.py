@@ -38,7 +38,7 @@ def delete(path: str) -> str:
     Args:
         path: The file.
     """
-    if os.environ.get("A2A_CRASH_IN_TOOL") == "1":  # die while the answer is applied
+    if os.environ.get("A2A_CRASH_AT") == "tool":  # die inside the approved tool
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
@@ -50,6 +50,10 @@ def approve(event: BeforeToolCallEvent) -> None:
     path = event.tool_use.input.get("path")
     if event.interrupt("approve", reason=f"delete {path}?", response_type=bool) is not True:
         event.cancel("not approved")
+    elif os.environ.get("A2A_CRASH_AT") == "hook":  # die once the answer is being applied
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def ticket(event: BeforeToolCallEvent) -> None:

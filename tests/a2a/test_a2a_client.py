@@ -113,3 +113,22 @@ async def test_a_remote_refusal_is_the_tools_error(tmp_path: Path, effects_file:
     assert done.stop_reason != "interrupt" and effects() == []
     result = top.messages[2].content[0]
     assert result.status == "error" and "401" in result.content[0].text
+
+
+async def test_a_remote_agent_as_a_graph_node(tmp_path: Path, effects_file: Path) -> None:
+    from interlude.multiagent import Graph, node_path
+
+    served = create_a2a_app(build_app(), f"sqlite:///{tmp_path / 'r.db'}", tokens=TOKENS)
+    triage = Agent(ScriptedModel(["The old log takes 40 GB."]), name="triage")
+    graph = Graph(
+        nodes={"triage": triage, "ops": remote(served, "ops").as_agent("ops")},
+        edges=[("triage", "ops")],
+        entry="triage",
+    )
+    paused = await graph.invoke_async("The disk is full")
+    [question] = paused.interrupts
+    assert question.name == "approve" and node_path(question) == ("ops",)
+    assert effects() == []
+    done = await graph.resume_async({question.id: True}, by="ana")
+    assert done.stop_reason == "end_turn" and str(done.nodes["ops"]) == "Deleted."
+    assert effects() == ["delete /var/log/old.log"]

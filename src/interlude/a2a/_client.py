@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from a2a.client import Client
     from a2a.types import AgentCard, Task
 
+    from .._agent import Agent
     from .._tools._context import ToolContext
 
 __all__ = ["RemoteAgent", "RemoteAgentTool", "RemoteAgentError"]
@@ -69,6 +70,16 @@ class RemoteAgent:
     def as_tool(self, name: str, description: str | None = None) -> RemoteAgentTool:
         """A tool that hands its ``prompt`` to the remote agent and returns its final text."""
         return RemoteAgentTool(self, name, description)
+
+    def as_agent(self, name: str, description: str | None = None, **options: Any) -> Agent:
+        """A local agent that only hands its prompt to the remote agent and answers with its
+        reply (a :class:`RelayModel` and :meth:`as_tool`): a Graph or Swarm node. ``options``
+        go to :class:`~interlude.Agent` (``session=``, ``signing_key=``, ...)."""
+        from .._agent import Agent
+        from ._node import RelayModel
+
+        return Agent(RelayModel(name), tools=[self.as_tool(name, description)], name=name,
+                     **options)
 
     async def send(self, text: str | None = None, *, task_id: str | None = None,
                    context_id: str | None = None, data: JsonValue = None) -> Task:
