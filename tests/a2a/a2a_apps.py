@@ -58,7 +58,9 @@ def approve(event: BeforeToolCallEvent) -> None:
 
 def ticket(event: BeforeToolCallEvent) -> None:
     """A typed question: the change ticket's number."""
-    if not isinstance(event.interrupt("ticket", reason="Which change ticket?", response_type=int), int):
+    if not isinstance(
+        event.interrupt("ticket", reason="Which change ticket?", response_type=int), int
+    ):
         event.cancel("no ticket")
 
 
@@ -81,8 +83,9 @@ def build_app(remote: RemoteAgent | None = None, *, signed: bool = False) -> App
             [[ToolUse("s1", "delete", {"path": "/var/log/old.log"})], "Deleted."],
             resumable=True,
         )
-        agent = Agent(model, tools=[delete], session=session.store, session_id=session.id,
-                      signing_key=key)
+        agent = Agent(
+            model, tools=[delete], session=session.store, session_id=session.id, signing_key=key
+        )
         agent.hooks.add_callback(BeforeToolCallEvent, approve)
         return agent
 
@@ -104,7 +107,11 @@ def build_app(remote: RemoteAgent | None = None, *, signed: bool = False) -> App
                 [[ToolUse("t1", "ops", {"prompt": "Remove the old log"})], "Ops removed it."],
                 resumable=True,
             )
-            return Agent(model, tools=[remote.as_tool("ops", "Runs file chores.")],
-                         session=session.store, session_id=session.id)
+            return Agent(
+                model,
+                tools=[remote.as_tool("ops", "Runs file chores.")],
+                session=session.store,
+                session_id=session.id,
+            )
 
     return app

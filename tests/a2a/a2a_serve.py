@@ -13,5 +13,9 @@ from interlude.a2a import create_a2a_app
 
 if __name__ == "__main__":
     store, port = sys.argv[1], int(sys.argv[2])
-    uvicorn.run(create_a2a_app(build_app(), store, tokens=TOKENS), host="127.0.0.1", port=port,
-                log_level="warning")
+    uvicorn.run(
+        create_a2a_app(build_app(), store, tokens=TOKENS),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )

@@ -22,8 +22,13 @@ def data(value: Any) -> Part:
 
 
 async def send(client: Client, *parts: Part, task_id: str = "", context_id: str = "") -> Task:
-    message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=list(parts),
-                      task_id=task_id, context_id=context_id)
+    message = Message(
+        message_id=uuid.uuid4().hex,
+        role=Role.ROLE_USER,
+        parts=list(parts),
+        task_id=task_id,
+        context_id=context_id,
+    )
     async for response in client.send_message(SendMessageRequest(message=message)):
         assert response.HasField("task"), response
         return response.task
@@ -46,4 +51,6 @@ async def sdk_client(asgi: object, agent: str, token: str | None = TOKEN) -> Cli
     """The a2a-sdk's own client for ``agent`` of an in-process application (blocking replies)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx.AsyncClient(transport=httpx.ASGITransport(asgi), headers=headers)  # type: ignore[arg-type]
-    return await create_client(f"{BASE}/a2a/{agent}/", ClientConfig(streaming=False, httpx_client=http))
+    return await create_client(
+        f"{BASE}/a2a/{agent}/", ClientConfig(streaming=False, httpx_client=http)
+    )

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("a2a", reason="the [a2a] extra (a2a-sdk) is not installed")
 
-from a2a.client import Client  # noqa: E402
+from a2a.client import Client
 
 
 @pytest.fixture

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import httpx
 from a2a.types import GetTaskRequest, ListTasksRequest
+from a2a_apps import build_app, effects
+from a2a_wire import BASE, COMPLETED, TOKEN, TOKENS, sdk_client
 
 from interlude import Agent, ToolUse
 from interlude.a2a import RemoteAgent, create_a2a_app
 from interlude.sessions import open_store
 from interlude.testing import ScriptedModel
-
-from a2a_apps import build_app, effects
-from a2a_wire import BASE, COMPLETED, TOKEN, TOKENS, sdk_client
 
 
 def remote(asgi: object, agent: str) -> RemoteAgent:
@@ -22,7 +21,9 @@ def remote(asgi: object, agent: str) -> RemoteAgent:
 
 
 def top_agent(tool_remote: RemoteAgent, tool: str) -> tuple[Agent, ScriptedModel]:
-    model = ScriptedModel([[ToolUse("t1", tool, {"prompt": "Free some disk space"})], "All done."], resumable=True)
+    model = ScriptedModel(
+        [[ToolUse("t1", tool, {"prompt": "Free some disk space"})], "All done."], resumable=True
+    )
     return Agent(model, tools=[tool_remote.as_tool(tool, "Runs chores remotely.")]), model
 
 
@@ -62,7 +63,9 @@ async def test_a_declined_remote_approval(tmp_path: Path, effects_file: Path) ->
     assert str(done) == "All done." and effects() == []
 
 
-async def test_a_rerun_after_the_answer_went_out_does_not_answer_twice(tmp_path: Path, effects_file: Path) -> None:
+async def test_a_rerun_after_the_answer_went_out_does_not_answer_twice(
+    tmp_path: Path, effects_file: Path
+) -> None:
     """The calling process answered, then stopped before it recorded the result: the tool runs
     again from the same pause, finds the remote task done, and takes its reply."""
     db = f"sqlite:///{tmp_path / 'remote.db'}"
@@ -107,7 +110,9 @@ async def test_two_levels_of_remote_agents(tmp_path: Path, effects_file: Path) -
 
 async def test_a_remote_refusal_is_the_tools_error(tmp_path: Path, effects_file: Path) -> None:
     served = create_a2a_app(build_app(), f"sqlite:///{tmp_path / 'r.db'}", tokens=TOKENS)
-    wrong = RemoteAgent(f"{BASE}/a2a/ops/", token="not-a-token-0123456789", transport=httpx.ASGITransport(served))  # type: ignore[arg-type]
+    wrong = RemoteAgent(
+        f"{BASE}/a2a/ops/", token="not-a-token-0123456789", transport=httpx.ASGITransport(served)
+    )  # type: ignore[arg-type]
     top, _ = top_agent(wrong, "ops")
     done = await top.invoke_async("Clean")
     assert done.stop_reason != "interrupt" and effects() == []

@@ -78,11 +78,18 @@ class RemoteAgent:
         from .._agent import Agent
         from ._node import RelayModel
 
-        return Agent(RelayModel(name), tools=[self.as_tool(name, description)], name=name,
-                     **options)
+        return Agent(
+            RelayModel(name), tools=[self.as_tool(name, description)], name=name, **options
+        )
 
-    async def send(self, text: str | None = None, *, task_id: str | None = None,
-                   context_id: str | None = None, data: JsonValue = None) -> Task:
+    async def send(
+        self,
+        text: str | None = None,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        data: JsonValue = None,
+    ) -> Task:
         """Send a message (``text`` and/or a data part ``data``), on task ``task_id`` or as a
         new task (in context ``context_id``), and return the task as the reply has it."""
         from a2a.types import Message, Part, Role, SendMessageRequest
@@ -92,8 +99,13 @@ class RemoteAgent:
         parts = ([Part(text=text)] if text is not None else []) + (
             [data_part(data)] if data is not None else []
         )
-        message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=parts,
-                          task_id=task_id or "", context_id=context_id or task_id or "")
+        message = Message(
+            message_id=uuid.uuid4().hex,
+            role=Role.ROLE_USER,
+            parts=parts,
+            task_id=task_id or "",
+            context_id=context_id or task_id or "",
+        )
         async with self._client() as client:
             async for response in client.send_message(SendMessageRequest(message=message)):
                 if response.HasField("task"):
@@ -114,8 +126,9 @@ class RemoteAgent:
         import httpx
         from a2a.client import ClientConfig, ClientFactory
 
-        http = httpx.AsyncClient(headers=self._headers, transport=self._transport,
-                                 timeout=self._timeout)
+        http = httpx.AsyncClient(
+            headers=self._headers, transport=self._transport, timeout=self._timeout
+        )
         factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
         if self._card is None:
             from a2a.client import A2ACardResolver
@@ -243,7 +256,10 @@ class RemoteAgentTool:
                 raise RemoteAgentError(
                     f"remote task {task.id!r} waits for input but carries no questions"
                 )
-            context.checkpoint = {"task_id": task.id, "questions": [question_dict(q) for q in questions]}
+            context.checkpoint = {
+                "task_id": task.id,
+                "questions": [question_dict(q) for q in questions],
+            }
             context.relay(questions)
         said = "".join(p.text for p in task.status.message.parts if p.HasField("text"))
         raise RemoteAgentError(

@@ -46,8 +46,8 @@ class RelayModel:
             yield TextDelta(text)
             yield ModelStop("end_turn")
             return
-        prompt = "" if last is None else "".join(
-            c.text for c in last.content if isinstance(c, Text)
+        prompt = (
+            "" if last is None else "".join(c.text for c in last.content if isinstance(c, Text))
         )
         yield ToolUseStart(f"{self.tool}-{len(messages)}", self.tool, {"prompt": prompt})
         yield ModelStop("tool_use")

@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from a2a.server.events.event_queue import Event
 
     from .._app import App
-    from ..sessions._protocol import SessionStore
     from ..server._auth import Auth
+    from ..sessions._protocol import SessionStore
 
 __all__ = ["AgentTasks", "refused", "served_names"]
 
@@ -194,7 +194,9 @@ class AgentTasks(RequestHandler):
             total_size=len(tasks),
         )
 
-    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
         raise TaskNotCancelableError("Interlude tasks are not canceled over A2A")
 
     async def on_subscribe_to_task(

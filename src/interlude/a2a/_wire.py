@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf import json_format, struct_pb2
-
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+from google.protobuf import json_format, struct_pb2
 
 from .._interrupt import Interrupt
 from ..errors import ResumeInputError
@@ -41,7 +40,9 @@ _NO = frozenset({"no", "n", "false", "deny", "denied", "reject"})
 
 def data_part(value: JsonValue) -> Part:
     """A part holding JSON ``value`` (an A2A data part)."""
-    return Part(data=json_format.ParseDict(value, struct_pb2.Value()), media_type="application/json")
+    return Part(
+        data=json_format.ParseDict(value, struct_pb2.Value()), media_type="application/json"
+    )
 
 
 def part_data(part: Part) -> JsonValue:
@@ -97,7 +98,9 @@ def task_of(agent: Agent, session_id: str) -> Task:
     task = Task(id=session_id, context_id=session_id, status=status)
     if status.state == TaskState.TASK_STATE_COMPLETED:
         text = final_text(agent)
-        task.artifacts.append(Artifact(artifact_id="result", name="result", parts=[Part(text=text)]))
+        task.artifacts.append(
+            Artifact(artifact_id="result", name="result", parts=[Part(text=text)])
+        )
     return task
 
 
@@ -124,11 +127,17 @@ def _status(agent: Agent, session_id: str) -> TaskStatus:
     if agent.needs_recovery or agent.is_running:
         return TaskStatus(
             state=TaskState.TASK_STATE_WORKING,
-            message=message(Part(text="The run is under way (or stopped mid-run: any message "
-                                      "on the task carries it on).")),
+            message=message(
+                Part(
+                    text="The run is under way (or stopped mid-run: any message "
+                    "on the task carries it on)."
+                )
+            ),
         )
     if agent.messages and agent.messages[-1].role == "assistant":
-        return TaskStatus(state=TaskState.TASK_STATE_COMPLETED, message=message(Part(text=final_text(agent))))
+        return TaskStatus(
+            state=TaskState.TASK_STATE_COMPLETED, message=message(Part(text=final_text(agent)))
+        )
     return TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
 
 
@@ -159,7 +168,7 @@ def answers_of(
     if text and len(pending) == 1:
         return {pending[0].id: _text_answer(text, pending[0])}, None
     raise ResumeInputError(
-        "the message answers nothing: send a data part {\"answers\": {question id: answer}}"
+        'the message answers nothing: send a data part {"answers": {question id: answer}}'
         + (" (or text, when one question is pending)" if len(pending) != 1 else "")
     )
 

@@ -55,6 +55,7 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
+    from ..a2a._mount import inbox_routes as a2a_routes
     from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
@@ -76,7 +77,8 @@ def create_app(
     )
     state.hub = Hub(state)
     starlette = Starlette(
-        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes()],
+        routes=[*api_routes(), *event_routes(), *page_routes(), *health_routes(),
+                *a2a_routes(app, backend, tokens)],  # each agent at /a2a/{name}/ ([a2a])
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
