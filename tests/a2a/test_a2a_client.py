@@ -3,15 +3,18 @@ at the top and go back to the same remote task, one and two levels deep, the too
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 from a2a.types import GetTaskRequest, ListTasksRequest
 from a2a_apps import build_app, effects
 from a2a_wire import BASE, COMPLETED, TOKEN, TOKENS, sdk_client
 
 from interlude import Agent, ToolUse
 from interlude.a2a import RemoteAgent, create_a2a_app
+from interlude.errors import InterruptExpiredError
 from interlude.sessions import open_store
 from interlude.testing import ScriptedModel
 
@@ -137,3 +140,26 @@ async def test_a_remote_agent_as_a_graph_node(tmp_path: Path, effects_file: Path
     done = await graph.resume_async({question.id: True}, by="ana")
     assert done.stop_reason == "end_turn" and str(done.nodes["ops"]) == "Deleted."
     assert effects() == ["delete /var/log/old.log"]
+
+
+async def test_a_remote_deadline_passes_at_the_top_and_remotely(
+    tmp_path: Path, effects_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two remote questions, one with a short deadline: the top answers the other after the
+    deadline; the expired one is settled by the remote agent itself (its hook then cancels)."""
+    monkeypatch.setenv("A2A_NOTE_SECONDS", "0.2")
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    served = create_a2a_app(build_app(), db, tokens=TOKENS)
+    top, _ = top_agent(remote(served, "forms"), "forms")
+    asked = {q.name: q for q in (await top.invoke_async("Clean")).interrupts}
+    assert asked["ticket"].response_schema == {"type": "integer"}
+    assert asked["note"].expires_at is not None  # the remote deadline, kept
+    await asyncio.sleep(0.3)
+    with pytest.raises(InterruptExpiredError):  # refused at the top already
+        await top.resume_async({asked["note"].id: "late"})
+    done = await top.resume_async({asked["ticket"].id: 42})
+    assert str(done) == "All done." and effects() == []  # the remote hook failed closed
+    store = open_store(db)
+    [session_id] = await store.list_sessions()
+    trail = {e["interrupt_id"]: e for e in await store.audit_trail(session_id)}
+    assert sorted(e["by"] for e in trail.values()) == ["ana", "expiry"]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._interrupt import Interrupt
 from .._messages import JsonValue, Text, ToolResult, ToolUse
 from .._tools._spec import ToolSpec
-from ..errors import ConfigurationError, InterludeError, ToolInputError
+from ..errors import ConfigurationError, RemoteAgentError, ToolInputError
 
 if TYPE_CHECKING:
     import httpx
@@ -29,11 +29,7 @@ if TYPE_CHECKING:
     from .._agent import Agent
     from .._tools._context import ToolContext
 
-__all__ = ["RemoteAgent", "RemoteAgentTool", "RemoteAgentError"]
-
-
-class RemoteAgentError(InterludeError):
-    """The remote agent's task failed, was rejected or canceled, or could not be carried on."""
+__all__ = ["RemoteAgent", "RemoteAgentTool"]
 
 
 class RemoteAgent:
