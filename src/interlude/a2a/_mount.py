@@ -16,14 +16,13 @@ __all__ = ["inbox_routes"]
 def inbox_routes(app: App | None, backend: object, tokens: Mapping[str, Any]) -> list[BaseRoute]:
     """The A2A routes of ``app``'s agents on the inbox's store, with the inbox's tokens; none
     without an App, without a session store (Temporal) or without the ``[a2a]`` extra."""
-    import importlib.util
-
     from ..server._backend import StoreBackend
 
     if app is None or not isinstance(backend, StoreBackend):
         return []
-    if importlib.util.find_spec("a2a") is None:
+    try:
+        from ._routes import a2a_routes
+    except ImportError:  # no [a2a] extra: the inbox alone
         return []
-    from ._routes import a2a_routes
 
     return a2a_routes(app, backend.store, tokens=tokens)
