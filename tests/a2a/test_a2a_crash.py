@@ -87,3 +87,49 @@ async def test_a_sigkill_while_an_answer_is_applied(
         second.terminate()
         second.wait(10)
         await http.aclose()
+
+
+def caller(db: str, url: str, phase: str, crash: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env["A2A_CALLER_CRASH"] = "1" if crash else "0"
+    return subprocess.run(
+        [sys.executable, str(HERE / "a2a_caller.py"), db, url, phase],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_sigkill_of_the_caller_after_its_answer_went_out(
+    tmp_path: Path, effects_file: Path
+) -> None:
+    """The lead (one process) answers its remote agent's question (served by another) and dies
+    before it records the result; a third process recovers the lead: the remote tool ran once,
+    the remote task was not started again, and the lead ends with the remote reply."""
+    import json
+
+    remote_db, lead_db = f"sqlite:///{tmp_path / 'remote.db'}", f"sqlite:///{tmp_path / 'lead.db'}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/a2a/ops/"
+    server = start(remote_db, port, None)
+    try:
+        started = caller(lead_db, url, "start")
+        assert json.loads(started.stdout)["stop"] == "interrupt", started.stderr
+        answered = caller(lead_db, url, "answer", crash=True)
+        assert answered.returncode == -9 and effects() == ["delete /var/log/old.log"]
+        recovered = caller(lead_db, url, "recover")
+        assert json.loads(recovered.stdout) == {
+            "stop": "end_turn",
+            "text": "Ops removed it.",
+            "questions": [],
+        }, recovered.stderr
+        assert effects() == ["delete /var/log/old.log"]  # once
+        import asyncio
+
+        from interlude.sessions import open_store
+
+        assert len(asyncio.run(open_store(remote_db).list_sessions())) == 1  # one remote task
+    finally:
+        server.terminate()
+        server.wait(10)
