@@ -237,3 +237,21 @@ async def test_the_inbox_serves_the_app_over_a2a(
     assert done.status.state == COMPLETED and effects() == ["delete /var/log/old.log"]
     async with httpx.AsyncClient(transport=httpx.ASGITransport(inbox), base_url=BASE) as http:  # type: ignore[arg-type]
         assert (await http.post("/a2a/ops/", json={})).status_code == 401
+
+
+async def test_an_unsigned_pause_is_refused_by_a_signing_server(
+    db: str, effects_file: Path, closing: list[Client]
+) -> None:
+    """A pause saved without a signature (by an agent without the key, or written by hand) is
+    not answered by agents built with a signing key: refused, nothing changed."""
+    unsigned = await sdk_client(serve(db, signed=False), "ops")
+    signing = await sdk_client(serve(db, signed=True), "ops")
+    closing.extend([unsigned, signing])
+    task = await send(unsigned, Part(text="Free some disk space"))
+    [question] = questions(task)
+    before = await stored(db, task.id)
+    with pytest.raises(InvalidParamsError, match="StateIntegrityError"):
+        await send(signing, data({"answers": {question["id"]: True}}), task_id=task.id)
+    with pytest.raises(InvalidParamsError, match="StateIntegrityError"):
+        await signing.get_task(GetTaskRequest(id=task.id))
+    assert await stored(db, task.id) == before and effects() == []

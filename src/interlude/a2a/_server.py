@@ -158,7 +158,7 @@ class AgentTasks(RequestHandler):
             raise TaskNotFoundError(f"no task {task_id!r} of agent {self.name!r}")
         try:
             agent = await self.app.open_async(task_id, self.store)
-        except (StateError, InterludeError) as exc:  # a forged or unreadable session
+        except InterludeError as exc:  # a forged or unreadable session (StateIntegrityError)
             raise refused(exc, task_id) from None
         assert isinstance(agent, Agent)
         return agent
