@@ -72,7 +72,8 @@ def note(event: BeforeToolCallEvent) -> None:
 
 
 def build_app(remote: RemoteAgent | None = None, *, signed: bool = False) -> App:
-    """The app: ``ops`` (approval before ``delete``), ``forms`` (two questions), and, given
+    """The app: ``ops`` (approval before ``delete``), ``forms`` (two questions), ``chief``
+    (a local sub-agent that asks), and, given
     ``remote``, ``lead`` calling it as the tool ``ops``."""
     app = App()
     key = KEY if signed else None
@@ -98,6 +99,24 @@ def build_app(remote: RemoteAgent | None = None, *, signed: bool = False) -> App
         agent.hooks.add_callback(BeforeToolCallEvent, ticket)
         agent.hooks.add_callback(BeforeToolCallEvent, note)
         return agent
+
+    @app.agent("chief")
+    def chief(session: AgentSession) -> Agent:
+        """A served agent whose tool is a local sub-agent (Agent.as_tool) that asks."""
+        helper = Agent(
+            ScriptedModel(
+                [[ToolUse("h1", "delete", {"path": "/srv/cache"})], "Cache gone."],
+                resumable=True,
+            ),
+            tools=[delete],
+            name="helper",
+        )
+        helper.hooks.add_callback(BeforeToolCallEvent, approve)
+        model = ScriptedModel(
+            [[ToolUse("c1", "helper", {"prompt": "drop the cache"})], "Chief: done."],
+            resumable=True,
+        )
+        return Agent(model, tools=[helper.as_tool()], session=session.store, session_id=session.id)
 
     if remote is not None:
 

@@ -163,3 +163,16 @@ async def test_a_remote_deadline_passes_at_the_top_and_remotely(
     [session_id] = await store.list_sessions()
     trail = {e["interrupt_id"]: e for e in await store.audit_trail(session_id)}
     assert sorted(e["by"] for e in trail.values()) == ["ana", "expiry"]
+
+
+async def test_a_remote_agent_whose_sub_agent_asks(tmp_path: Path, effects_file: Path) -> None:
+    """here -> chief (served) -> helper (chief's local sub-agent): the sub-agent's question
+    travels up through the remote task, its answer down, the tool runs once."""
+    served = create_a2a_app(build_app(), f"sqlite:///{tmp_path / 'r.db'}", tokens=TOKENS)
+    top, _ = top_agent(remote(served, "chief"), "chief")
+    [question] = (await top.invoke_async("Clean")).interrupts
+    assert question.reason == "delete /srv/cache?"
+    assert [use.name for use in question.via] == ["chief", "helper"]
+    done = await top.resume_async({question.id: True})
+    assert str(done) == "All done." and effects() == ["delete /srv/cache"]
+    assert top.messages[2].content[0].content[0].text == "Chief: done."
