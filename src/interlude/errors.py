@@ -25,6 +25,7 @@ Exception
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
     ├── McpServerError              an MCP server could not be reached or refused a listing
+    ├── RemoteAgentError            a remote A2A agent's task failed or could not be carried on
     ├── NotificationError           a notification could not be delivered (``permanent``)
     ├── ResumeError                 bad resume input; nothing was changed
     │   ├── NotPausedError
@@ -92,6 +93,7 @@ __all__ = [
     "OutputTypeMismatchError",
     "OutputValidationError",
     "ReadOnlyError",
+    "RemoteAgentError",
     "ReplayedException",
     "ResumeError",
     "ResumeInputError",
@@ -248,6 +250,11 @@ class McpServerError(InterludeError):
 
     A tool call never raises it: the model gets an error result naming the server instead.
     """
+
+
+class RemoteAgentError(InterludeError):
+    """A remote A2A agent's task (``interlude.a2a.RemoteAgent``) failed, was rejected or
+    canceled, or could not be carried on. A tool call turns it into an error result."""
 
 
 class NotificationError(InterludeError):

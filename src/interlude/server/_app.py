@@ -55,6 +55,7 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
+    from ..a2a._mount import inbox_routes as a2a_routes  # [] without the [a2a] extra
     from ..ag_ui._endpoint import server_routes  # [] without the [ag-ui] extra
     from ..errors import StoreUnavailableError
     from ._api import api_routes
@@ -78,7 +79,8 @@ def create_app(
     state.hub = Hub(state)
     routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes()]
     starlette = Starlette(
-        routes=[*routes, *server_routes(app, backend, auth)],  # AG-UI: with an App
+        # With an App: AG-UI at /ag-ui/{agent}, A2A at /a2a/{agent}/ (each with its extra).
+        routes=[*routes, *server_routes(app, backend, auth), *a2a_routes(app, backend, tokens)],
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),

@@ -1,0 +1,145 @@
+"""The A2A endpoints as Starlette routes: ``/a2a/{agent}/`` (JSON-RPC) and its agent card."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from ._server import AgentTasks, served_names
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from .._app import App
+    from ..server._auth import Auth
+    from ..sessions._protocol import SessionStore
+
+__all__ = ["PREFIX", "a2a_routes", "create_a2a_app"]
+
+PREFIX = "/a2a"
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def a2a_routes(
+    app: App,
+    store: SessionStore | str,
+    *,
+    tokens: Mapping[str, Any] | None,
+    agents: Iterable[str] | None = None,
+    descriptions: Mapping[str, str] | None = None,
+    prefix: str = PREFIX,
+) -> list[BaseRoute]:
+    """The A2A routes of ``app``'s agents (``agents``: some of them; default every agent,
+    graphs and swarms are not served): ``{prefix}/{name}/`` takes JSON-RPC requests,
+    ``{prefix}/{name}/.well-known/agent-card.json`` is its card.
+
+    ``store`` (a store or its URL) holds the sessions, which are the tasks. ``tokens`` (as
+    for the inbox, ``{token: name}``) makes every request need ``Authorization: Bearer
+    <token>`` (401 otherwise; the card stays public and declares the scheme), and the audit
+    names the token's person as who answered; ``None`` serves without authentication (tests,
+    a loopback or a gateway that authenticates). ``descriptions`` gives the cards' texts."""
+    from ..server._auth import Auth
+
+    if isinstance(store, str):
+        from ..sessions import open_store
+
+        store = open_store(store)
+    auth = None if tokens is None else Auth(tokens)
+    routes: list[BaseRoute] = []
+    for name in served_names(app, agents):
+        handler = AgentTasks(app, name, store, auth)
+        text = (descriptions or {}).get(name) or f"The Interlude agent {name!r}."
+        routes.append(
+            Mount(
+                f"{prefix}/{name}",
+                routes=[
+                    Route(CARD_PATH, _card_endpoint(name, text, auth), methods=["GET"]),
+                    Route("/", _rpc_endpoint(handler, auth), methods=["POST"]),
+                ],
+            )
+        )
+    return routes
+
+
+def create_a2a_app(
+    app: App,
+    store: SessionStore | str,
+    *,
+    tokens: Mapping[str, Any] | None,
+    agents: Iterable[str] | None = None,
+    descriptions: Mapping[str, str] | None = None,
+) -> Starlette:
+    """A Starlette application serving only the A2A routes (see :func:`a2a_routes`);
+    ``interlude serve`` mounts the same routes next to the inbox."""
+    from starlette.applications import Starlette
+
+    return Starlette(
+        routes=a2a_routes(app, store, tokens=tokens, agents=agents, descriptions=descriptions)
+    )
+
+
+def _rpc_endpoint(handler: AgentTasks, auth: Auth | None) -> Any:
+    from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+
+    dispatcher = JsonRpcDispatcher(request_handler=handler)
+
+    async def rpc(request: Request) -> Response:
+        if auth is not None and auth.bearer(request.headers.get("authorization")) is None:
+            return JSONResponse(
+                {"error": "a bearer token is needed (Authorization: Bearer <token>)"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        return await dispatcher.handle_requests(request)
+
+    return rpc
+
+
+def _card_endpoint(name: str, description: str, auth: Auth | None) -> Any:
+    async def card(request: Request) -> Response:
+        from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+
+        url = str(request.url.replace(query="")).removesuffix(CARD_PATH.lstrip("/"))
+        return JSONResponse(agent_card_to_dict(agent_card(name, description, url, auth)))
+
+    return card
+
+
+def agent_card(name: str, description: str, url: str, auth: Auth | None) -> Any:
+    """The card of agent ``name`` served at ``url``: JSON-RPC, blocking replies (no
+    streaming, no push notifications), text or JSON in and out."""
+    from a2a.types import (
+        AgentCapabilities,
+        AgentCard,
+        AgentInterface,
+        AgentSkill,
+        HTTPAuthSecurityScheme,
+        SecurityRequirement,
+        SecurityScheme,
+        StringList,
+    )
+
+    from .. import __version__
+
+    card = AgentCard(
+        name=name,
+        description=description,
+        version=__version__,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=False, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[AgentSkill(id=name, name=name, description=description, tags=["interlude"])],
+    )
+    if auth is not None:
+        card.security_schemes["bearer"].CopyFrom(
+            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer"))
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
+    return card
