@@ -7,6 +7,7 @@ database driver or validation library; those load when first used.
 
 from . import errors, hooks, models
 from ._agent import Agent, DirectTool, Prompt, ToolCaller
+from ._agent._history import Checkpoint
 from ._app import AgentSession, App
 from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource
@@ -53,6 +54,7 @@ __all__ = [
     "AgentTool",
     "App",
     "AuditEntry",
+    "Checkpoint",
     "ContentBlock",
     "DirectTool",
     "FunctionTool",

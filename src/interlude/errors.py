@@ -24,6 +24,7 @@ Exception
     ├── OutputValidationError       a run's final answer did not fit its output_type
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
+    ├── UnknownCheckpointError      (also LookupError) agent.fork(at=...) names no checkpoint
     ├── McpServerError              an MCP server could not be reached or refused a listing
     ├── RemoteAgentError            a remote A2A agent's task failed or could not be carried on
     ├── NotificationError           a notification could not be delivered (``permanent``)
@@ -109,6 +110,7 @@ __all__ = [
     "StoreUnavailableError",
     "ToolInputError",
     "UnknownAgentError",
+    "UnknownCheckpointError",
     "UnknownInterruptError",
     "UnknownToolError",
 ]
@@ -240,6 +242,14 @@ class ScriptError(InterludeError):
 
 class UnknownAgentError(InterludeError, LookupError):
     """An :class:`~interlude.App` was asked for an agent name it does not know."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownCheckpointError(InterludeError, LookupError):
+    """``Agent.fork(at=...)`` names no checkpoint of the session's record, or one a fork
+    cannot stand at (see docs/time-travel.md); nothing was made."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

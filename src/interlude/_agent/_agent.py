@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..conversation import ConversationManager
     from ..sessions._protocol import SessionStore, StoredSession
     from ._executor import Executor
+    from ._history import Checkpoint
     from ._loop import Emit
     from ._observe import Observer
     from ._persist import SessionLink
@@ -553,6 +554,50 @@ class Agent:
         from ._subagent import SubAgentTool
 
         return SubAgentTool(self, name, description)
+
+    # --- time travel ------------------------------------------------------------------------
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The steps of this agent's record, oldest first: prompts, model replies, tool
+        results, questions (answered and open) and answers, each a frozen :class:`Checkpoint`
+        whose ``id`` :meth:`fork` takes. Read from the conversation, the audit trail and the
+        pause: kept as long as the session is (see docs/time-travel.md)."""
+        from ._history import checkpoints_of
+
+        standing = self._loaded()
+        pending = standing.position.interrupts if standing.position is not None else []
+        return checkpoints_of(list(standing.messages), standing.audit, pending)
+
+    def fork(self, at: str, session_id: str | None = None, *, by: str | None = None) -> Agent:
+        """A new agent standing at checkpoint ``at`` (an id from :meth:`checkpoints`, or an
+        interrupt id), from sync code: see :meth:`fork_async`."""
+        return run_sync(self.fork_async(at, session_id, by=by))
+
+    async def fork_async(
+        self, at: str, session_id: str | None = None, *, by: str | None = None
+    ) -> Agent:
+        """A new agent standing at checkpoint ``at``: nothing before it is done again (no model
+        call, no tool run), and this agent and its session do not change.
+
+        At a question, the fork waits on it again (answer it differently with ``resume``); at
+        a prompt, tool results or a model reply with tool calls, ``recover`` carries it on. A
+        tool call that ran here does not run in the fork unless a person answers its
+        ``ran_in_parent`` question ``"rerun"``. With a session store the fork is a new session
+        there (``session_id``, or one made from this one's), whose audit trail begins with an
+        entry naming this session and ``at`` (``by``: who forked). UnknownCheckpointError for
+        an id the record does not hold. See docs/time-travel.md."""
+        from ._fork import fork_agent
+
+        return await fork_agent(self, at, session_id, by)
+
+    def replay(self) -> list[StreamEvent]:
+        """The events a stream of this agent's recorded runs gave, rebuilt from the record
+        with no model or tool call (see docs/time-travel.md for what the record keeps)."""
+        from ._replay import replay_events
+
+        standing = self._loaded()
+        pending = standing.position.interrupts if standing.position is not None else []
+        return replay_events(list(standing.messages), pending)
 
     # --- state ------------------------------------------------------------------------------
 

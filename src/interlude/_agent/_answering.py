@@ -304,7 +304,7 @@ def check_answers(
                 "ago; its answer is refused (it is settled by its deadline)",
                 question,
             )
-        if question.source == "in_doubt":
+        if question.source == "in_doubt" and question.name != "ran_in_parent":  # (a schema)
             from ._batch import in_doubt_problem
 
             problem = in_doubt_problem(value)

@@ -154,9 +154,18 @@ async def _before_and_body(
                 return run.put_call(call.but(phase="before")), interrupts
     # Else resumed after the body interrupted, or a person chose to run an in-doubt call
     # again: the body runs again from the top.
+    reused: ToolResult | None = None
+    if cancel_message is None and call.phase in ("pending", "before"):
+        guard, reused = _ran_in_parent(run, call)  # a fork: not again unless a person says so
+        if guard is not None:
+            return run.put_call(call.but(phase="before")), [guard]
     lost = 0
     while True:
-        call, ran = await _body(run, call, cancel_message)
+        ran: _Ran
+        if reused is not None:  # the parent's result, taken as this call's
+            ran, reused = (reused, None), None
+        else:
+            call, ran = await _body(run, call, cancel_message)
         if ran is None:  # lost: run it again, or settled by an answer given meanwhile
             if call.phase == "after":
                 return call, []
@@ -463,6 +472,37 @@ def _show_call(name: str, tool_input: object) -> str:
     except (TypeError, ValueError):
         shown = repr(tool_input)
     return f"{name} {shown}"
+
+
+def _ran_in_parent(run: StepContext, call: ToolCall) -> tuple[Interrupt | None, ToolResult | None]:
+    """In a forked session, a call the parent's record has a result for: the question to ask
+    first, or (answered) the result to take instead of running it (``"reuse"`` / ``"fail"``);
+    (None, None) to run it (any other session, another call, or answered ``"rerun"``)."""
+    from ._fork import RAN_IN_PARENT, parent_results, ran_in_parent_question
+
+    audit = run.agent._state.audit
+    ran = parent_results(audit)
+    if ran is None or call.tool_use.id not in ran:
+        return None, None
+    use = call.active_use or call.tool_use
+    found, answer = run.progress.answers.lookup(
+        interrupt_id("in_doubt", call.tool_use.id, RAN_IN_PARENT), None
+    )
+    if not found:
+        first = audit[0].answer
+        parent = first.get("session") if isinstance(first, dict) else None
+        return ran_in_parent_question(
+            use, parent if isinstance(parent, str) else None, run.spec.clock()
+        ), None
+    if answer == "reuse":
+        from .._messages import tool_result_from_dict
+
+        recorded = ran[call.tool_use.id]
+        assert isinstance(recorded, dict)
+        return None, tool_result_from_dict(recorded, "the fork's parent result")
+    if answer == "fail":
+        return None, _error(use, "not run again in this fork (a person answered 'fail')")
+    return None, None
 
 
 IN_DOUBT_CHOICES = "'rerun', 'fail' or {'result': <what the tool returned>}"

@@ -450,6 +450,13 @@ class FileStore(FileOutbox):
         return self._session_ids()
 
     @store_errors
+    async def fork(self, session_id: str, new_session_id: str, update: SessionUpdate) -> int:
+        """Make session ``new_session_id`` from the start of ``session_id`` and ``update``
+        (see ``interlude.sessions._forking``); the source is not changed."""
+        from ._forking import fork_by_copy
+
+        return await fork_by_copy(self, session_id, new_session_id, update)
+
     async def delete(self, session_id: str) -> None:
         """Remove the session. A session folder that is, or holds, a symbolic link is removed
         too (the links themselves, never what they point to)."""

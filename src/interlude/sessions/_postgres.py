@@ -473,6 +473,13 @@ class PostgresStore(PostgresOutbox):
             cursor = await conn.execute(self._sql["list"])
             return [row[0] for row in await cursor.fetchall()]
 
+    async def fork(self, session_id: str, new_session_id: str, update: SessionUpdate) -> int:
+        """Make session ``new_session_id`` from the start of ``session_id`` and ``update``
+        (see ``interlude.sessions._forking``); the source is not changed."""
+        from ._forking import fork_by_copy
+
+        return await fork_by_copy(self, session_id, new_session_id, update)
+
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
         await self._run(f"delete session {session_id!r}", self._delete, session_id)

@@ -503,6 +503,13 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
         with self._transaction("BEGIN") as conn:
             return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id")]
 
+    async def fork(self, session_id: str, new_session_id: str, update: SessionUpdate) -> int:
+        """Make session ``new_session_id`` from the start of ``session_id`` and ``update``
+        (see ``interlude.sessions._forking``); the source is not changed."""
+        from ._forking import fork_by_copy
+
+        return await fork_by_copy(self, session_id, new_session_id, update)
+
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
         with self._transaction("BEGIN IMMEDIATE") as conn:

@@ -21,7 +21,8 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
   compare-and-swap conflicts, resume by a fresh agent, two resumers racing (processes when the
   store has a URL), a process killed right after a pause, listing and deleting, bad ids,
   corrupt data and unknown versions, agent names and audit trails (appended with the save,
-  kept across store objects, gone with the session).
+  kept across store objects, gone with the session), and forks (``fork``: a new session from
+  the start of another, which never changes; a store without the method gets a copy).
 - ``PendingIndex`` (optional): pending-interrupt queries (``PendingQuery``) and expired
   interrupts (earliest deadline first); one corrupt session hides no other's question (a store
   that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a sequence
@@ -53,6 +54,7 @@ from ._audit import AuditChecks
 from ._base import OPTIONAL, REQUIRED
 from ._corruption import CorruptionChecks
 from ._deadlines import DeadlineChecks
+from ._forking import ForkChecks
 from ._outbox import OutboxChecks
 from ._pending import PendingChecks
 from ._processes import ProcessChecks
@@ -65,6 +67,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
 class SessionStoreConformance(
+    ForkChecks,
     ReservationChecks,
     OutboxChecks,
     CorruptionChecks,
