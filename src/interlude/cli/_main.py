@@ -333,6 +333,22 @@ def _session_commands(sub: _Commands) -> None:
 
     _command_parser(sub, "sessions", _sessions, "list the sessions in the store and their state")
 
+    from ._history import fork_command, history_command
+
+    history = _command_parser(
+        sub, "history", history_command, "list a session's checkpoints (its steps), oldest first"
+    )
+    history.add_argument("session")
+    fork = _command_parser(
+        sub, "fork", fork_command, "make a new session standing at a checkpoint of another"
+    )
+    fork.add_argument("session")
+    fork.add_argument("--at", required=True, metavar="ID", help="a checkpoint id (history)")
+    fork.add_argument(
+        "--as", dest="new", metavar="NEW", help="the new session's id (default: made from it)"
+    )
+    _agent_option(fork)
+
     discard = _command_parser(
         sub,
         "discard",
