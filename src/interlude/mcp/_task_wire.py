@@ -73,7 +73,7 @@ class UpdateTaskRequest(Request[UpdateTaskParams, Literal["tasks/update"]]):
     params: UpdateTaskParams
 
 
-class TaskStarted(Exception):  # noqa: N818 - a signal, not a failure
+class TaskStarted(Exception):
     """Raised out of ``Client.call_tool`` when the server answers with a task: the tool's own
     loop follows the task from there (polling, and pausing when it asks something)."""
 
