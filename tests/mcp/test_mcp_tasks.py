@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from interlude import Agent, ToolUse
-from interlude.errors import AnswerValidationError, InterruptError, StateIntegrityError
+from interlude import Agent, ToolCallProgress, ToolUse
+from interlude.errors import AnswerValidationError, NotPausedError, StateIntegrityError
 from interlude.mcp import McpServer
 from interlude.testing import ScriptedModel
 
@@ -87,17 +87,17 @@ def test_input_required_is_an_interrupt_answered_in_another_process(
     assert lines[-1] == "tasks/result"
 
 
-def test_a_long_task_is_polled_not_held_open(
+async def test_a_long_task_is_polled_not_held_open(
     task_http: Callable[..., TaskHttp], server_log: ServerLog
 ) -> None:
     server = task_http()
     tasks = McpServer.http(server.url, name="tasks")
     crunch = ToolUse("c1", "crunch", {"seconds": 2.0})
-    with Agent(ScriptedModel([[crunch], "Crunched."]), tools=tasks.tools()) as agent:
-        started = time.monotonic()
-        events = list(agent.stream("crunch"))
-        took = time.monotonic() - started
-    tasks.close()
+    agent = Agent(ScriptedModel([[crunch], "Crunched."]), tools=await tasks.list_tools())
+    started = time.monotonic()
+    events = [e async for e in agent.stream_async("crunch")]
+    took = time.monotonic() - started
+    await tasks.aclose()
     assert agent.messages[2].content[0].text == "crunched for 2.0 s"
     assert took >= 2.0
     lines = server_log.lines()
@@ -106,8 +106,9 @@ def test_a_long_task_is_polled_not_held_open(
     assert lines[0] == "tools/call book -> task".replace("book", "crunch")
     assert 5 <= len(polls) <= 60, polls
     assert lines.count("crunch start") == 1 and lines[-1] == "tasks/result"
-    progress = [e for e in events if type(e).__name__ == "ToolCallProgress"]
-    assert progress and all(e.message.endswith("%") for e in progress)
+    progress = [e for e in events if isinstance(e, ToolCallProgress)]
+    assert progress and all(e.message.endswith("%") for e in progress)  # its status messages
+    assert [e.progress for e in progress] == list(range(1, len(progress) + 1))
 
 
 def test_two_rounds_of_questions(task_http: Callable[..., TaskHttp], server_log: ServerLog) -> None:
@@ -194,10 +195,10 @@ def test_a_forged_task_id_is_refused(task_http: Callable[..., TaskHttp]) -> None
     agent = Agent(ScriptedModel([[BOOK]]), tools=tasks.tools(), signing_key=key)
     [question] = agent("book").interrupts
     state = agent.export_state()
-    text = json.dumps(state)
-    task_id = text.split('\\"task\\": \\"', 1)[1].split("\\", 1)[0]
-    assert len(task_id) == 32  # the task's id is kept in the call's checkpoint
-    forged = json.loads(text.replace(task_id, "0" * 32))  # point the answer at another task
+    forged = json.loads(json.dumps(state))
+    record = forged["pause"]["step"]["calls"][0]["checkpoint"]["mcp_task"]
+    assert record["server"] == "tasks" and len(record["task"]) == 32  # kept with the call
+    record["task"] = "0" * 32  # point the answer at another task
     target = Agent(ScriptedModel(["unused"]), tools=tasks.tools(), signing_key=key)
     with pytest.raises(StateIntegrityError):
         target.import_state(forged)
@@ -221,7 +222,7 @@ def test_duplicate_and_invalid_answers_are_refused(
         assert agent.export_state() == before
         assert str(agent.resume({question.id: {"n": 2}})) == "Booked."
         # the same answer again: the pause is over
-        with pytest.raises(InterruptError):
+        with pytest.raises(NotPausedError):
             agent.resume({question.id: {"n": 2}})
     tasks.close()
     # and an answer replayed to the server itself: the task is no longer waiting

@@ -138,13 +138,15 @@ class _Follow:
         deadline = time.monotonic() + MAX_WAIT
         wait = FIRST_POLL
         last: tuple[str, str | None] | None = None
+        told = 0
         while True:
             state = await self.state()
             floor = (state.poll_interval or 0) / 1000
             seen = (state.status, state.status_message)
             if seen != last:
                 if state.status_message and state.status == "working":
-                    self.context.report_progress(0.0, None, state.status_message)
+                    told += 1  # status messages, counted: the task gives no figures
+                    self.context.report_progress(told, None, state.status_message)
                 last, wait = seen, FIRST_POLL
             if state.status in ("completed", "failed"):
                 result = await self._request(result_request(self.task_id), CallToolResult)
