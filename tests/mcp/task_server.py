@@ -120,13 +120,13 @@ def _elicit(message: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-
-
 async def book(show: str) -> str:
     """Book seats for a show (asks how many, as a task)."""
     task = CURRENT.get()
     log(f"book start {show}")
-    answers = await task.ask({"seats": _elicit(f"How many seats for {show}?", {"n": {"type": "integer"}})})
+    answers = await task.ask(
+        {"seats": _elicit(f"How many seats for {show}?", {"n": {"type": "integer"}})}
+    )
     answer = answers["seats"]
     if answer.get("action") != "accept":
         log(f"book declined {show}")
@@ -207,7 +207,9 @@ class Tasks(Extension):
         log(f"tools/call {params.name} -> task")
         return {"resultType": "task", "task": task.wire()}
 
-    async def get(self, ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams) -> HandlerResult:
+    async def get(
+        self, ctx: ServerRequestContext[Any, Any], params: GetTaskRequestParams
+    ) -> HandlerResult:
         task = _find(params.task_id)
         log(f"tasks/get {task.status}")
         return task.wire()
@@ -221,20 +223,21 @@ class Tasks(Extension):
         log("tasks/result")
         return task.result
 
-    async def update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> HandlerResult:
+    async def update(
+        self, ctx: ServerRequestContext[Any, Any], params: UpdateParams
+    ) -> HandlerResult:
         task = _find(params.task_id)
         waiting = task.responses
         if task.status != "input_required" or waiting is None or waiting.done():
             log(f"tasks/update refused ({task.status})")
-            raise MCPError(INVALID_PARAMS, f"task {task.id} is not waiting for input ({task.status})")
+            raise MCPError(
+                INVALID_PARAMS, f"task {task.id} is not waiting for input ({task.status})"
+            )
         assert task.requests is not None
         if set(params.input_responses) != set(task.requests):
             log("tasks/update refused (keys)")
             raise MCPError(INVALID_PARAMS, "the responses do not answer the task's input requests")
-        marker = os.environ.get("MCP_TEST_UPDATE_MARKER")
-        if marker:
-            with open(marker, "w", encoding="utf-8") as f:
-                f.write("updated")
+        _mark_update()
         log("tasks/update")
         waiting.set_result(dict(params.input_responses))
         return {}
@@ -245,6 +248,13 @@ class UpdateParams(RequestParams):
 
     task_id: str
     input_responses: dict[str, Any]
+
+
+def _mark_update() -> None:
+    marker = os.environ.get("MCP_TEST_UPDATE_MARKER")
+    if marker:
+        with open(marker, "w", encoding="utf-8") as f:
+            f.write("updated")
 
 
 def _find(task_id: str) -> _Task:

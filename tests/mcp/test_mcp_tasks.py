@@ -36,6 +36,8 @@ def build(model: object, db: str, url: str) -> tuple[Agent, McpServer]:
     finally:
         sys.path.remove(str(Path(__file__).parent))
     return made(model, db, url)
+
+
 BOOK = ToolUse("t1", "book", {"show": "Hamlet"})
 
 
@@ -116,7 +118,11 @@ def test_two_rounds_of_questions(task_http: Callable[..., TaskHttp], server_log:
     tasks = McpServer.http(server.url, name="tasks")
     call = ToolUse("v1", "survey", {"topic": "music"})
     agent = Agent(ScriptedModel([[call], "Thanks."]), tools=tasks.tools())
-    answers = {"Your name?": {"name": "Ana"}, "Your age?": {"age": 40}, "Favourite colour?": {"c": "red"}}
+    answers = {
+        "Your name?": {"name": "Ana"},
+        "Your age?": {"age": 40},
+        "Favourite colour?": {"c": "red"},
+    }
     asked: list[str] = []
     result = agent("survey")
     while result.stop_reason == "interrupt":
@@ -193,7 +199,7 @@ def test_a_forged_task_id_is_refused(task_http: Callable[..., TaskHttp]) -> None
     key = b"k" * 32
     tasks = McpServer.http(server.url, name="tasks")
     agent = Agent(ScriptedModel([[BOOK]]), tools=tasks.tools(), signing_key=key)
-    [question] = agent("book").interrupts
+    assert agent("book").stop_reason == "interrupt"
     state = agent.export_state()
     forged = json.loads(json.dumps(state))
     record = forged["pause"]["step"]["calls"][0]["checkpoint"]["mcp_task"]
@@ -221,10 +227,51 @@ def test_duplicate_and_invalid_answers_are_refused(
             agent.resume({question.id: {"n": "two"}})
         assert agent.export_state() == before
         assert str(agent.resume({question.id: {"n": 2}})) == "Booked."
-        # the same answer again: the pause is over
+        # the same answer again: the pause is over, nothing changes
+        after = agent.export_state()
         with pytest.raises(NotPausedError):
             agent.resume({question.id: {"n": 2}})
+        assert agent.export_state() == after
     tasks.close()
     # and an answer replayed to the server itself: the task is no longer waiting
     lines = server_log.lines()
     assert lines.count("tasks/update") == 1 and lines.count("book done Hamlet 2") == 1
+
+
+def test_the_elicitation_callback_answers_a_task_without_a_pause(
+    task_http: Callable[..., TaskHttp], server_log: ServerLog
+) -> None:
+    server = task_http()
+    seen: list[str] = []
+
+    def seats(question: Any) -> Any:
+        seen.append(question.message)
+        return {"n": 4}
+
+    tasks = McpServer.http(server.url, name="tasks", elicitation=seats)
+    with Agent(ScriptedModel([[BOOK], "Booked."]), tools=tasks.tools()) as agent:
+        assert str(agent("Four seats")) == "Booked."  # no pause
+        assert agent.messages[2].content[0].text == "booked 4 seats for Hamlet"
+    tasks.close()
+    assert seen == ["How many seats for Hamlet?"]
+    assert server_log.lines().count("tasks/update") == 1
+
+
+def test_a_copy_of_the_pause_answered_twice_runs_the_task_once(
+    task_http: Callable[..., TaskHttp], server_log: ServerLog
+) -> None:
+    """Two copies of one paused state (export_state, no shared store to stop the second): the
+    second resume finds the task no longer waiting and does not send its answers again."""
+    server = task_http()
+    tasks = McpServer.http(server.url, name="tasks")
+    first = Agent(ScriptedModel([[BOOK], "Booked."]), tools=tasks.tools())
+    [question] = first("book").interrupts
+    second = Agent(ScriptedModel(["Booked too."]), tools=tasks.tools())
+    second.import_state(first.export_state())
+    assert str(first.resume({question.id: {"n": 2}})) == "Booked."
+    assert str(second.resume({question.id: {"n": 5}})) == "Booked too."
+    tasks.close()
+    # the copy's answer (5 seats) never reached the server: it got the task's one result
+    assert second.messages[2].content[0].text == "booked 2 seats for Hamlet"
+    lines = server_log.lines()
+    assert lines.count("tasks/update") == 1 and lines.count("book start Hamlet") == 1

@@ -89,8 +89,8 @@ class _Follow:
         self.tool_use = tool_use
         self.context = context
         self.task_id = task_id
-        self.sent: frozenset[str] = frozenset()
-        """The input requests answered by this run (the task may still show them a moment)."""
+        self.sent: dict[str, Any] = {}
+        """The input requests this run answered (the task may still show them a moment)."""
         self.asked: dict[str, int] = {}
 
     def error(self, text: str) -> ToolResult:
@@ -114,19 +114,17 @@ class _Follow:
         responses = await self._answers(requests)  # all known now (or the next question stops)
         state = await self.state()
         waiting = state.input_requests or {}
-        if state.status == "input_required" and set(waiting) == set(requests):
+        if state.status == "input_required" and waiting == requests:
             from mcp.shared.exceptions import MCPError
 
             try:
                 await self._update(responses)
             except MCPError:  # refused: fine if another run's answers got there first
                 again = await self.state()
-                if again.status == "input_required" and set(again.input_requests or {}) == set(
-                    requests
-                ):
+                if again.status == "input_required" and again.input_requests == requests:
                     raise
         # else they reached the task already (a run stopped after sending them): not again
-        self.sent = frozenset(requests)
+        self.sent = requests
 
     async def to_the_end(self) -> ToolResult:
         """Poll until the task ends, answering what it asks on the way."""
@@ -157,13 +155,13 @@ class _Follow:
                     f"{self.tool.server.name!r} was cancelled: {state.status_message or ''}".strip()
                 )
             waiting = state.input_requests or {}
-            if state.status == "input_required" and waiting and set(waiting) != self.sent:
+            if state.status == "input_required" and waiting and waiting != self.sent:
                 problem = _unsupported(waiting)
                 if problem is not None:
                     return self.error(problem)
                 self._keep(waiting)
                 await self._update(await self._answers(waiting))
-                self.sent = frozenset(waiting)
+                self.sent = waiting
                 continue
             if time.monotonic() > deadline:
                 return self.error(
