@@ -40,7 +40,7 @@ MAX_WAIT = 3600.0
 FIRST_POLL = 0.05
 """Seconds before the first ``tasks/get`` (the server's ``pollInterval`` is a floor)."""
 
-LONGEST_POLL = 5.0
+LONGEST_POLL = 2.0
 """Seconds between polls at most, however long the task runs (the backoff's ceiling)."""
 
 
@@ -135,17 +135,17 @@ class _Follow:
 
         deadline = time.monotonic() + MAX_WAIT
         wait = FIRST_POLL
-        last: tuple[str, str | None] | None = None
+        status, message = "", None
         told = 0
         while True:
             state = await self.state()
             floor = (state.poll_interval or 0) / 1000
-            seen = (state.status, state.status_message)
-            if seen != last:
-                if state.status_message and state.status == "working":
-                    told += 1  # status messages, counted: the task gives no figures
-                    self.context.report_progress(told, None, state.status_message)
-                last, wait = seen, FIRST_POLL
+            if state.status != status:  # a new phase: look again soon
+                wait = FIRST_POLL
+            if state.status == "working" and state.status_message not in (None, message):
+                told += 1  # status messages, counted: the task gives no figures
+                self.context.report_progress(told, None, state.status_message)
+            status, message = state.status, state.status_message
             if state.status in ("completed", "failed"):
                 result = await self._request(result_request(self.task_id), CallToolResult)
                 return result_from_mcp(self.tool_use.id, result, limit=self.tool.server.max_output)
