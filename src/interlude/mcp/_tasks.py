@@ -146,6 +146,11 @@ class _Follow:
                 told += 1  # status messages, counted: the task gives no figures
                 self.context.report_progress(told, None, state.status_message)
             status, message = state.status, state.status_message
+            if state.status == "failed" and not await self._has_result():
+                return self.error(
+                    f"task {self.task_id} of {self.tool.remote_name!r} on MCP server "
+                    f"{self.tool.server.name!r} failed: {state.status_message or 'no reason given'}"
+                )
             if state.status in ("completed", "failed"):
                 result = await self._request(result_request(self.task_id), CallToolResult)
                 return result_from_mcp(self.tool_use.id, result, limit=self.tool.server.max_output)
@@ -170,6 +175,19 @@ class _Follow:
                 )
             await asyncio.sleep(max(wait, floor))
             wait = min(wait * 1.5, LONGEST_POLL)
+
+    async def _has_result(self) -> bool:
+        """Whether a failed task has a result to give (a tool error) rather than none."""
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CallToolResult
+
+        from ._task_wire import result_request
+
+        try:
+            await self._request(result_request(self.task_id), CallToolResult)
+        except MCPError:
+            return False
+        return True
 
     def _keep(self, requests: dict[str, Any]) -> None:
         """Keep what the task asks (and the ask counts before it) with the call."""
