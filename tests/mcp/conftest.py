@@ -226,3 +226,49 @@ def time_server() -> Iterator[Callable[..., McpServer]]:
     yield make
     for server in made:
         server.close()
+
+
+TASK_SERVER = str(Path(__file__).with_name("task_server.py"))
+
+
+class TaskHttp:
+    """tests/mcp/task_server.py (a task-capable server on the official SDK) serving streamable
+    HTTP from a subprocess: the tasks live there, whichever client process asks about them."""
+
+    def __init__(self, log: ServerLog, env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, **self.log.env(), **self.env}
+        self.process = subprocess.Popen(
+            [sys.executable, TASK_SERVER, str(self.port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_listening(self.process, self.port)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def task_http(server_log: ServerLog) -> Iterator[Callable[..., TaskHttp]]:
+    """Starts task servers (``env`` adds to their environment); all are killed at the end."""
+    made: list[TaskHttp] = []
+
+    def make(**env: str) -> TaskHttp:
+        server = TaskHttp(server_log, env)
+        server.start()
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.kill()

@@ -265,6 +265,8 @@ class McpServer:
 
         from mcp import Client, StdioServerParameters
 
+        from ._task_wire import TasksExtension
+
         async def on_elicit(ctx: Any, params: mcp.types.ElicitRequestParams) -> Any:
             call = _CALL.get()
             if call is None and len(conn.calls) == 1:  # a server request outside the call's task
@@ -285,6 +287,7 @@ class McpServer:
             "read_timeout_seconds": self.timeout,
             "cache": None,
             "mode": "legacy" if self._needs_legacy else self.protocol,
+            "extensions": [TasksExtension()],
         }
         if isinstance(transport, _Stdio):
             params = StdioServerParameters(
@@ -337,6 +340,8 @@ class McpServer:
     ) -> mcp.types.CallToolResult:
         from mcp.shared.exceptions import MCPError
 
+        from ._task_wire import TaskStarted
+
         async with conn.turn():
             if conn.client is None or not conn.usable:  # ended while this call waited its turn
                 raise _Again
@@ -344,6 +349,8 @@ class McpServer:
             conn.calls.add(call)
             try:
                 return await conn.client.call_tool(name, arguments, progress_callback=call.progress)
+            except TaskStarted:  # the server runs it as a task: the tool follows it from here
+                raise
             except Exception as exc:
                 if conn.session_gone:  # the server restarted: a new session for what follows
                     conn.stop.set()
@@ -372,6 +379,33 @@ class McpServer:
             finally:
                 conn.leave(call)
                 _CALL.reset(token)
+
+    async def _task_request(self, request: Any, result_type: Any) -> Any:
+        """Send a ``tasks/*`` request (on the MCP loop, connecting if need be). A refusal
+        from the server stays an ``MCPError``; a server out of reach is McpServerError."""
+        from mcp.shared.exceptions import MCPError
+
+        async def send() -> Any:
+            conn = await self._connected()
+            if conn.client is None:
+                raise McpServerError(f"MCP server {self.name!r} is not connected")
+            try:
+                return await conn.client.session.send_request(request, result_type)
+            except MCPError as exc:
+                if not is_lost(exc):
+                    raise
+                conn.stop.set()
+                raise McpServerError(
+                    f"MCP server {self.name!r} is not reachable ({describe(exc)})"
+                ) from exc
+            except Exception as exc:
+                if conn.session_gone or is_lost(exc):
+                    conn.stop.set()
+                raise McpServerError(
+                    f"MCP server {self.name!r} failed a {request.method} request ({describe(exc)})"
+                ) from exc
+
+        return await run_in_thread(send())
 
     # --- closing --------------------------------------------------------------------------
 

@@ -113,11 +113,23 @@ class McpTool:
         the server's ``elicitation`` callback or becomes an interrupt (see ``_elicit``).
 
         A server that answers -32042 (the user must first visit some pages) asks those as
-        URL-mode questions; once each is accepted, the call is sent again."""
+        URL-mode questions; once each is accepted, the call is sent again.
+
+        A server that runs the call as a task (the tasks extension) is polled until the task
+        ends; what the task asks pauses the run, and its answers go back with ``tasks/update``
+        on resume, in any process (see ``_tasks``)."""
+        from ._task_wire import TaskStarted
+        from ._tasks import follow_task, pending_task
+
+        kept = pending_task(context, self.server.name)
+        if kept is not None:  # resumed after a pause on a task: the tool is not called again
+            return await follow_task(self, tool_use, context, str(kept["task"]), kept)
         asked: dict[str, int] = {}
         for _ in range(_URL_ROUNDS):
             try:
                 result = await self._run_once(tool_use, context, asked)
+            except TaskStarted as started:
+                return await follow_task(self, tool_use, context, started.task.task_id)
             except UrlElicitationRequired as needed:
                 refused = await self._visit(needed, tool_use, context, asked)
                 if refused is None:
