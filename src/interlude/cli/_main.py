@@ -216,6 +216,8 @@ EXAMPLES = {
     "expire": "interlude expire demo-1",
     "recover": "interlude recover --app myapp:app invoice-8",
     "show": "interlude show demo-1",
+    "history": "interlude history demo-1",
+    "fork": "interlude fork --app myapp:app demo-1 --at m3 --as demo-1-retry",
     "sessions": "interlude sessions --json",
     "discard": "interlude discard demo-1",
     "delete": "interlude delete demo-1 --with-audit",
