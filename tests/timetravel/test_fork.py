@@ -30,6 +30,7 @@ def _no_runs() -> None:
 
 def recorded(store: Any = None, session_id: str | None = None, **kw: Any) -> tuple[Agent, str]:
     """A run that looked a file up, asked to delete it, was approved by ana, and deleted it."""
+    RUNS.clear()
     calls = Calls()
     agent = build(calls.model, store, session_id, **kw)
     paused = agent("Free some disk space")

@@ -62,6 +62,7 @@ def create_app(
     from ._auth import Auth
     from ._events import Hub, event_routes
     from ._health import health_routes, outage
+    from ._history import history_routes
     from ._limits import BodyLimit
     from ._pages import page_routes
     from ._state import ServerState
@@ -77,7 +78,8 @@ def create_app(
         stream_seconds=stream_seconds,
     )
     state.hub = Hub(state)
-    routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes()]
+    state.app = app
+    routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes(), *history_routes()]
     starlette = Starlette(
         # With an App: AG-UI at /ag-ui/{agent}, A2A at /a2a/{agent}/ (each with its extra).
         routes=[*routes, *server_routes(app, backend, auth), *a2a_routes(app, backend, tokens)],

@@ -285,6 +285,8 @@ async def session_page(
         return _render(
             request, "message.html", mapped[0], approver, heading=heading, message=str(exc)
         )
+    from ._history import can_fork, history_rows
+
     now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
     questions = [
@@ -303,6 +305,9 @@ async def session_page(
         questions=questions,
         transcript=_transcript(view.messages),
         audit=[_audit_line(e.to_dict()) for e in view.audit],
+        history=history_rows(view),
+        can_fork=can_fork(state, view),
+        fork_csrf=state.auth.csrf(approver.cookie, f"fork:{session_id}"),
         decisions=decision_lines(view.decisions),
         csrf=state.auth.csrf(approver.cookie, f"answer:{session_id}"),
         error=error,

@@ -33,6 +33,8 @@ class ServerState:
     """The in-process worker (``serve --worker``), woken when an answer is recorded."""
     supervisor: Any = None
     """What keeps the in-process worker running (``_health.Supervisor``), for ``/healthz``."""
+    app: Any = None
+    """The App whose agents the server builds (``serve --app``): "fork here" needs it."""
 
     def stop(self) -> None:
         """The server is about to stop: end the event streams and the worker now, rather than
