@@ -235,3 +235,23 @@ def test_replay_gives_the_recorded_events_with_no_call() -> None:
     paused = tt_agent.build(Calls().model)
     events = asyncio.run(streamed(paused.stream_async("Free some disk space")))
     assert paused.replay()[:-1] == events[:-1]  # a pause open now: its question is replayed
+
+
+def test_a_fork_in_a_later_round_finds_the_calls_the_model_gave_the_same_ids() -> None:
+    # The model reuses its tool-use ids each round ("t1", "t2"): the loop runs the second
+    # round's calls as "t1#2", "t2#2"; a fork at the second round's question stands there.
+    calls = Calls()
+    agent = build(calls.model, MemoryStore(), "s")
+    asked = []
+    for prompt in ("first", "second", "third"):
+        (question,) = agent(prompt).interrupts
+        asked.append(question.id)
+        agent.resume({question.id: True}, by="ana")
+    RUNS.clear()
+    assert asked[1].startswith("v1:before_tool_call:t2#2:")
+    fork = agent.fork(at=asked[1], session_id="f")
+    assert [q.id for q in fork.interrupts] == [asked[1]] and len(fork.messages) == 10
+    later = Calls()
+    fork.model = later.model
+    assert str(fork.resume({asked[1]: False})) == "Finished: error: not approved"
+    assert RUNS == [] and later.count == 1

@@ -32,7 +32,7 @@ from .._audit import AuditEntry, chained
 from .._interrupt import Interrupt, interrupt_id
 from .._messages import JsonValue, Message, ToolResult, ToolUse, block_to_dict
 from ..errors import AgentBusyError, ConfigurationError, UnknownCheckpointError
-from ._history import FORK, Checkpoint, checkpoints_of, tool_use_of
+from ._history import FORK, Checkpoint, batches_of, checkpoints_of, tool_use_of
 from ._state import BeforeModelCall, Position, Progress, ToolBatch, ToolCall
 
 if TYPE_CHECKING:
@@ -92,24 +92,28 @@ def _find(points: list[Checkpoint], at: str) -> Checkpoint:
     )
 
 
-def _results_after(messages: Sequence[Message], index: int) -> dict[str, JsonValue]:
-    """The results the record holds for the calls of message ``index``, by tool use id."""
-    uses = {b.id for b in messages[index].content if isinstance(b, ToolUse)}
+def _results_after(
+    messages: Sequence[Message], index: int, calls: tuple[ToolCall, ...]
+) -> dict[str, JsonValue]:
+    """The results the record holds for the ``calls`` of message ``index`` (in the message
+    after it, each answering its call's model id, in order), by the id each call ran under."""
+    if index + 1 >= len(messages):
+        return {}
+    results = [b for b in messages[index + 1].content if isinstance(b, ToolResult)]
     out: dict[str, JsonValue] = {}
-    for message in messages[index + 1 :]:
-        for block in message.content:
-            if isinstance(block, ToolResult) and block.tool_use_id in uses:
-                out.setdefault(block.tool_use_id, block_to_dict(block))
+    for call in calls:
+        for i, result in enumerate(results):
+            if result.tool_use_id == call.answer_id:
+                out[call.tool_use.id] = block_to_dict(results.pop(i))
+                break
     return out
 
 
-def _batch_at(messages: Sequence[Message], index: int) -> ToolBatch:
-    uses = [b for b in messages[index].content if isinstance(b, ToolUse)]
-    return ToolBatch(index, tuple(ToolCall(use) for use in uses))
-
-
 def _standing(
-    point: Checkpoint, messages: Sequence[Message], position: Position | None
+    point: Checkpoint,
+    messages: Sequence[Message],
+    position: Position | None,
+    batches: dict[int, tuple[ToolCall, ...]],
 ) -> tuple[int, Position | None, bool]:
     """How many messages the fork keeps, where it stands, and whether it is driven to its
     questions (an answered question asked again)."""
@@ -123,7 +127,7 @@ def _standing(
                 "checkpoint before it (agent.checkpoints()), and carry on from there"
             )
         index = point.message_index
-        return index + 1, Position(_batch_at(messages, index), [], Progress()), True
+        return index + 1, Position(ToolBatch(index, batches[index]), [], Progress()), True
     if point.kind == "fork":
         raise UnknownCheckpointError("fork at a step of the record, not at the fork entry")
     if point.kind == "answer":  # pragma: no cover - answers are looked up as their question
@@ -132,8 +136,8 @@ def _standing(
     message = messages[index]
     step: Step | None = None
     if message.role == "assistant":
-        if any(isinstance(b, ToolUse) for b in message.content):
-            step = _batch_at(messages, index)
+        if index in batches:
+            step = ToolBatch(index, batches[index])
     else:
         step = BeforeModelCall()
     return index + 1, None if step is None else Position(step, [], Progress()), False
@@ -152,11 +156,12 @@ async def fork_agent(parent: Agent, at: str, session_id: str | None, by: str | N
     position = standing.position
     pending = list(position.interrupts) if position is not None else []
     point = _find(checkpoints_of(messages, standing.audit, pending), at)
-    keep, where, drive = _standing(point, messages, position)
+    batches = batches_of(messages)
+    keep, where, drive = _standing(point, messages, position, batches)
     ran: dict[str, JsonValue] = {}
-    for index in range(keep):  # every call of the kept replies the parent has a result for
-        if messages[index].role == "assistant":
-            ran.update(_results_after(messages, index))
+    for index, calls in batches.items():  # every kept call the parent has a result for
+        if index < keep:
+            ran.update(_results_after(messages, index, calls))
     key = parent._key
     link = AuditEntry(
         interrupt_id="",

@@ -27,8 +27,9 @@ from .._messages import Message, Text, ToolResult, ToolUse
 if TYPE_CHECKING:
     from .._audit import AuditEntry
     from .._interrupt import Interrupt
+    from ._state import ToolCall
 
-__all__ = ["FORK", "TOOL_SOURCES", "Checkpoint", "checkpoints_of", "tool_use_of"]
+__all__ = ["FORK", "TOOL_SOURCES", "Checkpoint", "batches_of", "checkpoints_of", "tool_use_of"]
 
 FORK = "fork"
 """The name of the audit entry a forked session's trail begins with."""
@@ -55,6 +56,21 @@ class Checkpoint:
     when: float | None
     summary: str
     message_index: int
+
+
+def batches_of(messages: Sequence[Message]) -> dict[int, tuple[ToolCall, ...]]:
+    """The calls of each model reply that asked for tools, by message index, with the ids
+    they ran under (a model's repeated id runs as ``<id>#<n>``, as the loop numbers it)."""
+    from ._loop import _unique_calls
+
+    seen: dict[str, int] = {}
+    out: dict[int, tuple[ToolCall, ...]] = {}
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            uses = [b for b in message.content if isinstance(b, ToolUse)]
+            if uses:
+                out[index] = _unique_calls(uses, seen)
+    return out
 
 
 def tool_use_of(interrupt_id: str) -> str | None:
@@ -93,12 +109,9 @@ def checkpoints_of(
     pending: Sequence[Interrupt] = (),
 ) -> list[Checkpoint]:
     """The checkpoints of a record, oldest first (see the module's docstring)."""
-    asked_at: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if message.role == "assistant":
-            for block in message.content:
-                if isinstance(block, ToolUse):
-                    asked_at[block.id] = index
+    asked_at = {
+        call.tool_use.id: index for index, calls in batches_of(messages).items() for call in calls
+    }
     last = len(messages) - 1
     keyed: list[tuple[tuple[int, int, int], Checkpoint]] = [
         ((i, 0, 0), _message_checkpoint(i, m)) for i, m in enumerate(messages)
