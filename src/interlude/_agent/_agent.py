@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -457,8 +458,9 @@ class Agent:
         """Run, yielding typed events as they happen; the last one is :class:`RunFinished`."""
         await self.load()
         plan = bind_output(prompt_plan(self, prompt), output_type)
-        async for event in self._streamed(plan, output_type):
-            yield event
+        async with contextlib.aclosing(self._streamed(plan, output_type)) as events:
+            async for event in events:  # closed with this stream: its run stops at once
+                yield event
 
     async def resume_stream_async(
         self,
@@ -474,8 +476,9 @@ class Agent:
         the first event: a refused resume raises on the first iteration and changes nothing."""
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
-        async for event in self._streamed(plan, output_type):
-            yield event
+        async with contextlib.aclosing(self._streamed(plan, output_type)) as events:
+            async for event in events:  # closed with this stream: its run stops at once
+                yield event
 
     async def _streamed(self, plan: Plan, output_type: Any) -> AsyncIterator[StreamEvent]:
         """Run ``plan``, yielding its events; the last one is :class:`RunFinished`."""
