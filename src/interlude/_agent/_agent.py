@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -480,7 +480,7 @@ class Agent:
             async for event in events:  # closed with this stream: its run stops at once
                 yield event
 
-    async def _streamed(self, plan: Plan, output_type: Any) -> AsyncIterator[StreamEvent]:
+    async def _streamed(self, plan: Plan, output_type: Any) -> AsyncGenerator[StreamEvent, None]:
         """Run ``plan``, yielding its events; the last one is :class:`RunFinished`."""
         import asyncio
 
