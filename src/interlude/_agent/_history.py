@@ -89,6 +89,16 @@ def _short(value: object, limit: int = 72) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+def _said(reason: object) -> str:
+    """A question's reason as a line: its text, or the text of its ``question`` or
+    ``message`` field (a reason of details shows what it asks, not its JSON)."""
+    if isinstance(reason, dict):
+        for key in ("question", "message"):
+            if isinstance(reason.get(key), str):
+                return _short(reason[key], 56)
+    return _short(reason, 56)
+
+
 def _message_checkpoint(index: int, message: Message) -> Checkpoint:
     uses = [b for b in message.content if isinstance(b, ToolUse)]
     results = [b for b in message.content if isinstance(b, ToolResult)]
@@ -143,7 +153,7 @@ def checkpoints_of(
         keyed.append(((at, 1, seq * 2 + 1), answer))
     for seq, q in enumerate(pending, start=len(audit) * 2 + 2):
         at = place(q.id)
-        reason = f"{q.name}: {_short(q.reason, 56)}" if q.reason is not None else q.name
+        reason = f"{q.name}: {_said(q.reason)}" if q.reason is not None else q.name
         keyed.append(((at, 1, seq), Checkpoint(q.id, "question", q.raised_at, reason, at)))
     keyed.sort(key=lambda pair: pair[0])
     seen: set[str] = set()
