@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._answering import check_answers, check_by, declines, resume_plan, vote_problem
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
+    from ._history import checkpoints_of
     from ._signing import as_key
     from ._standing import AgentState
     from ._state import Position
@@ -63,6 +64,7 @@ __all__ = [
     "check_by",
     "declines",
     "decode_state",
+    "checkpoints_of",
     "decode_stored",
     "install",
     "is_approval",
@@ -78,6 +80,7 @@ _LAZY = {
     "Decoded": "._codec",
     "decode_state": "._codec",
     "decode_stored": "._codec",
+    "checkpoints_of": "._history",
     "as_key": "._signing",
     "check_answers": "._answering",
     "check_by": "._answering",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._interrupt import Interrupt
 from .._messages import JsonValue, Text, ToolResult, ToolUse
 from .._tools._spec import ToolSpec
-from ..errors import ConfigurationError, RemoteAgentError, ToolInputError
+from ..errors import ConfigurationError, RemoteAgentError
 
 if TYPE_CHECKING:
     import httpx
@@ -157,19 +157,14 @@ class RemoteAgentTool:
     key (a second start finds it), and answers are sent only while it waits for them."""
 
     def __init__(self, remote: RemoteAgent, name: str, description: str | None) -> None:
-        if not isinstance(name, str) or not name:
-            raise ConfigurationError(f"a remote agent tool needs a name, got {name!r}")
+        from .._tools._task import task_tool_name, task_tool_spec
+
+        name = task_tool_name(name, "remote agent")
         self.remote = remote
         self._name = name
-        self._spec = ToolSpec(
+        self._spec = task_tool_spec(
             name,
             description or f"Hand a task to the remote {name} agent and get its final answer.",
-            {
-                "type": "object",
-                "properties": {"prompt": {"type": "string", "description": "The task."}},
-                "required": ["prompt"],
-                "additionalProperties": False,
-            },
         )
 
     def __repr__(self) -> str:
@@ -194,9 +189,9 @@ class RemoteAgentTool:
     async def _start(self, tool_use: ToolUse, context: ToolContext) -> Task:
         from a2a.utils.errors import InvalidParamsError
 
-        prompt = tool_use.input.get("prompt")
-        if not isinstance(prompt, str):
-            raise ToolInputError(f"tool {self._name!r} takes a text prompt, got {prompt!r}")
+        from .._tools._task import task_prompt
+
+        prompt = task_prompt(self._name, tool_use)
         context_id = "il-" + context.idempotency_key  # the same for every run of this call
         try:
             return await self.remote.send(prompt, context_id=context_id)

@@ -18,8 +18,7 @@ __all__ = ["fork_command", "history_command"]
 
 def history_command(args: argparse.Namespace, out: Output) -> int:
     """Print the session's checkpoints, oldest first (no App needed: read from the store)."""
-    from .._agent import decode_stored
-    from .._agent._history import checkpoints_of
+    from .._agent import checkpoints_of, decode_stored
     from .._audit import AuditEntry
 
     stored = _await(_store(args.store).load(args.session))

@@ -39,7 +39,7 @@ def can_fork(state: ServerState, view: SessionView) -> bool:
 
 def history_rows(view: SessionView) -> list[dict[str, Any]]:
     """The session's checkpoints as the page's rows (id, kind, when, summary, forkable)."""
-    from .._agent._history import checkpoints_of
+    from .._agent import checkpoints_of
     from ._questions import clock_text
 
     if view.kind != "agent":
