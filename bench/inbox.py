@@ -22,8 +22,8 @@ from typing import Any
 
 from common import Row, approval_agent, check, print_table
 
-from interlude import Agent, AgentSession, App, Worker, tool
-from interlude.sessions import Inbox, SessionStore, SQLiteStore
+from interlude import Agent, AgentSession, App, Inbox, Worker, tool
+from interlude.sessions import SessionStore, SQLiteStore
 
 LATENCY_TARGET_MS = 20.0
 PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")

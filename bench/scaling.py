@@ -88,7 +88,7 @@ def answered_sessions(store: object, n: int, prefix: str = "s") -> None:
     """``n`` sessions of the bench app, paused on their question, the answer recorded."""
     import inbox
 
-    from interlude.sessions import Inbox
+    from interlude import Inbox
 
     box = Inbox(store)  # type: ignore[arg-type]
     for sid, qid in inbox._paused(store, n, prefix):  # type: ignore[arg-type]

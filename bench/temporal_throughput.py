@@ -309,7 +309,7 @@ def bench_temporal(n: int, rounds: int) -> Setup | str:
 async def _embedded(store: Any, url: str, tag: str, n: int, rounds: int, ran_dir: str) -> Setup:
     import psycopg
 
-    from interlude.sessions import Inbox
+    from interlude import Inbox
 
     argv = ["--store", url, "worker", "--app", "temporal_throughput:app"]
     procs = _spawn_workers([*argv, "--poll", str(EMBEDDED_POLL)], ran_dir, Path(ran_dir))

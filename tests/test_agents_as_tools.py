@@ -654,7 +654,7 @@ def test_approval_inside_a_sub_agent_answered_from_the_top_in_a_fresh_process(tm
         top, ops, _ = build_for_process(job, store)
         [question] = top("Clean /srv").interrupts
         assert ops.deleted == [] and len(ops.model.requests) == 1
-        from interlude.sessions import Inbox
+        from interlude import Inbox
 
         [listed] = Inbox(store).pending(tool_name="delete")  # the store lists it, via and all
         assert listed.interrupt == question and listed.interrupt.via[0].name == "ops"
@@ -672,7 +672,7 @@ def test_approval_inside_a_sub_agent_answered_from_the_top_in_a_fresh_process(tm
     assert out["deleted"] == ["/srv/old.log"] and out["ops_requests"] == 1
     assert out["audit"] == [[question.id, "carol"]]
     with SQLiteStore(db) as store:
-        from interlude.sessions import Inbox
+        from interlude import Inbox
 
         assert [e["by"] for e in Inbox(store).audit("job-1")] == ["carol"]
         assert Inbox(store).pending() == []

@@ -229,8 +229,8 @@ def test_a_worker_applies_answers_to_a_signed_agent_of_an_app_without_a_name(
 ) -> None:
     """The worker builds the agent through the app (which names it) and the inbox shows its
     question: the signed pause verifies in both, and the approved tool runs once."""
-    from interlude import Worker
-    from interlude.sessions import Inbox, SQLiteStore
+    from interlude import Inbox, Worker
+    from interlude.sessions import SQLiteStore
 
     ran: list[str] = []
 

@@ -97,13 +97,20 @@ def test_import_is_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_sessions_reexports_the_inbox_without_importing_upward() -> None:
-    """``interlude.sessions.Inbox`` and ``SessionView`` live in ``interlude._inbox`` (beside the
-    worker); the stores' package loads them only when they are asked for."""
-    code = (
-        "import sys, interlude.sessions as s; before = 'interlude._inbox' in sys.modules; "
-        "import interlude._inbox as i; "
-        "print(before, s.Inbox is i.Inbox, s.SessionView is i.SessionView)"
-    )
+def test_the_inbox_moved_up_and_its_old_name_still_works_with_a_warning() -> None:
+    """``Inbox`` and ``SessionView`` live on the operator floor (``interlude.operate``, also
+    ``interlude.Inbox``); the stores' package keeps the old names through a table the floor
+    fills, never importing upward, and says they moved."""
+    code = """
+import sys, warnings
+import interlude.sessions as s
+before = "interlude.operate._inbox" in sys.modules
+import interlude, interlude.operate as o
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    inbox, view = s.Inbox, s.SessionView
+moved = [w.category is DeprecationWarning and "interlude.operate" in str(w.message) for w in caught]
+print(before, moved == [True, True], inbox is o.Inbox is interlude.Inbox, view is o.SessionView)
+"""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True", "True"]
+    assert out.stdout.split() == ["False", "True", "True", "True"]

@@ -8,7 +8,6 @@ database driver or validation library; those load when first used.
 from . import errors, hooks, models
 from ._agent import Agent, DirectTool, Prompt, ToolCaller
 from ._agent._history import Checkpoint
-from ._app import AgentSession, App
 from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource
 from ._messages import (
@@ -43,9 +42,19 @@ from ._stream import (
 from ._tools._context import ToolContext
 from ._tools._function import FunctionTool, tool
 from ._tools._spec import AgentTool, ToolSpec
-from ._worker import Worker, WorkerHealth
+from .operate import AgentSession, App, Worker, WorkerHealth
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``Inbox`` and ``SessionView`` (the operator floor's, loaded on first use)."""
+    if name in ("Inbox", "SessionView"):
+        from . import operate
+
+        return getattr(operate, name)
+    raise AttributeError(f"module 'interlude' has no attribute {name!r}")
+
 
 __all__ = [
     "Agent",
@@ -59,6 +68,7 @@ __all__ = [
     "DirectTool",
     "FunctionTool",
     "Image",
+    "Inbox",
     "Interrupt",
     "InterruptRaised",
     "InterruptSource",
@@ -72,6 +82,7 @@ __all__ = [
     "ReasoningDelta",
     "Role",
     "RunFinished",
+    "SessionView",
     "StopReason",
     "StreamEvent",
     "Text",

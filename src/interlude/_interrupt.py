@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from types import MappingProxyType
 from typing import Any, Literal, get_args
 
-from ._frozen import freeze, thaw
+from ._frozen import freeze
+from ._interrupt_answers import Answers
+from ._interrupt_args import (
+    NO_DEFAULT,
+    as_answer,
+    check_json,
+    check_name,
+    policy_fields,
+    typed_and_timed,
+)
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
 from .errors import InterruptError, InterruptSignal, StateFormatError
 
@@ -213,227 +220,6 @@ def _time(value: object, where: str) -> float:
     return seconds
 
 
-class Answers:
-    """The answers given so far in one invocation, and the tool use each question showed: a
-    value (a change makes a new one).
-
-    An answer to a question about a tool use applies to that tool use as it was shown: if a
-    hook changes the input before the question is asked again, the answer does not carry over.
-    """
-
-    __slots__ = ("asked", "clock", "expired", "shown", "values")
-
-    values: Mapping[str, JsonValue]
-    shown: Mapping[str, ToolUse]
-    expired: frozenset[str]
-    """Questions settled by their deadline passing: with a default, ``values`` holds it;
-    without one, the question has no value and asking it raises InterruptExpiredError."""
-    asked: Mapping[str, Interrupt]
-    """Questions of a pause that was resumed and may be asked again (those with a deadline):
-    asked again, a question keeps the time it was first raised, and so its deadline, also
-    across a crash and ``recover`` (saved with the pause)."""
-    clock: Callable[[], float]
-    """The agent's clock (when a question is raised)."""
-
-    def __init__(
-        self,
-        values: Mapping[str, JsonValue] | None = None,
-        shown: Mapping[str, ToolUse] | None = None,
-        expired: Iterable[str] = (),
-        asked: Mapping[str, Interrupt] | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        set_ = object.__setattr__
-        set_(self, "values", MappingProxyType({k: freeze(v) for k, v in (values or {}).items()}))
-        set_(self, "shown", MappingProxyType(dict(shown or {})))
-        set_(self, "expired", frozenset(expired))
-        set_(self, "asked", MappingProxyType(dict(asked or {})))
-        set_(self, "clock", clock)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Answers is a value: {name!r} cannot be set (make a new one)")
-
-    def __repr__(self) -> str:
-        return f"Answers(values={dict(self.values)!r}, expired={sorted(self.expired)!r})"
-
-    def _but(
-        self,
-        values: Mapping[str, JsonValue] | None = None,
-        shown: Mapping[str, ToolUse] | None = None,
-        expired: Iterable[str] | None = None,
-        asked: Mapping[str, Interrupt] | None = None,
-        clock: Callable[[], float] | None = None,
-    ) -> Answers:
-        new = object.__new__(Answers)
-        set_ = object.__setattr__
-        set_(new, "values", self.values if values is None else MappingProxyType(dict(values)))
-        set_(new, "shown", self.shown if shown is None else MappingProxyType(dict(shown)))
-        set_(new, "expired", self.expired if expired is None else frozenset(expired))
-        set_(new, "asked", self.asked if asked is None else MappingProxyType(dict(asked)))
-        set_(new, "clock", self.clock if clock is None else clock)
-        return new
-
-    def lookup(self, iid: str, tool_use: ToolUse | None) -> tuple[bool, JsonValue]:
-        """(True, answer) if ``iid`` is answered for this tool use, else (False, None)."""
-        if iid not in self.values:
-            return False, None
-        shown = self.shown.get(iid)
-        if shown is not None and tool_use is not None and shown != tool_use:
-            return False, None
-        return True, self.values[iid]
-
-    def with_answers(self, new: Mapping[str, JsonValue], asked: Mapping[str, Interrupt]) -> Answers:
-        """These answers and ``new`` ones to the questions in ``asked``."""
-        values, shown = dict(self.values), dict(self.shown)
-        for iid, answer in new.items():
-            values[iid] = freeze(answer)  # handed to callbacks: read-only
-            tool_use = asked[iid].tool_use
-            if tool_use is None:
-                shown.pop(iid, None)
-            else:
-                shown[iid] = tool_use
-        return self._but(values=values, shown=shown)
-
-    def with_expired(self, question: Interrupt) -> Answers:
-        """These answers with ``question`` settled by its deadline: its default is its answer,
-        if it has one; else it has none (asking it raises InterruptExpiredError)."""
-        merged = self._but(expired=self.expired | {question.id})
-        if question.has_default:
-            return merged.with_answers({question.id: question.default}, {question.id: question})
-        if question.id not in merged.values:
-            return merged
-        values = dict(merged.values)
-        del values[question.id]
-        return merged._but(values=values)
-
-    def with_asked(self, questions: Iterable[Interrupt]) -> Answers:
-        """These answers, remembering ``questions`` as asked (see ``asked``)."""
-        asked = dict(self.asked)
-        asked.update((q.id, q) for q in questions)
-        return self._but(asked=asked)
-
-    def with_clock(self, clock: Callable[[], float]) -> Answers:
-        return self._but(clock=clock)
-
-    def without(self, ids: Iterable[str]) -> Answers:
-        """These answers without those to ``ids`` (each is used once, or asked afresh)."""
-        gone = [i for i in ids if i in self.values or i in self.shown or i in self.expired]
-        if not gone:
-            return self
-        values = {k: v for k, v in self.values.items() if k not in gone}
-        shown = {k: v for k, v in self.shown.items() if k not in gone}
-        return self._but(values=values, shown=shown, expired=self.expired.difference(gone))
-
-    def pruned(self, index: int) -> Answers:
-        """Only the answers a later step can still ask for, once message ``index`` is
-        appended: those of steps about message ``index`` or later. Answers about tool uses go
-        when their batch's results are appended, so a pause holds only what its step needs."""
-        if not self.values and not self.expired and not self.asked:
-            return self
-        values = {i: v for i, v in self.values.items() if _still_asked(i, index)}
-        return self._but(
-            values=values,
-            shown={i: t for i, t in self.shown.items() if i in values},
-            expired={i for i in self.expired if _still_asked(i, index)},
-            asked={i: q for i, q in self.asked.items() if _still_asked(i, index)},
-        )
-
-
-_MESSAGE_SOURCES = frozenset(
-    (
-        "before_invocation",
-        "after_invocation",
-        "message_added",
-        "before_model_call",
-        "after_model_call",
-    )
-)
-
-
-def _still_asked(iid: str, index: int) -> bool:
-    """Whether a question with id ``iid`` can still be asked once message ``index`` is added.
-
-    Steps about a message have scope ``m<n>``; a tool batch's own questions (``before_tools``)
-    have ``b<n>``, ``n`` being its assistant message: they are kept until its results are
-    appended, so a later pause inside the batch does not lose them."""
-    parts = iid.split(":", 2)  # v1, source, "<scope>:<uuid>"
-    if len(parts) != 3:
-        return False
-    if parts[1] in _MESSAGE_SOURCES:
-        prefix = "m"
-    elif parts[1] == "before_tools":
-        prefix = "b"
-    else:
-        return False
-    scope = parts[2][:-37]
-    return scope[:1] == prefix and scope[1:].isdigit() and int(scope[1:]) >= index
-
-
-class _NoDefault:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<no default>"
-
-
-_NO_DEFAULT: Any = _NoDefault()
-
-
-def _check_json(name: str, what: str, value: object) -> None:
-    import json
-
-    try:
-        json.dumps(value, allow_nan=False)
-    except RecursionError:
-        raise InterruptError(
-            f"the {what} of interrupt {name!r} is nested too deeply to be saved"
-        ) from None
-    except (TypeError, ValueError) as exc:
-        raise InterruptError(
-            f"the {what} of interrupt {name!r} is not JSON-compatible ({exc}); a pause is "
-            "saved as JSON"
-        ) from None
-
-
-def _typed_and_timed(
-    name: str, response_type: Any, expires_in: object, default: Any
-) -> dict[str, Any]:
-    """The Interrupt fields for a typed answer and a deadline (checked), or {}."""
-    extra: dict[str, Any] = {}
-    if response_type is not None:
-        from ._typed import schema_of
-
-        extra["response_schema"] = schema_of(response_type)
-    if expires_in is None:
-        if default is not _NO_DEFAULT:
-            raise InterruptError(f"interrupt {name!r}: a default needs a deadline (expires_in)")
-        return extra
-    seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-        raise InterruptError(
-            f"interrupt {name!r}: expires_in must be a number of seconds >= 0 or a timedelta, "
-            f"got {expires_in!r}"
-        )
-    if default is not _NO_DEFAULT:
-        if response_type is not None:
-            import contextlib
-
-            from ._typed import answer_problem, to_json
-
-            with contextlib.suppress(Exception):  # reported below as not fitting the type
-                default = to_json(response_type, default)
-            problem = answer_problem(extra["response_schema"], default)
-            if problem is not None:
-                where = ".".join(map(str, problem[0])) or "the default"
-                raise InterruptError(
-                    f"interrupt {name!r}: the default does not fit response_type at {where}: "
-                    f"{problem[1]}"
-                )
-        _check_json(name, "default", default)
-        extra["default"], extra["has_default"] = default, True
-    return extra
-
-
 class Interrupter:
     """The ``interrupt(...)`` mechanics shared by hook events and the tool context.
 
@@ -467,7 +253,7 @@ class Interrupter:
         *,
         response_type: Any = None,
         expires_in: float | timedelta | None = None,
-        default: Any = _NO_DEFAULT,
+        default: Any = NO_DEFAULT,
         approvers: Iterable[str] = (),
         quorum: int = 1,
         escalate_after: float | timedelta | None = None,
@@ -496,12 +282,26 @@ class Interrupter:
         """
         if response is not None:
             return response
-        if not isinstance(name, str) or not name:
-            raise InterruptError(f"interrupt name must be a non-empty string, got {name!r}")
-        if name.startswith("interlude."):
-            raise InterruptError(
-                f"interrupt name {name!r}: names starting with 'interlude.' are Interlude's own"
-            )
+        check_name(name)
+        self._claim_name(name)
+        iid = interrupt_id(self._source, self._scope, name)
+        tool_use = self._interrupt_tool_use()
+        found, answer = self._answer_to(iid, name, reason, tool_use)
+        if found:
+            return as_answer(name, iid, answer, response_type)
+        source, answers = self._source, self._answers
+        question = _question(
+            iid, name, reason, source, tool_use, answers, response_type, expires_in, default
+        )
+        timed = question.expires_at is not None
+        policy = policy_fields(
+            name, approvers, quorum, escalate_after, escalate_to, warn_before, timed=timed
+        )
+        raise InterruptSignal(replace(question, **policy) if policy else question)
+
+    def _claim_name(self, name: str) -> None:
+        """Note ``name`` as asked by the running callback; InterruptError if another callback
+        of this event already asks under it (each question needs its own name)."""
         names = self._names
         if names is None:
             names = {}
@@ -512,8 +312,12 @@ class Interrupter:
                 f"interrupt name {name!r} is used by two callbacks of one "
                 f"{type(self).__name__}; give each question its own name"
             )
-        iid = interrupt_id(self._source, self._scope, name)
-        tool_use = self._interrupt_tool_use()
+
+    def _answer_to(
+        self, iid: str, name: str, reason: JsonValue, tool_use: ToolUse | None
+    ) -> tuple[bool, JsonValue]:
+        """(True, answer) if question ``iid`` is answered, else (False, None);
+        InterruptExpiredError if its deadline passed with no default."""
         answers = self._answers
         answered = getattr(self, "_answered", None)
         if answered is not None:  # bound later, to the call as all callbacks leave it
@@ -528,76 +332,7 @@ class Interrupter:
             raise InterruptExpiredError(
                 f"question {name!r} ({iid}) expired without an answer", answers.asked.get(iid)
             )
-        if found:
-            return _as_answer(name, iid, answer, response_type)
-        question = _question(
-            iid, name, reason, self._source, tool_use, answers, response_type, expires_in, default
-        )
-        policy = _policy(name, approvers, quorum, escalate_after, escalate_to, warn_before)
-        if policy:
-            if policy.get("warn_before") is not None and question.expires_at is None:
-                raise InterruptError(
-                    f"interrupt {name!r}: warn_before needs a deadline (expires_in)"
-                )
-            question = replace(question, **policy)
-        raise InterruptSignal(question)
-
-
-def _policy(
-    name: str,
-    approvers: Iterable[str],
-    quorum: int,
-    escalate_after: float | timedelta | None,
-    escalate_to: Iterable[str],
-    warn_before: float | timedelta | None,
-) -> dict[str, Any]:
-    """The Interrupt fields for who answers, how many, escalation and warning (checked), or
-    {} when all are left as they are."""
-    out: dict[str, Any] = {}
-    for field_name, groups in (("approvers", approvers), ("escalate_to", escalate_to)):
-        names = [groups] if isinstance(groups, str) else list(groups)
-        if not all(isinstance(g, str) and g.strip() for g in names):
-            raise InterruptError(f"interrupt {name!r}: {field_name} is a list of group names")
-        if names:
-            out[field_name] = tuple(dict.fromkeys(names))
-    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
-        raise InterruptError(f"interrupt {name!r}: quorum is a whole number >= 1, got {quorum!r}")
-    if quorum != 1:
-        out["quorum"] = quorum
-    for field_name, value in (("escalate_after", escalate_after), ("warn_before", warn_before)):
-        if value is None:
-            continue
-        seconds = value.total_seconds() if isinstance(value, timedelta) else value
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise InterruptError(
-                f"interrupt {name!r}: {field_name} is a number of seconds >= 0 or a timedelta, "
-                f"got {value!r}"
-            )
-        out[field_name] = float(seconds)
-    if ("escalate_after" in out) != ("escalate_to" in out):
-        raise InterruptError(
-            f"interrupt {name!r}: escalate_after and escalate_to go together (when, and to whom)"
-        )
-    return out
-
-
-def _as_answer(name: str, iid: str, answer: JsonValue, response_type: Any) -> Any:
-    """The answer as ``interrupt()`` returns it: the caller's own copy, or the typed value."""
-    if response_type is None:
-        return thaw(answer)  # the caller's own copy: the kept answer stays as given
-    from ._typed import AnswerTypeError, convert
-
-    try:
-        return convert(response_type, thaw(answer))  # the caller's own copy
-    except AnswerTypeError as exc:  # the stored schema let through what the type refuses
-        from .errors import AnswerValidationError
-
-        kind = getattr(response_type, "__name__", None) or repr(response_type)
-        raise AnswerValidationError(
-            f"the answer to {name!r} ({iid}) does not fit its response type {kind}: {exc}",
-            interrupt_id=iid,
-            path=exc.path,
-        ) from None
+        return found, answer
 
 
 def _question(
@@ -612,8 +347,8 @@ def _question(
     default: Any,
 ) -> Interrupt:
     """The new question (checked: JSON reason, typed answer, deadline and default)."""
-    _check_json(name, "reason", reason)
-    extra = _typed_and_timed(name, response_type, expires_in, default)
+    check_json(name, "reason", reason)
+    extra = typed_and_timed(name, response_type, expires_in, default)
     raised_at = answers.clock()
     before = answers.asked.get(iid)
     if before is not None:  # asked again after a partial resume: same time, same deadline

@@ -32,9 +32,12 @@ Exception
     │   ├── NotPausedError
     │   ├── UnknownInterruptError
     │   ├── ResumeInputError        the answers are not a map of id to JSON answer
-    │   │   └── AnswerValidationError   an answer does not fit its question's response type
+    │   │   ├── AnswerValidationError   an answer does not fit its question's response type
+    │   │   └── StaleAnswerError    the question changed since the person saw it
     │   ├── InterruptExpiredError   a question's deadline passed (an answer came too late)
     │   ├── NotAllowedToAnswerError the person is in none of the groups that may answer
+    │   ├── AlreadyAnsweredError    (also SessionConflictError) someone answered it first
+    │   ├── UnconsumedAnswerError   a replay did not ask the question its answer was for
     │   ├── OutputTypeMismatchError resume(output_type=T) with a T the paused run was not given
     │   └── AgentPausedError        a new prompt was sent to a paused agent
     ├── StateError
@@ -53,6 +56,10 @@ BaseException
     └── InterruptSignal             raised by interrupt() to stop a hook callback or tool
 ```
 
+Every error that refuses an answer has a ``code`` (``refusal_code(exc)``): the short word each
+place people answer (the inbox API, AG-UI, A2A, the command line) puts on the wire, the same for
+the same refusal whatever the door.
+
 `InterruptSignal` derives from `BaseException` so that a tool or hook written with
 `except Exception:` cannot swallow the stop by accident.
 """
@@ -67,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentBusyError",
     "AgentPausedError",
+    "AlreadyAnsweredError",
     "AnswerValidationError",
     "ConfigurationError",
     "ContextWindowOverflowError",
@@ -103,12 +111,14 @@ __all__ = [
     "SessionConflictError",
     "SessionCorruptError",
     "SessionError",
+    "StaleAnswerError",
     "StateError",
     "StateFormatError",
     "StateIntegrityError",
     "StateMismatchError",
     "StoreUnavailableError",
     "ToolInputError",
+    "UnconsumedAnswerError",
     "UnknownAgentError",
     "UnknownCheckpointError",
     "UnknownInterruptError",
@@ -118,6 +128,9 @@ __all__ = [
 
 class InterludeError(Exception):
     """Base class of every error raised by Interlude."""
+
+    code: str = "error"
+    """What a door says of it on the wire (see :func:`refusal_code`)."""
 
 
 class ConfigurationError(InterludeError):
@@ -280,13 +293,19 @@ class NotificationError(InterludeError):
 class ResumeError(InterludeError):
     """Bad input to resume; the paused state was not changed."""
 
+    code = "refused"
+
 
 class NotPausedError(ResumeError):
     """resume() was called on an agent that is not paused."""
 
+    code = "not_paused"
+
 
 class UnknownInterruptError(ResumeError, KeyError):
     """An answer named an interrupt id that is not pending."""
+
+    code = "unknown_interrupt"
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
@@ -294,6 +313,8 @@ class UnknownInterruptError(ResumeError, KeyError):
 
 class ResumeInputError(ResumeError, TypeError):
     """The answers were not a map of interrupt id to a JSON-compatible answer."""
+
+    code = "invalid_answer"
 
 
 class AnswerValidationError(ResumeInputError):
@@ -313,6 +334,8 @@ class NotAllowedToAnswerError(ResumeError):
     ``Interrupt.approvers`` and ``escalate_to``); checked where people answer (the inbox), and
     nothing was recorded. ``interrupt_id`` names the question."""
 
+    code = "not_allowed"
+
     def __init__(self, message: str, *, interrupt_id: str) -> None:
         super().__init__(message)
         self.interrupt_id = interrupt_id
@@ -327,22 +350,49 @@ class InterruptExpiredError(ResumeError):
     unless the callback catches this to decide otherwise. ``interrupt`` is the question.
     """
 
+    code = "expired"
+
     def __init__(self, message: str, interrupt: Interrupt | None = None) -> None:
         super().__init__(message)
         self.interrupt = interrupt
+
+
+class StaleAnswerError(ResumeInputError):
+    """The person answered a question as it was shown to them, and it has changed since (its
+    digest differs): nothing was answered; they look at it again."""
+
+    code = "stale"
+
+
+class UnconsumedAnswerError(ResumeError):
+    """A resume gave an answer that the replayed step did not take: the hook or rule that asked
+    did not ask again. The answer is never dropped: the run stops before the step goes ahead,
+    and the pause stays as it was. ``interrupt_id`` names the question."""
+
+    code = "unconsumed_answer"
+
+    def __init__(self, message: str, *, interrupt_id: str) -> None:
+        super().__init__(message)
+        self.interrupt_id = interrupt_id
 
 
 class OutputTypeMismatchError(ResumeError):
     """``resume(..., output_type=T)`` gave a T whose JSON Schema is not the one the paused run
     was started with (or the run had none); nothing changed."""
 
+    code = "invalid_answer"
+
 
 class AgentPausedError(ResumeError):
     """A new prompt was sent to a paused agent; resume it or discard the pause first."""
 
+    code = "paused"
+
 
 class StateError(InterludeError):
     """Saved agent state could not be read or does not fit this agent."""
+
+    code = "state"
 
 
 class StateFormatError(StateError):
@@ -357,9 +407,13 @@ class StateIntegrityError(StateError):
     """A state (exported or stored) does not carry a valid signature for the signing key in
     use: it was changed, or signed with another key, or not signed. Nothing was loaded."""
 
+    code = "forged"
+
 
 class SessionError(InterludeError):
     """A session store could not load or save a session."""
+
+    code = "session"
 
 
 class SessionConflictError(SessionError):
@@ -368,6 +422,21 @@ class SessionConflictError(SessionError):
     Two processes that resume the same pause race for it: exactly one proceeds, the other gets
     this error before it runs anything.
     """
+
+    code = "busy"
+
+
+class AlreadyAnsweredError(ResumeError, SessionConflictError):
+    """Someone answered the question first (the first answer wins, across every place people
+    answer): nothing was recorded or run. ``interrupt_id`` names the question and ``by`` who
+    answered it, when known."""
+
+    code = "already_answered"
+
+    def __init__(self, message: str, *, interrupt_id: str | None = None, by: str | None = None):
+        super().__init__(message)
+        self.interrupt_id = interrupt_id
+        self.by = by
 
 
 class SessionCorruptError(SessionError, StateFormatError):
@@ -395,6 +464,12 @@ class ReplayedException(InterludeError):
         self.type_name = type_name
         self.message = message
         self.traceback_text = traceback_text
+
+
+def refusal_code(exc: BaseException) -> str:
+    """The code of a refused answer (``"not_allowed"``, ``"already_answered"``, ...) as every
+    door puts it on its wire; ``"error"`` for anything that is not an Interlude error."""
+    return exc.code if isinstance(exc, InterludeError) else "error"
 
 
 class ControlFlowSignal(BaseException):

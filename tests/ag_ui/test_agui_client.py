@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from agui_harness import TOKEN, drive
 
-from interlude.sessions import Inbox
+from interlude import Inbox
 
 
 def test_an_ag_ui_client_drives_an_agent_through_a_pause_and_an_answer(

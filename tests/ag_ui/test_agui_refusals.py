@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from agui_harness import Served, drive, stored
 
-from interlude.sessions import Inbox
+from interlude import Inbox
 
 Entry = dict[str, Any]
 

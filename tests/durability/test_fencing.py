@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from interlude import Worker
-from interlude.sessions import Inbox, SQLiteStore
+from interlude import Inbox, Worker
+from interlude.sessions import SQLiteStore
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))

@@ -18,7 +18,7 @@ import pydantic
 import pytest
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-from interlude import Agent, AuditEntry, ToolResult, ToolUse, tool
+from interlude import Agent, AuditEntry, Inbox, ToolResult, ToolUse, tool
 from interlude.errors import (
     AnswerValidationError,
     InterruptError,
@@ -28,7 +28,7 @@ from interlude.errors import (
     StateIntegrityError,
 )
 from interlude.hooks import BeforeToolCallEvent
-from interlude.sessions import Inbox, SQLiteStore
+from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
 
 GOLDEN = Path(__file__).parent / "golden" / "v3_answers_as_data.json"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from interlude import Agent, ToolUse
+from interlude import Agent, Inbox, ToolUse
 from interlude.errors import AnswerValidationError
 from interlude.mcp import Elicitation, McpServer
-from interlude.sessions import Inbox, SQLiteStore
+from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
 
 BOOK = ToolUse("b1", "book", {"show": "Hamlet"})

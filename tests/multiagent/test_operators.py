@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from interlude import Agent, AgentSession, App, Worker
+from interlude import Agent, AgentSession, App, Inbox, Worker
 from interlude.errors import (
     AnswerValidationError,
     ConfigurationError,
@@ -23,7 +23,7 @@ from interlude.errors import (
     UnknownInterruptError,
 )
 from interlude.multiagent import Graph, node_path
-from interlude.sessions import Inbox, SQLiteStore
+from interlude.sessions import SQLiteStore
 
 from . import graph_app
 from .graph_app import CALLS, app, build_trip

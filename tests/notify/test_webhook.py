@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from interlude import App, Worker
+from interlude import App, Inbox, Worker
 from interlude.notify import Notifications, Notifier, Webhook, notification_id, signature
-from interlude.sessions import Inbox, SQLiteStore
+from interlude.sessions import SQLiteStore
 
 from . import notify_app
 from .receivers import Receiver

@@ -6,8 +6,7 @@ import asyncio
 
 from starlette.testclient import TestClient
 
-from interlude import Worker
-from interlude.sessions import Inbox
+from interlude import Inbox, Worker
 
 from . import inbox_app
 from .conftest import ANA, BO, bearer

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from interlude import Worker
+from interlude import Inbox, Worker
 from interlude.server import create_app
-from interlude.sessions import Inbox
 
 from . import approvals_app as A
 from .test_pages import _form, login

@@ -11,9 +11,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from interlude import Worker
+from interlude import Inbox, Worker
 from interlude.server import create_app
-from interlude.sessions import Inbox
 
 from . import inbox_app
 from .conftest import TOKENS, chromium

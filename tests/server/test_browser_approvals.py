@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from interlude import Worker
+from interlude import Inbox, Worker
 from interlude.server import create_app
-from interlude.sessions import Inbox
 
 from . import approvals_app as A
 from .conftest import chromium

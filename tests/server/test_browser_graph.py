@@ -10,10 +10,9 @@ import asyncio
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
-from interlude import Worker
+from interlude import Inbox, Worker
 from interlude.multiagent import Graph, node_path
 from interlude.server import create_app
-from interlude.sessions import Inbox
 
 from .conftest import TOKENS, chromium
 from .live import serving

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from interlude import Inbox
 from interlude.errors import ConfigurationError
 from interlude.server import create_app, load_tokens
-from interlude.sessions import Inbox
 
 from . import inbox_app
 from .conftest import ANA, bearer

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
+from interlude import Inbox
 from interlude.server import create_app
-from interlude.sessions import Inbox
 
 from . import inbox_app
 from .conftest import ANA, TOKENS, bearer

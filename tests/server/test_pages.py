@@ -7,8 +7,7 @@ import re
 
 from starlette.testclient import TestClient
 
-from interlude import Worker
-from interlude.sessions import Inbox
+from interlude import Inbox, Worker
 
 from . import inbox_app
 from .conftest import ANA

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from interlude.sessions import Inbox
+from interlude import Inbox
 
 from . import inbox_app
 from .conftest import bearer

@@ -52,8 +52,7 @@ def test_a_stale_page_s_answer_says_who_answered_first(client: TestClient, store
     the worker) is refused with the first approver's name."""
     import asyncio
 
-    from interlude import Worker
-    from interlude.sessions import Inbox
+    from interlude import Inbox, Worker
 
     from . import inbox_app
     from .conftest import BO, bearer

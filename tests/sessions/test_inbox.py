@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from interlude import Inbox
 from interlude._interrupt import Interrupt
 from interlude._messages import JsonValue
 from interlude.sessions import (
-    Inbox,
     MemoryStore,
     PendingInterrupt,
     SessionStore,

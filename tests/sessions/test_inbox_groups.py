@@ -4,15 +4,21 @@ twice is refused naming the votes, and a vote queued for a worker makes the next
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 import pytest
 
-from interlude import Agent, ToolUse, tool
-from interlude.errors import NotAllowedToAnswerError, ResumeError, SessionConflictError
+from interlude import Agent, App, Inbox, ToolUse, Worker, tool
+from interlude.errors import (
+    AlreadyAnsweredError,
+    NotAllowedToAnswerError,
+    ResumeError,
+    SessionConflictError,
+)
 from interlude.hooks import BeforeToolCallEvent
-from interlude.sessions import Inbox
+from interlude.sessions import SessionStore
 from interlude.testing import ScriptedModel
 
 ran: list[str] = []
@@ -34,12 +40,13 @@ def _ask(event: BeforeToolCallEvent) -> None:
         event.cancel("no")
 
 
-def _agent(store: str, late: float = 0.0) -> Agent:
+def _agent(store: str | SessionStore, late: float = 0.0) -> Agent:
     agent = Agent(
-        ScriptedModel([[ToolUse("t1", "deploy", {"env": "prod"})], "Deployed."]),
+        ScriptedModel([[ToolUse("t1", "deploy", {"env": "prod"})], "Deployed."], resumable=True),
         tools=[deploy],
         session=store,
         session_id="s1",
+        name="deployer",
         clock=lambda: time.time() - late,
     )
     agent.hooks.add_callback(BeforeToolCallEvent, _ask)
@@ -87,7 +94,12 @@ def test_votes_toward_a_quorum(store: str) -> None:
         with pytest.raises(SessionConflictError, match="already answered"):
             inbox.record("s1", {question.id: True}, by="cy", groups=["ops"])  # bo's settles it
     done = _agent(store)
-    done.resume({question.id: True}, by="bo")
+    with pytest.raises(AlreadyAnsweredError) as info:  # bo's vote waits in the inbox's queue
+        done.resume({question.id: True}, by="bo")
+    assert (info.value.interrupt_id, info.value.by, ran) == (question.id, "bo", [])
+    app = App()
+    app.agent("deployer")(lambda session: _agent(session.store))
+    assert asyncio.run(Worker(app, store).run_once()) == 1  # the recorded vote is applied
     assert ran == ["prod"]
 
 

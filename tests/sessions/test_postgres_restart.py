@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from interlude.sessions import Inbox
+from interlude import Inbox
 
 from .pg_cluster import cluster
 

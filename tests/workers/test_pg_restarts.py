@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from interlude.sessions import Inbox
+from interlude import Inbox
 
 from . import payroll_app
 from .payroll_app import app

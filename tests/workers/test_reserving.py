@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from interlude import Worker
-from interlude.sessions import Inbox, SQLiteStore
+from interlude import Inbox, Worker
+from interlude.sessions import SQLiteStore
 
 from . import payroll_app
 from .flaky import FlakyStore

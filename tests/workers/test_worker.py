@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from interlude import Worker
+from interlude import Inbox, Worker
 from interlude.errors import (
     InterruptExpiredError,
     NotPausedError,
@@ -21,7 +21,7 @@ from interlude.errors import (
     SessionError,
     UnknownInterruptError,
 )
-from interlude.sessions import Inbox, SQLiteStore
+from interlude.sessions import SQLiteStore
 
 from . import payroll_app
 from .payroll_app import LEDGER, app

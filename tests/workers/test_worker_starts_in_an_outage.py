@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from interlude.sessions import Inbox, open_store
+from interlude import Inbox
+from interlude.sessions import open_store
 
 from .payroll_app import app
 from .test_pg_restarts import _env

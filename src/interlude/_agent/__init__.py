@@ -29,7 +29,15 @@ from ._executor import (
 from ._observe import Observer, RunInfo, install
 
 if TYPE_CHECKING:
-    from ._answering import check_answers, check_by, declines, resume_plan, vote_problem
+    from ._answering import (
+        check_answers,
+        check_by,
+        declines,
+        person_key,
+        resume_plan,
+        same_person,
+        vote_problem,
+    )
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._history import checkpoints_of
@@ -69,8 +77,10 @@ __all__ = [
     "install",
     "is_approval",
     "load_all",
+    "person_key",
     "remembered_decisions",
     "resume_plan",
+    "same_person",
     "vote_problem",
 ]
 
@@ -86,6 +96,8 @@ _LAZY = {
     "check_by": "._answering",
     "resume_plan": "._answering",
     "vote_problem": "._answering",
+    "person_key": "._answering",
+    "same_person": "._answering",
     "declines": "._answering",
     "is_approval": "._approval",
     "remembered_decisions": "._approval",

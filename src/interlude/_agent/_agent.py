@@ -1,4 +1,8 @@
-"""The Agent: a model, tools and hooks, run in a loop that can pause and resume."""
+"""The Agent: a model, tools and hooks, run in a loop that can pause and resume.
+
+Here: making an agent, running it, and changing it between runs. Reading what it holds (its
+settings, standing, session and record) is inherited from ``_holding.AgentHolding``.
+"""
 
 from __future__ import annotations
 
@@ -7,37 +11,29 @@ import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from .._audit import EXPIRY, AuditEntry
-from .._interrupt import Interrupt
+from .._audit import EXPIRY
 from .._messages import ContentBlock, JsonValue, Message
 from .._result import AgentResult
 from .._stream import RunFinished, StreamEvent
 from .._sync import run_sync
 from .._tools._spec import AgentTool, ToolSpec
-from ..errors import (
-    AgentBusyError,
-    ConfigurationError,
-    NotPausedError,
-    StateFormatError,
-    StateMismatchError,
-)
+from ..errors import AgentBusyError, ConfigurationError, NotPausedError, StateMismatchError
 from ..hooks._registry import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
+from ._holding import AgentHolding
 from ._overlay import BODY_STATE
 from ._spec import AgentSpec, Approver, SpecField, tools_by_name
-from ._standing import AgentState, Conversation, Identity, check_reserved
+from ._standing import AgentState, Conversation, check_reserved
 
 if TYPE_CHECKING:
     import asyncio
 
     from ..conversation import ConversationManager
     from ..sessions._protocol import SessionStore, StoredSession
-    from ._executor import Executor
-    from ._history import Checkpoint
     from ._loop import Emit
     from ._observe import Observer
     from ._persist import SessionLink
@@ -50,12 +46,15 @@ Prompt = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 """A new prompt (text or content blocks), or the list form of interrupt answers."""
 
 
-class Agent:
+class Agent(AgentHolding):
     """An agent: it calls ``model``, runs the ``tools`` it asks for, and repeats until it answers.
 
     Hook callbacks and tools may ``interrupt(...)`` at any step; the run then stops with
     ``stop_reason == "interrupt"`` and :meth:`resume` carries on from exactly there.
     """
+
+    kind: ClassVar[str] = "agent"
+    """What it is to the operator floor (a Graph's is ``"graph"``, a Swarm's ``"swarm"``)."""
 
     model: SpecField[Model] = SpecField()
     system_prompt: SpecField[str | None] = SpecField()
@@ -193,12 +192,6 @@ class Agent:
             )
             self._unloaded = True
 
-    @property
-    def spec(self) -> AgentSpec:
-        """What the agent is (frozen): ``Agent.from_spec(replace(agent.spec, ...))`` makes a
-        copy with some settings changed."""
-        return self._spec
-
     def _set_spec(self, spec: AgentSpec) -> None:
         if self._running and spec.executor is not self._spec.executor:
             raise AgentBusyError("the executor cannot change while a run is going")
@@ -252,7 +245,15 @@ class Agent:
 
         adopt_stored(self, link, stored)
 
-    # --- what the agent holds -------------------------------------------------------------
+    def detach_session(self) -> None:
+        """Stop saving to the session: no journal, no claims (a durable engine keeps the
+        run's history itself). The agent keeps what it loaded."""
+        if self._running:
+            raise AgentBusyError("cannot detach the session while a run is going")
+        self._session = None
+        self._unloaded = False  # nothing to load any more
+
+    # --- the conversation -----------------------------------------------------------------
 
     @property
     def messages(self) -> list[Message]:
@@ -268,37 +269,6 @@ class Agent:
 
         replace_conversation(self, list(messages))
 
-    @property
-    def tools(self) -> dict[str, AgentTool]:
-        return dict(self._tools)
-
-    @property
-    def is_running(self) -> bool:
-        """Whether a run is going."""
-        return self._running
-
-    @property
-    def executor(self) -> Executor:
-        """Where model calls and tool bodies run: this process (``LOCAL``) unless an
-        integration (a durable engine's workflow) set its own; not while a run is going."""
-        return self._spec.executor
-
-    @executor.setter
-    def executor(self, executor: Executor) -> None:
-        self._set_spec(replace(self._spec, executor=executor))
-
-    @property
-    def _tools(self) -> Mapping[str, AgentTool]:
-        return self._spec.tools
-
-    @property
-    def _key(self) -> bytes | None:
-        return self._spec.signing_key
-
-    @property
-    def _executor(self) -> Executor:
-        return self._spec.executor
-
     def _loaded(self) -> AgentState:
         """Where the agent stands, its session loaded first if it was not yet; while a run
         goes, with the run's conversation as far as it went (a view: nothing is written)."""
@@ -308,51 +278,6 @@ class Agent:
         if live is not None and len(live) != len(state.messages):
             return state.with_messages(Conversation(live))
         return state
-
-    def detach_session(self) -> None:
-        """Stop saving to the session: no journal, no claims (a durable engine keeps the
-        run's history itself). The agent keeps what it loaded."""
-        if self._running:
-            raise AgentBusyError("cannot detach the session while a run is going")
-        self._session = None
-        self._unloaded = False  # nothing to load any more
-
-    @property
-    def is_paused(self) -> bool:
-        """Whether the agent waits on answers (``resume``)."""
-        return self._loaded().paused
-
-    @property
-    def needs_recovery(self) -> bool:
-        """Whether the agent holds a run that stopped before it finished (its process died):
-        :meth:`recover` carries it on from its journal."""
-        return self._loaded().stopped
-
-    @property
-    def interrupts(self) -> list[Interrupt]:
-        """The questions a paused agent waits on (empty when not paused)."""
-        position = self._loaded().position
-        return [] if position is None else list(position.interrupts)
-
-    @property
-    def audit(self) -> list[AuditEntry]:
-        """Every answer applied to this agent's questions, oldest first: who, when, what, and
-        a digest of what was shown (kept with the session and in ``export_state()``)."""
-        return list(self._loaded().audit)
-
-    @property
-    def session_id(self) -> str | None:
-        return None if self._session is None else self._session.session_id
-
-    @property
-    def session_store(self) -> SessionStore | None:
-        """The store the agent's session is saved in (None: no session)."""
-        return None if self._session is None else self._session.store
-
-    def _tool_specs(self) -> list[ToolSpec]:
-        if self._specs is None:
-            self._specs = [t.spec for t in self._tools.values()]
-        return self._specs
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -416,6 +341,19 @@ class Agent:
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
         return await self._start(plan, None, output_type)
+
+    def check_resume(
+        self,
+        answers: Mapping[str, JsonValue],
+        *,
+        by: str | None = None,
+        shown: Mapping[str, str] | None = None,
+    ) -> None:
+        """Raise the error :meth:`resume_async` would refuse these answers with (an edit the
+        tool's own validation refuses among them); change nothing. For a check made where the
+        answer arrives, before it is recorded or sent on (a door, a workflow's validator)."""
+        self._loaded()
+        resume_plan(self, answers, by, shown)
 
     def resume_expired(self, *, output_type: Any = None) -> AgentResult:
         """Settle the questions whose deadline has passed and carry on, from sync code."""
@@ -510,17 +448,6 @@ class Agent:
         if task is not None and loop is not None and not task.done():
             loop.call_soon_threadsafe(task.cancel)
 
-    @property
-    def decisions(self) -> dict[str, dict[str, JsonValue]]:
-        """The approval decisions remembered now, by tool name: ``{"approve": bool, "scope":
-        "run" | "session", "note": str}`` (the note when the person gave one; a paused run's
-        own decisions win over the session's)."""
-        from ._approval import remembered_decisions
-
-        state = self._loaded()
-        run = {} if state.position is None else state.position.progress.decisions
-        return remembered_decisions(state.audit, run, self._key is not None, state.messages)
-
     def forget_decisions(self, tool: str | None = None, *, by: str | None = None) -> None:
         """Forget the remembered approval decisions (``tool``'s, or all of them): the next
         call of such a tool asks again. Recorded in the audit trail as given ``by``."""
@@ -560,17 +487,6 @@ class Agent:
 
     # --- time travel ------------------------------------------------------------------------
 
-    def checkpoints(self) -> list[Checkpoint]:
-        """The steps of this agent's record, oldest first: prompts, model replies, tool
-        results, questions (answered and open) and answers, each a frozen :class:`Checkpoint`
-        whose ``id`` :meth:`fork` takes. Read from the conversation, the audit trail and the
-        pause: kept as long as the session is (see docs/time-travel.md)."""
-        from ._history import checkpoints_of
-
-        standing = self._loaded()
-        pending = standing.position.interrupts if standing.position is not None else []
-        return checkpoints_of(list(standing.messages), standing.audit, pending)
-
     def fork(self, at: str, session_id: str | None = None, *, by: str | None = None) -> Agent:
         """A new agent standing at checkpoint ``at`` (an id from :meth:`checkpoints`, or an
         interrupt id), from sync code: see :meth:`fork_async`."""
@@ -593,37 +509,7 @@ class Agent:
 
         return await fork_agent(self, at, session_id, by)
 
-    def replay(self) -> list[StreamEvent]:
-        """The events a stream of this agent's recorded runs gave, rebuilt from the record
-        with no model or tool call (see docs/time-travel.md for what the record keeps)."""
-        from ._replay import replay_events
-
-        standing = self._loaded()
-        pending = standing.position.interrupts if standing.position is not None else []
-        return replay_events(list(standing.messages), pending)
-
     # --- state ------------------------------------------------------------------------------
-
-    def export_state(self) -> dict[str, JsonValue]:
-        """The whole agent state (conversation, agent state, pause) as versioned JSON data."""
-        if self._running:
-            raise AgentBusyError("cannot export state while a run is going")
-        from .._frozen import thaw
-        from ._codec import encode_state
-
-        standing = self._loaded()
-        exported: dict[str, JsonValue] = thaw(  # plain JSON: the caller's own to change
-            encode_state(
-                list(standing.messages),
-                self._saved_state(),
-                standing.position,
-                list(self._tools),
-                agent=self.name,
-                audit=list(standing.audit),
-                key=self._key,
-            )
-        )
-        return exported
 
     def import_state(self, data: Mapping[str, JsonValue]) -> None:
         """Replace this agent's state with ``data`` from :meth:`export_state`.
@@ -649,51 +535,7 @@ class Agent:
             )
         adopt(self, loaded)
 
-    # --- resources ------------------------------------------------------------------------
-
-    async def aclose(self) -> None:
-        """Close what the agent's tools hold open (such as an MCP server's connection): every
-        tool with an ``aclose()`` method. The agent stays usable: tools reopen on next use.
-        Every tool is closed even if one fails; the first failure is raised after."""
-        failure: Exception | None = None
-        for tool in self._tools.values():
-            close = getattr(tool, "aclose", None)
-            if close is not None:
-                try:
-                    await close()
-                except Exception as exc:
-                    failure = failure or exc
-        if failure is not None:
-            raise failure
-
-    def close(self) -> None:
-        """``aclose()`` from sync code; ``with Agent(...) as agent:`` calls it at the end."""
-        run_sync(self.aclose())
-
-    def __enter__(self) -> Agent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Agent:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     # --- internals --------------------------------------------------------------------------
-
-    def _saved_state(self) -> dict[str, JsonValue]:
-        """``agent.state`` as it is saved: with the conversation manager's state, if any, under
-        a reserved key (split off again when the state is loaded). StateFormatError if
-        ``agent.state`` uses that key itself (it would not load, or load as the manager's)."""
-        check_reserved(self.state, StateFormatError)
-        return self._state.but(data=self.state).saved_data()
-
-    def _identity(self) -> Identity:
-        """Who this agent is to its session: name, signing key, tools."""
-        return Identity(self.name, self._key, tuple(self._tools))
 
     def _with_data(self, state: AgentState) -> AgentState:
         """``state`` with ``agent.state`` as it is now committed into it (read-only copy)."""

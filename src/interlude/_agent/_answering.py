@@ -8,6 +8,7 @@ raised as a ResumeError subclass naming the question (and the field); then nothi
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from ..errors import (
     InterruptExpiredError,
     NotPausedError,
     ResumeInputError,
+    StaleAnswerError,
     UnknownInterruptError,
 )
 from ._state import BeforeInvocation, Progress, Step
@@ -33,6 +35,8 @@ __all__ = [
     "check_answers",
     "check_by",
     "declines",
+    "person_key",
+    "same_person",
     "prompt_plan",
     "resume_plan",
     "vote_problem",
@@ -90,7 +94,7 @@ def resume_plan(
             f"resume() takes a map of interrupt id to answer, got {type(answers).__name__}"
         )
     if by is not None and not expiry_only:
-        check_by(by)
+        by = check_by(by)
     if not answers and not expiry_only:
         raise ResumeInputError("resume() got no answers; answer at least one interrupt")
     if message is not None and (not isinstance(message, str) or not message.strip()):
@@ -208,7 +212,7 @@ def vote_problem(
     if by is None:
         return f"{what} needs {need} different people to agree: say who answers with by="
     voted, voters = votes.get(question.id, (None, ()))
-    if by in voters:
+    if same_person(by, voters):
         return (
             f"{by} already approved {what}; it needs {need} different people "
             f"({len(voters)} so far: {', '.join(voters)})"
@@ -219,6 +223,34 @@ def vote_problem(
             f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
         )
     return None
+
+
+def check_consumed(event: Any, answers: Any) -> None:
+    """UnconsumedAnswerError for an answer to a question of this replayed ``event`` (its
+    source and scope) that none of its callbacks asked again: a person's answer is never
+    dropped. (Approval questions are the loop's own, consumed by the call's approval; an
+    expired question's default is no one's answer.)"""
+    from .._interrupt import interrupt_id
+    from ._approval import approval_id
+
+    prefix = interrupt_id(event._source, event._scope, "")
+    prefix = prefix[: prefix.rindex(":") + 1]
+    given = [i for i in answers.values if i.startswith(prefix) and i not in answers.expired]
+    if not given:
+        return
+    used = set(event._used_ids())
+    approval = approval_id(event._scope)
+    for iid in given:
+        if iid not in used and iid != approval:
+            from ..errors import UnconsumedAnswerError
+
+            raise UnconsumedAnswerError(
+                f"the answer to {iid} was given, but no callback of the replayed "
+                f"{type(event).__name__} asked that question again: a hook that asks must "
+                "ask again on replay (event.is_replay) to read its answer; nothing ran and "
+                "the pause is as it was",
+                interrupt_id=iid,
+            )
 
 
 def _asking_tool(agent: Agent, question: Interrupt) -> Any:
@@ -337,7 +369,7 @@ def _check_shown(
             raise ResumeInputError(f"shown= names {key!r}, which is not answered here")
         actual = shown_digest(asked[key])
         if digest != actual:
-            raise ResumeInputError(
+            raise StaleAnswerError(
                 f"question {asked[key].name!r} ({key}) is not the one that was shown (shown "
                 f"{str(digest)[:19]}..., pending {actual[:19]}...): its data changed since; "
                 "nothing was answered, look at it again"
@@ -368,8 +400,11 @@ def _answers_from_list(items: list[Mapping[str, Any]]) -> dict[str, JsonValue]:
     return answers
 
 
-def check_by(by: object) -> None:
-    """ResumeInputError unless ``by`` is a printable name, not the one kept for deadlines."""
+def check_by(by: object) -> str:
+    """``by`` as the name it is recorded under (Unicode NFKC, spaces trimmed and collapsed), or
+    ResumeInputError: not printable text, a name mixing look-alike scripts ("ana" with a
+    Cyrillic first letter), or the one kept for deadlines. Compare names with
+    :func:`same_person`."""
     if not isinstance(by, str) or not by.strip():
         raise ResumeInputError(f"by= names who answers: a non-empty string, got {by!r}")
     if not by.isprintable() or len(by) > 200:
@@ -377,8 +412,36 @@ def check_by(by: object) -> None:
             f"by= must be printable text of at most 200 characters (no control characters), "
             f"got {by[:40]!r}"
         )
-    if by == EXPIRY:
+    name = " ".join(unicodedata.normalize("NFKC", by).split())
+    scripts = {_script(c) for c in name if c.isalpha()} & _LOOKALIKE
+    if len(scripts) > 1:
+        raise ResumeInputError(
+            f"by={by[:40]!r} mixes the {' and '.join(sorted(scripts)).lower()} scripts, whose "
+            "letters look alike: a name is written in one of them"
+        )
+    if name == EXPIRY:
         raise ResumeInputError(f"by={EXPIRY!r} is kept for answers given by a deadline")
+    return name
+
+
+_LOOKALIKE = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
+"""Scripts whose letters pass for one another: a name may not mix them."""
+
+
+def _script(char: str) -> str:
+    return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
+
+
+def person_key(name: str) -> str:
+    """Who ``name`` is, for counting people: the recorded name (``check_by``) case-folded, so
+    "Ana", "ana " and its full-width form are one person toward a quorum."""
+    return " ".join(unicodedata.normalize("NFKC", name).split()).casefold()
+
+
+def same_person(name: str, names: Sequence[str]) -> bool:
+    """Whether ``name`` is one of ``names`` (compared as :func:`person_key`)."""
+    key = person_key(name)
+    return any(person_key(n) == key for n in names)
 
 
 _BLOCKS = (Text, Image, Reasoning, ToolUse, ToolResult)

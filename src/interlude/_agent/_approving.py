@@ -63,12 +63,14 @@ def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt]
             tool = run.spec.tools.get(call.tool_name)
     if tool is None or not gated(tool):
         return call, [], None
-    if not needs_approval(tool, use.input):
-        return call, [], None
     shown = ToolUse(use.id, tool.name, use.input)
     iid = approval_id(call.tool_use.id)
     answers = run.progress.answers
+    # A person's answer binds: the rule is not asked again for a call they answered (a rule
+    # that now says "no approval needed" cannot turn their decline into a run).
     found, answer = answers.lookup(iid, shown)
+    if not found and not needs_approval(tool, use.input):
+        return call, [], None
     if found:  # (a "remember" in it was applied as the resume started)
         decision = decision_of(answer)
     else:

@@ -156,7 +156,7 @@ async def _before_and_body(
     # again: the body runs again from the top.
     reused: ToolResult | None = None
     if cancel_message is None and call.phase in ("pending", "before"):
-        guard, reused = _ran_in_parent(run, call)  # a fork: not again unless a person says so
+        guard, reused = await _ran_in_parent(run, call)  # a fork: not again unless asked to
         if guard is not None:
             return run.put_call(call.but(phase="before")), [guard]
     lost = 0
@@ -474,16 +474,24 @@ def _show_call(name: str, tool_input: object) -> str:
     return f"{name} {shown}"
 
 
-def _ran_in_parent(run: StepContext, call: ToolCall) -> tuple[Interrupt | None, ToolResult | None]:
-    """In a forked session, a call the parent's record has a result for: the question to ask
-    first, or (answered) the result to take instead of running it (``"reuse"`` / ``"fail"``);
+async def _ran_in_parent(
+    run: StepContext, call: ToolCall
+) -> tuple[Interrupt | None, ToolResult | None]:
+    """In a forked session, a call the parent's record has a result for (when the fork was
+    made, or since: read from the parent's stored session now): the question to ask first,
+    or (answered) the result to take instead of running it (``"reuse"`` / ``"fail"``);
     (None, None) to run it (any other session, another call, or answered ``"rerun"``)."""
-    from ._fork import RAN_IN_PARENT, parent_results, ran_in_parent_question
+    from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
 
     audit = run.agent._state.audit
     ran = parent_results(audit)
-    if ran is None or call.tool_use.id not in ran:
+    if ran is None:
         return None, None
+    if call.tool_use.id not in ran:  # it may have run in the parent since the fork was made
+        since = await parent_result_now(run.agent, audit[0], run.batch().message_index, call)
+        if since is None:
+            return None, None
+        ran = {**ran, call.tool_use.id: since}
     use = call.active_use or call.tool_use
     found, answer = run.progress.answers.lookup(
         interrupt_id("in_doubt", call.tool_use.id, RAN_IN_PARENT), None

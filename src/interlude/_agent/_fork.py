@@ -41,7 +41,13 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._state import Step
 
-__all__ = ["RAN_IN_PARENT", "fork_agent", "parent_results", "ran_in_parent_question"]
+__all__ = [
+    "RAN_IN_PARENT",
+    "fork_agent",
+    "parent_result_now",
+    "parent_results",
+    "ran_in_parent_question",
+]
 
 RAN_IN_PARENT = "ran_in_parent"
 """The name of the question a fork asks before a call that ran in its parent."""
@@ -58,6 +64,27 @@ def parent_results(audit: Sequence[AuditEntry]) -> Mapping[str, JsonValue] | Non
         return None
     ran = first.answer.get("ran")
     return ran if isinstance(ran, dict) else None
+
+
+async def parent_result_now(
+    fork: Agent, link: AuditEntry, index: int, call: ToolCall
+) -> JsonValue | None:
+    """The result the parent's stored session holds now for ``call`` of the batch of message
+    ``index`` (both records share the messages up to there), or None: none, or no store to
+    read it from. A fork made at an open question, answered in the parent after, must not
+    run the call a second time unasked: it is read when the fork's answer is applied."""
+    store = fork.session_store
+    parent = link.answer.get("session") if isinstance(link.answer, dict) else None
+    if store is None or not isinstance(parent, str):
+        return None
+    stored = await store.load(parent)
+    if stored is None or len(stored.messages) <= index + 1:
+        return None
+    from .._messages import message_from_dict
+
+    where = f"session {parent!r} (the fork's parent)"
+    kept = [message_from_dict(m, where) for m in stored.messages[index : index + 2]]
+    return _results_after(kept, 0, (call,)).get(call.tool_use.id)
 
 
 def ran_in_parent_question(use: ToolUse, parent: str | None, raised_at: float) -> Interrupt:

@@ -1,8 +1,9 @@
 """The loop: a state machine over steps, pausable at every step boundary.
 
-``Run.drive`` takes the step to start from and works step by step. Each handler returns the
-next step, a final ``AgentResult``, or a ``_Paused`` (the step to carry on from and its
-questions). Hooks with no callbacks cost nothing: their events are not even built.
+``Run.drive`` takes the step to start from and works step by step. Each handler (one per kind
+of step, in ``_steps``) returns the next step, a final ``AgentResult``, or a ``Paused`` (the
+step to carry on from and its questions). Hooks with no callbacks cost nothing: their events
+are not even built.
 
 With a session, the run keeps a journal: before anything outside the loop happens (a hook
 callback, a model call, a tool body) where the run stands is saved (``checkpoint``), so a
@@ -21,34 +22,16 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .._frozen import freeze
 from .._interrupt import Interrupt
 from .._messages import Message, Text, ToolUse
-from .._result import AgentResult, StopReason
+from .._result import AgentResult
 from .._stream import InterruptRaised, MessageAppended, ModelResponse, StreamEvent
-from ..errors import CycleLimitError, RetryLimitError
-from ..hooks._events import (
-    AfterInvocationEvent,
-    AfterModelCallEvent,
-    BeforeInvocationEvent,
-    BeforeModelCallEvent,
-    MessageAddedEvent,
-)
-from ._batch import run_batch
-from ._executor import LOCAL, ModelCall
+from ._answering import check_consumed
+from ._executor import ModelCall
 from ._observe import observer_for
-from ._output import after_reply, finish, model_request
+from ._output import finish, model_request
 from ._results import answered, close_batch, closing_message
 from ._standing import AgentState, Conversation
-from ._state import (
-    AfterInvocation,
-    AfterModelCall,
-    BeforeInvocation,
-    BeforeModelCall,
-    MessageAdded,
-    Position,
-    Progress,
-    Step,
-    ToolBatch,
-    ToolCall,
-)
+from ._state import MessageAdded, Position, Progress, Step, ToolBatch, ToolCall
+from ._steps import HANDLERS, Outcome, Paused, unique_calls
 
 if TYPE_CHECKING:
     from .._audit import AuditEntry
@@ -63,17 +46,7 @@ __all__ = ["Emit", "Run", "close_batch", "closing_message"]
 Emit = Callable[[StreamEvent], None]
 E = TypeVar("E", bound="HookEvent")
 _tuple_new = tuple.__new__
-
-
-class _Paused:
-    __slots__ = ("interrupts", "step")
-
-    def __init__(self, step: Step, interrupts: list[Interrupt]) -> None:
-        self.step = step
-        self.interrupts = interrupts
-
-
-_Outcome = Step | AgentResult | _Paused
+_unique_calls = unique_calls  # the name ``_history`` imports from here
 
 
 class Run:
@@ -256,24 +229,17 @@ class Run:
         # The run has started: the pause it resumes is used up; the answers it applies are
         # in the audit trail (stored with the first checkpoint).
         self.commit(position=None, audit=standing.audit + tuple(self.audit))
-        outcome: _Outcome = step
-        handlers: dict[type, Callable[[Any, bool], Coroutine[Any, Any, _Outcome]]] = {
-            BeforeInvocation: self._before_invocation,  # one handler per kind of step
-            MessageAdded: self._message_added,
-            BeforeModelCall: self._before_model_call,
-            AfterModelCall: self._after_model_call,
-            ToolBatch: self._tool_batch,
-            AfterInvocation: self._after_invocation,
-        }
+        outcome: Outcome = step
+        handlers = HANDLERS  # one handler per kind of step (see ``_steps``)
         try:
             while True:
                 self.step = step
-                outcome = await handlers[type(step)](step, replay)
+                outcome = await handlers[type(step)](self, step, replay)
                 if isinstance(outcome, AgentResult):
                     outcome = finish(self, outcome)  # the output as output_type, if any
                     await self._save(None)
                     return outcome
-                if isinstance(outcome, _Paused):
+                if isinstance(outcome, Paused):
                     result = self._pause(outcome)
                     await self._save(self.agent._state.position)
                     return result
@@ -297,7 +263,7 @@ class Run:
                 await self._abandon(f"not run: the run failed with {type(exc).__name__}")
             raise
 
-    # --- steps ------------------------------------------------------------------------------
+    # --- what the steps use -------------------------------------------------------------------
 
     async def ask(
         self, kind: type[E], scope: str, replay: bool, *args: Any
@@ -308,118 +274,16 @@ class Run:
         hooks = self.hooks
         if not hooks.has_callbacks(kind):
             return None, []
-        event = kind(*args, scope=scope, is_replay=replay, answers=self.progress.answers)
-        return event, await self.invoke(hooks, event)
-
-    async def _before_invocation(self, step: BeforeInvocation, replay: bool) -> _Outcome:
-        if self.hooks.has_callbacks(BeforeInvocationEvent):
-            scope = f"m{len(self.messages)}"
-            _, asked = await self.ask(BeforeInvocationEvent, scope, replay, self.agent, step.prompt)
-            if asked:
-                return _Paused(step, asked)
-        return await self.append(step.prompt, BeforeModelCall())
-
-    async def _message_added(self, step: MessageAdded, replay: bool) -> _Outcome:
-        if self.hooks.has_callbacks(MessageAddedEvent):
-            message = self.messages[step.index]
-            scope = f"m{step.index}"
-            _, asked = await self.ask(MessageAddedEvent, scope, replay, self.agent, message)
-            if asked:
-                return _Paused(step, asked)
-        return step.then
-
-    async def _before_model_call(self, step: BeforeModelCall, replay: bool) -> _Outcome:
-        agent = self.agent
-        limit = self.spec.max_cycles
-        if self.progress.cycles >= limit:
-            raise CycleLimitError(
-                f"the invocation reached max_cycles={limit} model calls without a final reply"
-            )
-        if self.hooks.has_callbacks(BeforeModelCallEvent):
-            scope = f"m{len(self.messages)}"
-            _, asked = await self.ask(BeforeModelCallEvent, scope, replay, agent)
-            if asked:
-                return _Paused(step, asked)
-        if self.progress.message is not None:  # sent with answers: the model sees it first
-            self._send_message()
-        if self.journal is not None:
-            await self.checkpoint()
-        self.progressed = True
-        try:
-            manager = self.spec.conversation
-            if manager is None and self.spec.executor is LOCAL and self.observer is None:
-                specs, options = model_request(self)  # no one needs the ModelCall value
-                spec = self.spec
-                call = LOCAL.answer(
-                    spec.model, self.model_view(), specs, spec.system_prompt, options, self.emit
-                )
-            elif manager is None:
-                call = self.spec.executor.call_model(self.model_call())
-            else:
-                from ._conversation import call_managed
-
-                call = call_managed(self, manager)
-            if self.observer is not None:  # the whole call: with its reductions, if any
-                call = self.observer.observe_model(self.spec.model, call)
-            response = await call
-        except Exception as exc:
-            return AfterModelCall(None, exc)
-        return AfterModelCall(response, None)
-
-    async def _after_model_call(self, step: AfterModelCall, replay: bool) -> _Outcome:
-        agent = self.agent
-        event = None
-        if self.hooks.has_callbacks(AfterModelCallEvent):
-            scope = f"m{len(self.messages)}"
-            event, asked = await self.ask(
-                AfterModelCallEvent, scope, replay, agent, step.response, step.exception
-            )
-            if asked:
-                return _Paused(step, asked)
-        progress = self.progress
-        if event is not None and event.retry:
-            retries = progress.model_retries + 1
-            self.progress = progress.but(
-                answers=progress.answers.without(event._used_ids()), model_retries=retries
-            )
-            if retries > self.spec.max_retries:
-                raise RetryLimitError(
-                    f"the model call was retried {retries - 1} times; "
-                    f"the limit is max_retries={self.spec.max_retries}"
-                ) from step.exception
-            return BeforeModelCall()
-        if step.exception is not None:
-            raise step.exception
-        response = step.response
-        assert response is not None
-        self.progress = progress = _tuple_new(  # Progress(...), as its ``__new__`` makes it
-            Progress, (progress.cycles + 1, 0, progress.usage + response.usage, *progress[3:])
-        )
-        message = response.message
-        tool_uses = message.tool_uses
-        if tool_uses and response.stop_reason == "max_tokens":
-            # A tool call cut off by the token limit is incomplete: drop it, keep the text.
-            message = Message(
-                "assistant", [b for b in message.content if not isinstance(b, ToolUse)]
-            )
-            tool_uses = []
-        if progress.output is not None:  # a final answer of the output type, or asked again
-            answered_step = await after_reply(self, response, message)
-            if answered_step is not None:
-                return answered_step
-        then: Step
-        if tool_uses:
-            then = ToolBatch(len(self.messages), _unique_calls(tool_uses, self.tool_use_ids()))
-        elif progress.message is not None:  # a person's message waits: the model answers it
-            then = BeforeModelCall()
-        else:
-            stop: StopReason = (
-                "end_turn" if response.stop_reason == "tool_use" else response.stop_reason
-            )
-            then = AfterInvocation(
-                AgentResult(stop_reason=stop, message=message, usage=progress.usage)
-            )
-        return await self.append(message, then)
+        answers, progressed = self.progress.answers, self.progressed
+        event = kind(*args, scope=scope, is_replay=replay, answers=answers)
+        asked = await self.invoke(hooks, event)
+        if replay and answers.values:  # every answer to its questions taken, or refused
+            try:
+                check_consumed(event, answers)
+            except BaseException:
+                self.progressed = progressed  # its answer unused: the pause goes back
+                raise
+        return event, asked
 
     def model_view(self) -> list[Message]:
         """The conversation as the model is sent it: the part the agent's conversation manager
@@ -443,14 +307,14 @@ class Run:
 
     def tool_use_ids(self) -> dict[str, int]:
         """How often each tool-use id occurs in the conversation, with the ids its calls ran
-        under (counted once per run, as ``_unique_calls`` counted them)."""
+        under (counted once per run, as ``unique_calls`` counted them)."""
         if self.seen_ids is None:
             seen: dict[str, int] = {}
             for m in self.messages:
                 if m.role == "assistant":
                     uses = [b for b in m.content if isinstance(b, ToolUse)]
                     if uses:
-                        _unique_calls(uses, seen)
+                        unique_calls(uses, seen)
             self.seen_ids = seen
         return self.seen_ids
 
@@ -470,38 +334,7 @@ class Run:
         self.batch()
         self.step = batch
 
-    async def _tool_batch(self, step: ToolBatch, replay: bool) -> _Outcome:
-        interrupts = await run_batch(self, step, replay)
-        batch = self.batch()  # as its calls left it
-        if interrupts:
-            return _Paused(batch, interrupts)
-        return await self.append(close_batch(batch, ""), BeforeModelCall())
-
-    async def _after_invocation(self, step: AfterInvocation, replay: bool) -> _Outcome:
-        if self.progress.message is not None:  # sent with answers: the model answers it (the
-            return BeforeModelCall()  # reply held for review is superseded by the next one)
-        if not self.hooks.has_callbacks(AfterInvocationEvent):
-            return step.result
-        scope = f"m{len(self.messages) - 1}"
-        event, asked = await self.ask(AfterInvocationEvent, scope, replay, self.agent, step.result)
-        if asked:
-            return _Paused(step, asked)
-        assert event is not None
-        return event.result
-
     # --- helpers ------------------------------------------------------------------------------
-
-    def _send_message(self) -> None:
-        """Add the text a person sent with their answers as a user message, right before the
-        model call its before-model hooks have already passed (so they are not asked again
-        about a conversation one message longer); saved with the checkpoint that follows."""
-        progress = self.progress
-        assert progress.message is not None
-        message = Message("user", [Text(progress.message)])
-        self.progress = progress.but(message=None)
-        self.messages.append(message)
-        if self.emit is not None:
-            self.emit(MessageAppended(message))
 
     async def append(self, message: Message, then: Step) -> MessageAdded:
         """Append ``message``; the run then stands at its message-added step (one change, so
@@ -541,7 +374,7 @@ class Run:
         await put_back(self.agent, resumed)
         return True
 
-    def _pause(self, paused: _Paused) -> AgentResult:
+    def _pause(self, paused: Paused) -> AgentResult:
         self.commit()  # the conversation as the run left it
         progress = self.progress
         if progress.votes:  # only the votes for questions still asked, as they were shown
@@ -609,31 +442,3 @@ def _standing_votes(votes: Mapping[str, Any], asked: list[Interrupt], run: Run) 
         if shown is None or shown == question.digest:
             kept[iid] = vote
     return kept
-
-
-def _unique_calls(tool_uses: list[ToolUse], seen: dict[str, int]) -> tuple[ToolCall, ...]:
-    """The batch's calls, each with a tool-use id unique in the conversation.
-
-    A model may repeat an id in one reply or reuse one from an earlier turn; questions and
-    results are keyed by the id, so the n-th use of an id (n > 1) runs as ``<id>#<n>`` (or the
-    next free ``#<k>``: the model may itself send an id of that form). ``seen`` counts the uses
-    of each id so far and is updated. The conversation keeps the model's own ids, and each
-    result answers its call's model id.
-    """
-    calls: list[ToolCall] = []
-    taken: set[str] | None = None
-    for tu in tool_uses:
-        n = seen[tu.id] = seen.get(tu.id, 0) + 1
-        if n == 1:
-            calls.append(ToolCall(tu))
-            continue
-        if taken is None:  # every id the conversation and this batch use
-            taken = set(seen) | {u.id for u in tool_uses} | {c.tool_use.id for c in calls}
-        k = n
-        while f"{tu.id}#{k}" in taken:
-            k += 1
-        unique = f"{tu.id}#{k}"
-        taken.add(unique)
-        seen[unique] = seen.get(unique, 0) + 1  # a later call the model names so is renamed
-        calls.append(ToolCall(ToolUse(unique, tu.name, tu.input), model_id=tu.id))
-    return tuple(calls)

@@ -29,6 +29,8 @@ from ._standing import Conversation, check_reserved
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from .._audit import AuditEntry
+    from .._interrupt import Interrupt
     from .._messages import JsonValue, Message
     from ..sessions._protocol import SessionStore, SessionUpdate, StoredSession
     from ._codec import Decoded
@@ -243,46 +245,15 @@ class SessionLink:
                 "session's conversation is append-only"
             )
         new_messages = [m.to_dict() for m in items[self.saved : count]]
-        digest = None
-        if who.key is not None:  # the digest of the conversation a signed pause belongs to
-            if self._chained != self.saved:  # first signed save of this link: from the start
-                saved = [m.to_dict() for m in items[: self.saved]]
-                self._chain, self._chained = chain(NO_MESSAGES, saved), self.saved
-            digest = chain(self._chain, new_messages)
+        digest = None if who.key is None else self._digest(items, new_messages)
         encoded = None if pause is None else encode_pause(pause, who.key, who.name, digest)
         audit = state.audit
-        if (
-            if_changed
-            and not data
-            and self._holding
-            and count == self.saved
-            and encoded == self._last
-            and len(audit) == self.audit_saved
-        ):
+        unchanged = if_changed and not data and self._holding and count == self.saved
+        if unchanged and encoded == self._last and len(audit) == self.audit_saved:
             return
-        claim = None
-        if hold:  # the run's claim, made anew when the run starts and at each renewal
-            if self._held is None:
-                self._held = new_claim(self.claim, self.lease)
-            claim = self._held
-        else:
-            self._held = None
+        claim = self._next_claim(hold)
         questions = [] if pause is None or not self.list_pending else pause.interrupts
-        # No question then and none now: leave the index alone (a running agent's journal).
-        pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
-        update = journal_update(  # SessionUpdate(expected_version=..., ...), made faster
-            self.version,
-            self.saved,
-            new_messages,
-            encoded,
-            pending,
-            list(who.tools),
-            VERSION,
-            saved_state,
-            claim,
-            who.name if who.name != self.agent_name else None,
-            [e.to_dict() for e in audit[self.audit_saved :]],
-        )
+        update = self._update(who, new_messages, encoded, questions, saved_state, claim, audit)
         audited = len(audit)
         self._pending_chain = digest
         if self._inline is None:
@@ -297,6 +268,52 @@ class SessionLink:
             await self._shielded(update, count, encoded, claim, bool(questions), audited)
         if unsaveable is not None:
             raise unsaveable
+
+    def _update(
+        self,
+        who: Identity,
+        new_messages: list[dict[str, Any]],
+        encoded: dict[str, Any] | None,
+        questions: Sequence[Interrupt],
+        saved_state: dict[str, object] | None,
+        claim: dict[str, Any] | None,
+        audit: Sequence[AuditEntry],
+    ) -> SessionUpdate:
+        """What a save sends the store: the new messages and audit entries, the pause slot,
+        the pending index (when it changes), the agent state if saved, and the claim."""
+        # No question then and none now: leave the index alone (a running agent's journal).
+        pending = None if not questions and self._no_pending else [i.to_dict() for i in questions]
+        return journal_update(  # SessionUpdate(expected_version=..., ...), made faster
+            self.version,
+            self.saved,
+            new_messages,
+            encoded,
+            pending,
+            list(who.tools),
+            VERSION,
+            saved_state,
+            claim,
+            who.name if who.name != self.agent_name else None,
+            [e.to_dict() for e in audit[self.audit_saved :]],
+        )
+
+    def _digest(self, items: Sequence[Message], new_messages: list[dict[str, Any]]) -> str:
+        """The digest of the conversation a signed pause belongs to: the saved messages'
+        chain (computed from the start at this link's first signed save), then the new ones."""
+        if self._chained != self.saved:  # first signed save of this link: from the start
+            saved = [m.to_dict() for m in items[: self.saved]]
+            self._chain, self._chained = chain(NO_MESSAGES, saved), self.saved
+        return chain(self._chain, new_messages)
+
+    def _next_claim(self, hold: bool) -> dict[str, Any] | None:
+        """The claim a save stores: while ``hold``, the run's own (made anew when the run
+        starts and at each renewal); otherwise none, and the run's is let go."""
+        if not hold:
+            self._held = None
+            return None
+        if self._held is None:
+            self._held = new_claim(self.claim, self.lease)
+        return self._held
 
     async def _shielded(
         self,

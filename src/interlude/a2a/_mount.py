@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from .._app import App
+    from ..operate import App
 
 __all__ = ["inbox_routes"]
 
@@ -16,7 +16,7 @@ __all__ = ["inbox_routes"]
 def inbox_routes(app: App | None, backend: object, tokens: Mapping[str, Any]) -> list[BaseRoute]:
     """The A2A routes of ``app``'s agents on the inbox's store, with the inbox's tokens; none
     without an App, without a session store (Temporal) or without the ``[a2a]`` extra."""
-    from ..server._backend import StoreBackend
+    from ..operate import StoreBackend
 
     if app is None or not isinstance(backend, StoreBackend):
         return []

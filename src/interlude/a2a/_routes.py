@@ -14,9 +14,8 @@ from ._server import AgentTasks, served_names
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from .._app import App
-    from ..server._auth import Auth
-    from ..sessions._protocol import SessionStore
+    from ..operate import App, People
+    from ..sessions import InboxStore
 
 __all__ = ["PREFIX", "a2a_routes", "create_a2a_app"]
 
@@ -26,7 +25,7 @@ CARD_PATH = "/.well-known/agent-card.json"
 
 def a2a_routes(
     app: App,
-    store: SessionStore | str,
+    store: InboxStore | str,
     *,
     tokens: Mapping[str, Any] | None,
     agents: Iterable[str] | None = None,
@@ -42,13 +41,14 @@ def a2a_routes(
     <token>`` (401 otherwise; the card stays public and declares the scheme), and the audit
     names the token's person as who answered; ``None`` serves without authentication (tests,
     a loopback or a gateway that authenticates). ``descriptions`` gives the cards' texts."""
-    from ..server._auth import Auth
+    from ..operate import People, check_queue
 
     if isinstance(store, str):
         from ..sessions import open_store
 
         store = open_store(store)
-    auth = None if tokens is None else Auth(tokens)
+    check_queue(store, "the A2A doors")
+    auth = None if tokens is None else People(tokens)
     routes: list[BaseRoute] = []
     for name in served_names(app, agents):
         handler = AgentTasks(app, name, store, auth)
@@ -67,7 +67,7 @@ def a2a_routes(
 
 def create_a2a_app(
     app: App,
-    store: SessionStore | str,
+    store: InboxStore | str,
     *,
     tokens: Mapping[str, Any] | None,
     agents: Iterable[str] | None = None,
@@ -82,7 +82,7 @@ def create_a2a_app(
     )
 
 
-def _rpc_endpoint(handler: AgentTasks, auth: Auth | None) -> Any:
+def _rpc_endpoint(handler: AgentTasks, auth: People | None) -> Any:
     from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 
     dispatcher = JsonRpcDispatcher(request_handler=handler)
@@ -99,7 +99,7 @@ def _rpc_endpoint(handler: AgentTasks, auth: Auth | None) -> Any:
     return rpc
 
 
-def _card_endpoint(name: str, description: str, auth: Auth | None) -> Any:
+def _card_endpoint(name: str, description: str, auth: People | None) -> Any:
     async def card(request: Request) -> Response:
         from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
@@ -109,7 +109,7 @@ def _card_endpoint(name: str, description: str, auth: Auth | None) -> Any:
     return card
 
 
-def agent_card(name: str, description: str, url: str, auth: Auth | None) -> Any:
+def agent_card(name: str, description: str, url: str, auth: People | None) -> Any:
     """The card of agent ``name`` served at ``url``: JSON-RPC, blocking replies (no
     streaming, no push notifications), text or JSON in and out."""
     from a2a.types import (

@@ -48,7 +48,9 @@ from ..errors import (
     SessionConflictError,
     SessionError,
     StateError,
+    refusal_code,
 )
+from ..operate import Operator
 from ..sessions._protocol import check_session_id
 from ._wire import answers_of, part_data, task_of
 
@@ -56,9 +58,8 @@ if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
     from a2a.server.events.event_queue import Event
 
-    from .._app import App
-    from ..server._auth import Auth
-    from ..sessions._protocol import SessionStore
+    from ..operate import App, People
+    from ..sessions import InboxStore
 
 __all__ = ["AgentTasks", "refused", "served_names"]
 
@@ -69,7 +70,8 @@ ANONYMOUS = "a2a"
 def refused(exc: Exception, task_id: str) -> InvalidParamsError:
     """An Interlude refusal (nothing changed) as the A2A error a client gets."""
     return InvalidParamsError(
-        f"{type(exc).__name__}: {exc}", data={"error": type(exc).__name__, "task_id": task_id}
+        f"{type(exc).__name__}: {exc}",
+        data={"error": type(exc).__name__, "code": refusal_code(exc), "task_id": task_id},
     )
 
 
@@ -83,11 +85,12 @@ class AgentTasks(RequestHandler):
     carries it on (``recover``). Replies are blocking: the task as it is when the run stops.
     """
 
-    def __init__(self, app: App, name: str, store: SessionStore, auth: Auth | None) -> None:
+    def __init__(self, app: App, name: str, store: InboxStore, auth: People | None) -> None:
         self.app = app
         self.name = name
         self.store = store
         self.auth = auth
+        self.operator = Operator(app, store)
 
     # --- messages ------------------------------------------------------------------------
 
@@ -96,7 +99,8 @@ class AgentTasks(RequestHandler):
     ) -> Task | Message:
         message = params.message
         if message.task_id:
-            return await self._continue(message.task_id, message, self._by(context))
+            by, groups = self._by(context)
+            return await self._continue(message.task_id, message, by, groups)
         return await self._start(message)
 
     async def on_message_send_stream(
@@ -124,15 +128,21 @@ class AgentTasks(RequestHandler):
             raise refused(exc, session_id) from None
         return task_of(agent, session_id)
 
-    async def _continue(self, task_id: str, message: Message, by: str) -> Task:
+    async def _continue(
+        self, task_id: str, message: Message, by: str, groups: tuple[str, ...]
+    ) -> Task:
         agent = await self._open(task_id)
         try:
             if agent.is_paused:
                 answers, shown = answers_of(message, agent.interrupts)
                 if not answers:  # {"answers": {}}: settle what has expired
                     await agent.resume_expired_async()
-                else:
-                    await agent.resume_async(answers, by=by, shown=shown)
+                else:  # the floor's rules, recorded first-wins, then carried on here
+                    opened = await self.operator.answer(
+                        task_id, answers, by=by, groups=groups, shown=shown
+                    )
+                    assert isinstance(opened, Agent)
+                    agent = opened
             elif agent.needs_recovery:
                 await agent.recover_async()
             else:
@@ -232,14 +242,18 @@ class AgentTasks(RequestHandler):
     ) -> None:
         raise PushNotificationNotSupportedError()
 
-    def _by(self, context: ServerCallContext) -> str:
-        """Who sends the message: the name of the bearer token's person (the endpoint refuses
-        requests without a valid one when it has tokens), else ``"a2a"``."""
+    def _by(self, context: ServerCallContext) -> tuple[str, tuple[str, ...]]:
+        """Who sends the message and their groups: the bearer token's person (the endpoint
+        refuses requests without a valid one when it has tokens); without tokens, ``"a2a"``
+        in no group. Fail closed: someone in no group (or unknown) may answer only the
+        questions anyone may."""
         if self.auth is None:
-            return ANONYMOUS
+            return ANONYMOUS, ()
         headers: Mapping[str, Any] = context.state.get("headers", {})
         approver = self.auth.bearer(headers.get("authorization"))
-        return ANONYMOUS if approver is None else approver.name
+        if approver is None:
+            return ANONYMOUS, ()
+        return approver.name, tuple(approver.groups)
 
 
 def _prompt(message: Message) -> str:

@@ -14,8 +14,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute
 
-    from .._app import App
-    from ..server._auth import Auth
+    from ..operate import App, People
     from ..sessions import InboxStore
 
 __all__ = ["create_endpoint", "server_routes"]
@@ -45,11 +44,10 @@ def create_endpoint(
 
     from starlette.applications import Starlette
 
-    from .._inbox import Inbox
-    from ..server._auth import Auth
+    from ..operate import Inbox, People
 
     inbox = Inbox(store, signing_key=signing_key)
-    routes = _routes(Runner(app, inbox), Auth(tokens), path)
+    routes = _routes(Runner(app, inbox), People(tokens), path)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -61,10 +59,10 @@ def create_endpoint(
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def server_routes(app: App | None, backend: object, auth: Auth) -> list[BaseRoute]:
+def server_routes(app: App | None, backend: object, auth: People) -> list[BaseRoute]:
     """The AG-UI route for ``create_app``: none without an App, a session store or the
     ``[ag-ui]`` extra (the inbox works without them)."""
-    from ..server._backend import StoreBackend
+    from ..operate import StoreBackend
 
     if app is None or not isinstance(backend, StoreBackend):
         return []
@@ -75,7 +73,7 @@ def server_routes(app: App | None, backend: object, auth: Auth) -> list[BaseRout
     return _routes(Runner(app, backend.inbox), auth, PATH)
 
 
-def _routes(runner: Runner, auth: Auth, path: str) -> list[BaseRoute]:
+def _routes(runner: Runner, auth: People, path: str) -> list[BaseRoute]:
     from starlette.routing import Route
 
     async def run(request: Request) -> Response:
@@ -84,7 +82,7 @@ def _routes(runner: Runner, auth: Auth, path: str) -> list[BaseRoute]:
     return [Route(path, run, methods=["POST"], name="ag_ui")]
 
 
-async def _handle(request: Request, runner: Runner, auth: Auth) -> Response:
+async def _handle(request: Request, runner: Runner, auth: People) -> Response:
     """401 without a token, 404 for an agent the App does not register, 422 for an input
     that is not a ``RunAgentInput``; else the run's events as SSE."""
     from ag_ui.core import RunAgentInput

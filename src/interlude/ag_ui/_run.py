@@ -18,6 +18,7 @@ from .._agent import Agent
 from .._stream import RunFinished
 from ..errors import (
     AgentPausedError,
+    AlreadyAnsweredError,
     AnswerValidationError,
     InterludeError,
     InterruptExpiredError,
@@ -26,7 +27,9 @@ from ..errors import (
     ResumeInputError,
     SessionConflictError,
     SessionError,
+    StaleAnswerError,
     StateIntegrityError,
+    UnconsumedAnswerError,
     UnknownAgentError,
     UnknownInterruptError,
 )
@@ -36,15 +39,17 @@ from ._translate import Translator, finished
 if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, RunAgentInput
 
-    from .._app import App
-    from .._inbox import Inbox, SessionView
     from .._result import AgentResult
+    from ..operate import App, Inbox, SessionView
 
 __all__ = ["Runner", "error_code"]
 
 _log = logging.getLogger("interlude.ag_ui")
 
 _CODES: tuple[tuple[type[InterludeError], str], ...] = (
+    (AlreadyAnsweredError, "already_answered"),
+    (StaleAnswerError, "stale"),
+    (UnconsumedAnswerError, "unconsumed_answer"),
     (UnknownInterruptError, "unknown_interrupt"),
     (InterruptExpiredError, "expired"),
     (AnswerValidationError, "invalid_answer"),

@@ -15,7 +15,7 @@ from ._stores import _await, _live_claim, _refuse_if_running, _store
 
 if TYPE_CHECKING:
     from .. import App
-    from .._app import Opened
+    from ..operate import Opened
 
 __all__ = ["BUILT_IN_APP", "_load_app", "_session_agent"]
 

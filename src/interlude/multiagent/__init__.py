@@ -24,6 +24,16 @@ from ._events import (
     node_path,
 )
 from ._graph import Condition, Edge, Graph
+
+# The seams the operator floor (interlude.operate) reads stored graph sessions through, named
+# here (not in __all__) so that nothing outside this package imports its private modules.
+from ._nodes import node_session_id as node_session_id
+from ._stored import bound_to as bound_to
+from ._stored import check_answers_for as check_answers_for
+from ._stored import describe_node as describe_node
+from ._stored import graph_of as graph_of
+from ._stored import is_orchestration as is_orchestration
+from ._stored import read_record as read_record
 from ._swarm import HANDOFF, Swarm
 
 __all__ = [

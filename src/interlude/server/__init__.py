@@ -8,9 +8,9 @@ Needs the ``[server]`` extra (Starlette, uvicorn, Jinja2, python-multipart); imp
 
 from __future__ import annotations
 
+from ..operate import InboxBackend, WorkflowView
 from ._app import create_app
 from ._auth import load_tokens
-from ._backend import InboxBackend, WorkflowView
 from ._serving import uvicorn_config
 
 __all__ = ["InboxBackend", "WorkflowView", "create_app", "load_tokens", "uvicorn_config"]

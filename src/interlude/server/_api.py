@@ -33,6 +33,7 @@ from ..errors import (
     SessionError,
     StateIntegrityError,
     StoreUnavailableError,
+    refusal_code,
 )
 from ._output import JSON, UnsafeJson, loads
 from ._views import pending_json, session_json
@@ -100,7 +101,12 @@ def pending_filters(request: Request, now: float) -> dict[str, Any]:
 
 def error_for(exc: Exception) -> tuple[int, dict[str, Any]] | None:
     """The status and body for an error of reading or answering a session (None: not ours)."""
-    body: dict[str, Any] = {"error": str(exc), "interrupt_id": None, "path": None}
+    body: dict[str, Any] = {
+        "error": str(exc),
+        "code": refusal_code(exc),
+        "interrupt_id": None,
+        "path": None,
+    }
     if isinstance(exc, AnswerValidationError):
         return 422, {**body, "interrupt_id": exc.interrupt_id, "path": list(exc.path)}
     if isinstance(exc, ResumeInputError):

@@ -15,9 +15,8 @@ from ..errors import ConfigurationError
 if TYPE_CHECKING:
     import jinja2
 
-    from .._app import App
+    from ..operate import App, InboxBackend
     from ..sessions import InboxStore
-    from ._backend import InboxBackend
     from ._state import ServerState
 
 __all__ = ["create_app", "stop_streams"]
@@ -67,7 +66,7 @@ def create_app(
     from ._pages import page_routes
     from ._state import ServerState
 
-    backend = _backend(store, signing_key)
+    backend = _backend(store, signing_key, app)
     _check_options(backend, app, worker=worker, poll=poll)
     auth = Auth(tokens, secret)
     state = ServerState(
@@ -82,7 +81,11 @@ def create_app(
     routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes(), *history_routes()]
     starlette = Starlette(
         # With an App: AG-UI at /ag-ui/{agent}, A2A at /a2a/{agent}/ (each with its extra).
-        routes=[*routes, *server_routes(app, backend, auth), *a2a_routes(app, backend, tokens)],
+        routes=[
+            *routes,
+            *server_routes(app, backend, auth.people),
+            *a2a_routes(app, backend, tokens),
+        ],
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
@@ -92,20 +95,25 @@ def create_app(
 
 
 def _backend(
-    store: InboxStore | str | InboxBackend, signing_key: bytes | str | None = None
+    store: InboxStore | str | InboxBackend,
+    signing_key: bytes | str | None = None,
+    app: App | None = None,
 ) -> InboxBackend:
-    """``store`` as a backend: a store or a store URL goes in a :class:`StoreBackend`."""
-    from ._backend import InboxBackend, StoreBackend
+    """``store`` as a backend: a store or a store URL goes in a :class:`StoreBackend` (with
+    the App, which lets it check edits against the tools' own validation)."""
+    from ..operate import InboxBackend, StoreBackend
 
     if isinstance(store, str) or not isinstance(store, InboxBackend):
-        return StoreBackend(store, signing_key=signing_key)
+        return StoreBackend(store, signing_key=signing_key, app=app)
+    if isinstance(store, StoreBackend) and store.inbox.app is None:
+        store.inbox.app = app
     return store
 
 
 def _check_options(backend: InboxBackend, app: App | None, *, worker: bool, poll: float) -> None:
     """Refuse ``worker=True`` without a session store or without an App, and a ``poll`` that is
     not > 0."""
-    from ._backend import StoreBackend
+    from ..operate import StoreBackend
 
     if worker and not isinstance(backend, StoreBackend):
         raise ConfigurationError(
@@ -137,7 +145,7 @@ def _lifespan(
 ) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
     """The application's lifespan: it binds ``state`` to the serving loop, runs the worker (if
     ``worker``) until shutdown, then closes the backend."""
-    from ._backend import StoreBackend
+    from ..operate import StoreBackend
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -145,7 +153,7 @@ def _lifespan(
         state.loop = asyncio.get_running_loop()
         task: asyncio.Task[None] | None = None
         if worker and app is not None and isinstance(backend, StoreBackend):
-            from .._worker import Worker
+            from ..operate import Worker
             from ._health import Supervisor
 
             state.worker = Worker(app, backend.store, poll=poll)

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from ._output import JSON
 
 if TYPE_CHECKING:
-    from .._worker import Worker
+    from ..operate import Worker
     from ._state import ServerState
 
 __all__ = ["RETRY_AFTER", "Supervisor", "health_line", "health_routes", "outage"]

@@ -18,7 +18,7 @@ from starlette.routing import Route
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from .._inbox import SessionView
+    from ..operate import SessionView
     from ._state import ServerState
 
 __all__ = ["FORKABLE", "can_fork", "history_rows", "history_routes"]
@@ -30,7 +30,7 @@ FORKABLE = ("prompt", "model_reply", "tool_result", "question")
 def can_fork(state: ServerState, view: SessionView) -> bool:
     """Whether the page offers "fork here": an App to build the agent, a session store, and
     an agent's session (not a graph's, not a workflow)."""
-    from ._backend import StoreBackend
+    from ..operate import StoreBackend
 
     return (
         state.app is not None and isinstance(state.backend, StoreBackend) and (view.kind == "agent")
@@ -61,8 +61,8 @@ async def fork_here(request: Request) -> Response:
     """Fork the session at the posted checkpoint; the new session's page."""
     from .._agent import Agent
     from ..errors import InterludeError, UnknownCheckpointError
+    from ..operate import StoreBackend
     from ._api import error_for
-    from ._backend import StoreBackend
     from ._pages import request_approver, session_page
 
     approver = request_approver(request)

@@ -14,10 +14,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
+from ..operate import WorkflowView
 from ._api import error_for
 from ._approval_form import form_of
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
-from ._backend import WorkflowView
 from ._forms import FormError, answer_from_form
 from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub

@@ -14,9 +14,9 @@ from ._approval_form import REMEMBER, form_of
 from ._views import node_of, shown_digest
 
 if TYPE_CHECKING:
-    from .._inbox import SessionView
     from .._interrupt import Interrupt
     from .._messages import JsonValue
+    from ..operate import SessionView
 
 __all__ = ["clock_text", "decision_lines", "question_item", "short_id", "votes_line", "worded"]
 
@@ -41,7 +41,7 @@ def question_item(
     view: SessionView, i: Interrupt, groups: Collection[str], now: float, answered_by: str | None
 ) -> dict[str, Any]:
     """What the session page needs of question ``i`` for an approver in ``groups``."""
-    from .._inbox_rules import who_may_answer
+    from ..operate import who_may_answer
 
     title, sentence, details = worded(i.reason)
     voters = view.votes.get(i.id, (None, ()))[1]

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..operate import InboxBackend
     from ._auth import Auth
-    from ._backend import InboxBackend
 
 __all__ = ["ServerState"]
 

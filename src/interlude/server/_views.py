@@ -8,8 +8,8 @@ from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._inbox import SessionView
     from .._interrupt import Interrupt
+    from ..operate import SessionView
     from ..sessions import PendingInterrupt, RecordedAnswer
 
 __all__ = [

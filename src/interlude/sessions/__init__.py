@@ -5,9 +5,9 @@ keeps plain JSON files; ``MemoryStore`` is for tests. Stores other than the memo
 their modules (and drivers) only when used.
 
 A store meets :class:`SessionStore` (all an agent needs) and, optionally, :class:`AnswerQueue`
-and :class:`PendingIndex` (what an :class:`Inbox` and a worker use besides); every shipped store
-meets all three, :class:`InboxStore`, and :class:`NotificationOutbox` (the notifications
-``interlude.notify`` delivers).
+and :class:`PendingIndex` (what the operator floor's inbox and workers use besides); every
+shipped store meets all three, :class:`InboxStore`, and :class:`NotificationOutbox` (the
+notifications ``interlude.notify`` delivers).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from ._protocol import (
 from ._url import open_store, store_url
 
 if TYPE_CHECKING:
-    from .._inbox import Inbox, SessionView
     from ._file import FileStore
     from ._postgres import PostgresStore
     from ._sqlite import SQLiteStore
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerQueue",
     "FileStore",
-    "Inbox",
     "InboxStore",
     "MemoryStore",
     "Notification",
@@ -53,7 +51,6 @@ __all__ = [
     "SQLiteStore",
     "SessionStore",
     "SessionUpdate",
-    "SessionView",
     "StoredSession",
     "check_session_id",
     "open_store",
@@ -64,16 +61,30 @@ _LAZY = {
     "FileStore": "._file",
     "SQLiteStore": "._sqlite",
     "PostgresStore": "._postgres",
-    # The inbox works above the stores (beside the worker and App): loaded on first use, so
-    # importing the stores never imports upward.
-    "Inbox": ".._inbox",
-    "SessionView": ".._inbox",
 }
+
+MOVED = ("Inbox", "SessionView")
+"""Names that lived here and moved up to the operator floor (``interlude.operate``). The old
+imports keep working, with a DeprecationWarning: the floor is loaded with ``interlude`` (the
+parent package of this one), so they are read from it as loaded, the stores never importing
+upward."""
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in MOVED:
+            import warnings
+
+            warnings.warn(
+                f"interlude.sessions.{name} moved to interlude.operate.{name} (also "
+                f"interlude.{name}); the old name will be removed",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            import sys
+
+            return getattr(sys.modules["interlude.operate"], name)
         raise AttributeError(f"module 'interlude.sessions' has no attribute {name!r}")
     import importlib
 

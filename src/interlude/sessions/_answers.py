@@ -8,11 +8,20 @@ from typing import Any, TypeGuard
 
 from .._json import loads as strict_json
 from .._messages import JsonValue
-from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
+from ..errors import (
+    AlreadyAnsweredError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+    StateFormatError,
+)
 from ._protocol import RecordedAnswer
 
 __all__ = [
     "answer_entries",
+    "answered_ids",
+    "check_version",
+    "queued_first",
     "claim_deadline",
     "conflict",
     "no_session",
@@ -66,10 +75,47 @@ def answer_entries(
     return entries
 
 
-def conflict(session_id: str, interrupt_id: str) -> SessionConflictError:
-    return SessionConflictError(
+def answered_ids(audit: list[dict[str, JsonValue]]) -> list[str]:
+    """The questions a save's audit entries answer (a vote too; not a deadline's settling):
+    a save may answer none of them while another answer to it waits in the queue."""
+    if not audit:
+        return []
+    return [
+        iid
+        for e in audit
+        if isinstance(e, dict)
+        and isinstance(iid := e.get("interrupt_id"), str)
+        and not e.get("expired")
+    ]
+
+
+def queued_first(session_id: str, answer: RecordedAnswer) -> AlreadyAnsweredError:
+    """The refusal of a save that answers a question whose answer waits in the queue (recorded
+    first, by another door): the first answer wins; the save wrote nothing."""
+    return AlreadyAnsweredError(
+        f"session {session_id!r}: question {answer.interrupt_id!r} was answered first by "
+        f"{answer.by} (recorded, waiting to be applied): the first answer wins; nothing was "
+        "saved",
+        interrupt_id=answer.interrupt_id,
+        by=answer.by,
+    )
+
+
+def check_version(session_id: str, stored: int, expected: int | None) -> None:
+    """SessionConflictError when answers checked against version ``expected`` of a session
+    would be recorded at version ``stored``: it moved on meanwhile (check them again)."""
+    if expected is not None and stored != expected:
+        raise SessionConflictError(
+            f"session {session_id!r} is at version {stored}, not {expected}: it changed while "
+            "the answers were checked; nothing was recorded"
+        )
+
+
+def conflict(session_id: str, interrupt_id: str) -> AlreadyAnsweredError:
+    return AlreadyAnsweredError(
         f"session {session_id!r}: interrupt {interrupt_id!r} already has a recorded answer "
-        "(the first answer wins); nothing was recorded"
+        "(the first answer wins); nothing was recorded",
+        interrupt_id=interrupt_id,
     )
 
 

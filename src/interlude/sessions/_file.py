@@ -22,9 +22,12 @@ from ..errors import (
 )
 from ._answers import (
     answer_entries,
+    answered_ids,
+    check_version,
     claim_deadline,
     conflict,
     no_session,
+    queued_first,
     read_answer,
     reserved_by_other,
     resume_order,
@@ -279,6 +282,8 @@ class FileStore(FileOutbox):
                     f"session {session_id!r} holds {count} messages, but the save appends at "
                     f"{update.first_index}"
                 )
+            if audit and head is not None:  # may not answer what a recorded answer waits for
+                self._check_queue(session_id, folder, dir_fd, update)
             offset = 0 if head is None else head.message_bytes
             self._append(session_id, folder, dir_fd, _MESSAGES, offset, blob)
             audit_offset = 0 if head is None else head.audit_bytes
@@ -504,9 +509,25 @@ class FileStore(FileOutbox):
         if len(left) != len(kept):
             self._write_answers(session_id, folder, dir_fd, last, left)
 
+    def _check_queue(
+        self, session_id: str, folder: Path, dir_fd: int, update: SessionUpdate
+    ) -> None:
+        """AlreadyAnsweredError if ``update`` answers a question a recorded answer waits for
+        (read under the save's exclusive lock)."""
+        answered = set(answered_ids(update.audit))
+        if answered:
+            applied = set(update.applied_answers)
+            for waiting in self._answers(session_id, folder, dir_fd)[1]:
+                if waiting.interrupt_id in answered and waiting.seq not in applied:
+                    raise queued_first(session_id, waiting)
+
     @store_errors
     async def record_answers(
-        self, session_id: str, answers: list[dict[str, JsonValue]]
+        self,
+        session_id: str,
+        answers: list[dict[str, JsonValue]],
+        *,
+        expected_version: int | None = None,
     ) -> list[RecordedAnswer]:
         """Record the answers under the session's exclusive lock, replacing ``answers.json``
         atomically (it is rewritten, not appended to: clearing removes entries)."""
@@ -516,8 +537,10 @@ class FileStore(FileOutbox):
             if dir_fd is None:
                 raise no_session(session_id)
             self._check_links(session_id, folder, dir_fd)
-            if self._head(session_id, folder, dir_fd) is None:
+            head = self._head(session_id, folder, dir_fd)
+            if head is None:
                 raise no_session(session_id)
+            check_version(session_id, head.version, expected_version)
             last, kept = self._answers(session_id, folder, dir_fd)
             taken = {a.interrupt_id for a in kept}
             for e in entries:

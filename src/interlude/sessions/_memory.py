@@ -13,9 +13,12 @@ from .._messages import JsonValue
 from ..errors import SessionConflictError, SessionCorruptError, StateFormatError
 from ._answers import (
     answer_entries,
+    answered_ids,
+    check_version,
     claim_deadline,
     conflict,
     no_session,
+    queued_first,
     read_answer,
     reserved_by_other,
     resume_order,
@@ -141,6 +144,8 @@ class MemoryStore:
                     f"session {session_id!r} is at version {current}, not "
                     f"{update.expected_version}: another agent saved it first"
                 )
+            if r is not None and r.answers:
+                self._check_queue(session_id, r, update)
             stored = 0 if r is None else len(r.messages)
             if update.first_index != stored:
                 raise SessionConflictError(
@@ -207,8 +212,23 @@ class MemoryStore:
         self.skipped = tuple(sorted(skipped.items()))
         return found
 
+    def _check_queue(self, session_id: str, r: _Record, update: SessionUpdate) -> None:
+        """AlreadyAnsweredError if ``update`` answers a question a recorded answer waits for."""
+        answered = set(answered_ids(update.audit))
+        if not answered:
+            return
+        applied = set(update.applied_answers)
+        for seq, text in r.answers:
+            waiting = self._answer(session_id, seq, text)
+            if waiting.interrupt_id in answered and seq not in applied:
+                raise queued_first(session_id, waiting)
+
     async def record_answers(
-        self, session_id: str, answers: list[dict[str, JsonValue]]
+        self,
+        session_id: str,
+        answers: list[dict[str, JsonValue]],
+        *,
+        expected_version: int | None = None,
     ) -> list[RecordedAnswer]:
         check_session_id(session_id)
         entries = answer_entries(session_id, answers)
@@ -217,6 +237,7 @@ class MemoryStore:
             r = self._sessions.get(session_id)
             if r is None:
                 raise no_session(session_id)
+            check_version(session_id, r.version, expected_version)
             taken = {self._answer(session_id, seq, t).interrupt_id for seq, t in r.answers}
             for e in entries:
                 if e["interrupt_id"] in taken:

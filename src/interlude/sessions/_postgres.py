@@ -29,9 +29,12 @@ from ..errors import (
 )
 from ._answers import (
     answer_entries,
+    answered_ids,
+    check_version,
     claim_deadline,
     conflict,
     no_session,
+    queued_first,
     read_answer,
     read_answer_rows,
 )
@@ -309,6 +312,7 @@ class PostgresStore(PostgresOutbox):
         pause, claim = json.dumps(update.pause), json.dumps(update.claim)
         applied = [int(seq) for seq in update.applied_answers]
         filled = {"messages": messages, "ids": ids, "audit": audit, "applied": applied}
+        answered = answered_ids(update.audit)
         params: dict[str, Any] = {
             "statement": "save:" + ",".join(k for k, v in filled.items() if v),
             "id": session_id,
@@ -331,6 +335,7 @@ class PostgresStore(PostgresOutbox):
             "agent": update.agent,
             "audit": audit,
             "applied": applied,
+            "answered": answered,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(pause) + sum(map(len, pending))
@@ -346,13 +351,29 @@ class PostgresStore(PostgresOutbox):
         sid = p["id"]
         try:
             async with self._pools.connection() as conn:
-                cursor = await conn.execute(self._sql[p["statement"]], p)
-                row = await cursor.fetchone()
+                if p["answered"]:  # the queue checked and the save made in one transaction
+                    async with conn.transaction():
+                        await self._check_queue(conn, p)
+                        cursor = await conn.execute(self._sql[p["statement"]], p)
+                        row = await cursor.fetchone()
+                else:
+                    cursor = await conn.execute(self._sql[p["statement"]], p)
+                    row = await cursor.fetchone()
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
         if row is None or row[0] is None:
             raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
         return int(row[0])
+
+    async def _check_queue(self, conn: Any, p: dict[str, Any]) -> None:
+        """AlreadyAnsweredError if the save answers a question a recorded answer waits for
+        (the session row locked first, as recording answers locks it: they take turns)."""
+        await conn.execute(self._sql["lock_session"], p)
+        rows = await (await conn.execute(self._sql["answers_for"], p)).fetchall()
+        applied = set(p["applied"])
+        for waiting in read_answer_rows(p["id"], rows):
+            if waiting.seq not in applied:
+                raise queued_first(p["id"], waiting)
 
     @staticmethod
     def _conflict(
@@ -493,7 +514,11 @@ class PostgresStore(PostgresOutbox):
     # -- recorded answers, and what a worker has to do ------------------------------------------
 
     async def record_answers(
-        self, session_id: str, answers: list[dict[str, JsonValue]]
+        self,
+        session_id: str,
+        answers: list[dict[str, JsonValue]],
+        *,
+        expected_version: int | None = None,
     ) -> list[RecordedAnswer]:
         """Record the answers in one transaction. Bumping the session's answer seq locks its
         row, so concurrent callers take turns and the later one sees the earlier one's answers;
@@ -506,6 +531,7 @@ class PostgresStore(PostgresOutbox):
             "ids": [e["interrupt_id"] for e in entries],
             "ats": [e["at"] for e in entries],
             "data": [json.dumps(e) for e in entries],
+            "expected": expected_version,
         }
         first = await self._run(f"record answers for session {session_id!r}", self._record, params)
         with self._lock:
@@ -520,6 +546,7 @@ class PostgresStore(PostgresOutbox):
                 row = await (await conn.execute(q["answer_seq"], p)).fetchone()
                 if row is None:
                     raise no_session(sid)
+                check_version(sid, int(row[1]), p["expected"])
                 taken = await (await conn.execute(q["answer_taken"], p)).fetchone()
                 if taken is not None:
                     raise conflict(sid, taken[0])

@@ -226,7 +226,12 @@ ORDER BY p.expires_at, p.session_id, p.interrupt_id LIMIT %(limit)s"""
 )
 # Locks the session row: callers recording answers for one session take turns.
 ANSWER_SEQ = """UPDATE {s}.sessions SET answer_seq = answer_seq + %(n)s WHERE id = %(id)s
-RETURNING answer_seq"""
+RETURNING answer_seq, version"""
+# A save that answers questions first locks the session row (as recording answers does), then
+# reads the answers waiting for those questions, in the save's transaction.
+LOCK_SESSION = "SELECT 1 FROM {s}.sessions WHERE id = %(id)s FOR UPDATE"
+ANSWERS_FOR = """SELECT seq, interrupt_id, data FROM {s}.answers
+WHERE session_id = %(id)s AND interrupt_id = ANY(%(answered)s::text[]) ORDER BY seq"""
 ANSWER_TAKEN = """SELECT interrupt_id FROM {s}.answers
 WHERE session_id = %(id)s AND interrupt_id = ANY(%(ids)s::text[]) ORDER BY seq LIMIT 1"""
 ADD_ANSWERS = """INSERT INTO {s}.answers (session_id, seq, interrupt_id, at, data)
@@ -330,6 +335,8 @@ STATEMENTS: dict[str, LiteralString] = {
     "expired": EXPIRED,
     "answer_seq": ANSWER_SEQ,
     "answer_taken": ANSWER_TAKEN,
+    "lock_session": LOCK_SESSION,
+    "answers_for": ANSWERS_FOR,
     "add_answers": ADD_ANSWERS,
     "answers": ANSWERS,
     "clear_answers": CLEAR_ANSWERS,

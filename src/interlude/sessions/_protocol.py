@@ -10,7 +10,7 @@ Every save is a compare-and-swap on that version. The JSON pieces are those of
 The interface comes in three parts. :class:`SessionStore` (the session itself: load, save,
 list, delete) is all an agent needs. :class:`AnswerQueue` (answers recorded for workers to
 apply) and :class:`PendingIndex` (the questions waiting, across sessions) are what an
-:class:`~interlude.sessions.Inbox` and a :class:`~interlude.Worker` use besides.
+:class:`~interlude.Inbox` and a :class:`~interlude.Worker` use besides.
 :class:`InboxStore` is all three, as every shipped store provides them.
 :class:`NotificationOutbox` (the notifications about a session's questions, waiting to be
 delivered or delivered) is a fourth optional part, which every shipped store provides too.
@@ -343,7 +343,9 @@ class SessionStore(Protocol):
     async def save(self, session_id: str, update: SessionUpdate) -> int:
         """Apply ``update`` atomically if the stored version (0: no session yet) is
         ``update.expected_version``; return the new version. SessionConflictError otherwise,
-        with nothing written."""
+        with nothing written. A store with an :class:`AnswerQueue` also refuses, in the same
+        transaction, a save whose audit entries answer a question (``answered_ids``) that has
+        a recorded answer the save does not apply: AlreadyAnsweredError, nothing written."""
         ...
 
     async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
@@ -366,13 +368,23 @@ class AnswerQueue(Protocol):
     sessions a worker has something to do for."""
 
     async def record_answers(
-        self, session_id: str, answers: list[dict[str, JsonValue]]
+        self,
+        session_id: str,
+        answers: list[dict[str, JsonValue]],
+        *,
+        expected_version: int | None = None,
     ) -> list[RecordedAnswer]:
         """Record answers (each ``{"interrupt_id", "answer", "by", "at", "shown"}``) for the
         session's pending questions, atomically, and return them with their ``seq``.
         SessionConflictError, recording nothing, if a question already has a recorded answer
-        (the first answer wins); SessionError if there is no such session. The store does not
-        check the answers: ``Inbox.record`` does, and the worker's resume again."""
+        (the first answer wins), or if ``expected_version`` is given and the session is at
+        another version (it moved on since the answers were checked against it); SessionError
+        if there is no such session. The store does not check the answers: the operator floor
+        does, against version ``expected_version``, and the resume that applies them again.
+
+        The other half of "the first answer wins" is in :meth:`SessionStore.save`: a save whose
+        audit entries answer a question that has a recorded answer it does not apply
+        (``applied_answers``) is refused with AlreadyAnsweredError, writing nothing."""
         ...
 
     async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
@@ -473,6 +485,6 @@ class NotificationOutbox(Protocol):
 
 @runtime_checkable
 class InboxStore(SessionStore, AnswerQueue, PendingIndex, Protocol):
-    """A store with all three parts, as an :class:`~interlude.sessions.Inbox` and a
+    """A store with all three parts, as an :class:`~interlude.Inbox` and a
     :class:`~interlude.Worker` use it: sessions, recorded answers and the pending index.
     Every shipped store is one."""

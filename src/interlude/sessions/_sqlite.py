@@ -22,9 +22,7 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._answers import (
-    claim_deadline,
-)
+from ._answers import answered_ids, claim_deadline, queued_first, read_answer_rows
 from ._protocol import (
     PendingInterrupt,
     PendingQuery,
@@ -276,6 +274,8 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
                 try:
                     if not self._swap(conn, session_id, update, row):
                         raise self._conflict(conn, session_id, update)
+                    if audit:  # may not answer what a recorded answer waits for
+                        self._check_queue(conn, session_id, update)
                     self._append(conn, session_id, update.first_index, messages, pending, audit)
                     if update.applied_answers:  # applied by this save: gone with it
                         conn.executemany(
@@ -302,6 +302,23 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             written += sum(map(len, audit))
         self.bytes_written += written
         return update.expected_version + 1
+
+    @staticmethod
+    def _check_queue(conn: sqlite3.Connection, session_id: str, update: SessionUpdate) -> None:
+        """AlreadyAnsweredError if ``update`` answers a question a recorded answer waits for
+        (read in the save's transaction: no answer can be recorded in between)."""
+        answered = answered_ids(update.audit)
+        if not answered:
+            return
+        rows = conn.execute(
+            "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? "
+            f"AND interrupt_id IN ({', '.join('?' * len(answered))}) ORDER BY seq",
+            (session_id, *answered),
+        ).fetchall()
+        applied = set(update.applied_answers)
+        for waiting in read_answer_rows(session_id, rows):
+            if waiting.seq not in applied:
+                raise queued_first(session_id, waiting)
 
     @staticmethod
     def _swap(conn: sqlite3.Connection, session_id: str, update: SessionUpdate, row: _Row) -> bool:

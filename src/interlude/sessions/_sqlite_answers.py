@@ -13,7 +13,14 @@ from typing import Any
 from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import SessionCorruptError
-from ._answers import answer_entries, conflict, no_session, read_answer, read_answer_rows
+from ._answers import (
+    answer_entries,
+    check_version,
+    conflict,
+    no_session,
+    read_answer,
+    read_answer_rows,
+)
 from ._protocol import RecordedAnswer, check_session_id, epoch
 from ._sqlite_sql import RESERVE, TO_RESERVE, TO_RESUME
 
@@ -47,7 +54,11 @@ class SQLiteAnswers:
         raise NotImplementedError
 
     async def record_answers(
-        self, session_id: str, answers: list[dict[str, JsonValue]]
+        self,
+        session_id: str,
+        answers: list[dict[str, JsonValue]],
+        *,
+        expected_version: int | None = None,
     ) -> list[RecordedAnswer]:
         """Record the answers in one ``BEGIN IMMEDIATE`` transaction (writers take turns), after
         the session's last seq; the unique (session, interrupt) key backs the first-wins check."""
@@ -57,10 +68,11 @@ class SQLiteAnswers:
         ids = [str(e["interrupt_id"]) for e in entries]
         with self._transaction("BEGIN IMMEDIATE") as conn:
             row = conn.execute(
-                "SELECT answer_seq FROM sessions WHERE id = ?", (session_id,)
+                "SELECT answer_seq, version FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
             if row is None:
                 raise no_session(session_id)
+            check_version(session_id, row[1], expected_version)
             if not _is_int(row[0]) or row[0] < 0:
                 raise _corrupt(session_id, f"answer_seq is {row[0]!r}, not a count")
             first = row[0] + 1

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowExecutionDescription, WorkflowHandle
 
     from .._audit import AuditEntry
-    from .._inbox import SessionView
     from .._messages import JsonValue, Message
+    from ..operate import SessionView
 
 __all__ = ["QueryTimeoutError", "TemporalInbox"]
 
@@ -199,7 +199,7 @@ class TemporalInbox:
         """The workflow as a session (a :class:`~interlude.server.WorkflowView`): its pending
         questions while it runs; its conversation, audit trail and outcome once it has ended.
         SessionError (404) if there is no such workflow."""
-        from ..server._backend import WorkflowView
+        from ..operate import WorkflowView
 
         client = await self.client()
         handle = client.get_workflow_handle(session_id)
@@ -269,7 +269,7 @@ class TemporalInbox:
 
         if not isinstance(answers, Mapping) or not answers:
             raise errors.ResumeInputError("answer() takes a non-empty map of question id to answer")
-        check_by(by)
+        by = check_by(by)
         args = [dict(answers), by, None if shown is None else dict(shown)]
         size = json_size(args)
         if size > MAX_UPDATE_BYTES:
@@ -282,7 +282,7 @@ class TemporalInbox:
         now = self.clock()
         try:
             if groups is not None:
-                from .._inbox_rules import check_allowed
+                from ..operate import check_allowed
 
                 try:
                     asked = {i.id: i for i in await self._query(handle)}

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from temporalio.common import RetryPolicy
 
-from .._app import AgentSession, App
 from ..errors import ConfigurationError, UnknownAgentError
+from ..operate import AgentSession, App
 
 if TYPE_CHECKING:
     from .._agent import Agent

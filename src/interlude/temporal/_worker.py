@@ -10,7 +10,7 @@ from temporalio.client import Client
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._app import App
+from ..operate import App
 from ._activities import model_activity, tool_activity
 from ._hooks import hook_activity
 from ._notify import notify_activity

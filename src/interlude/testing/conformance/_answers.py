@@ -8,10 +8,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...errors import SessionConflictError, SessionCorruptError, SessionError
+from ...errors import (
+    AlreadyAnsweredError,
+    SessionConflictError,
+    SessionCorruptError,
+    SessionError,
+)
 from ...sessions._protocol import AnswerQueue
 from ._base import StoreHooks
-from ._support import _question, _refused, _text, _update
+from ._support import _loaded, _question, _refused, _text, _update
 
 __all__ = ["AnswerChecks"]
 
@@ -124,6 +129,57 @@ class AnswerChecks(StoreHooks):
             await store.save("s", _update(v + 1, 2, [], pending=None))
             assert [a.seq for a in await store.recorded_answers("s")] == [2]
             assert [a.seq for a in await store.record_answers("s", [answer("d")])] == [4]
+
+        asyncio.run(go())
+
+    def test_the_first_answer_wins_between_the_queue_and_a_save(self, tmp_path: Path) -> None:
+        """A save answering a question whose answer waits in the queue is refused (it writes
+        nothing), unless it applies that answer; answers checked against a version of the
+        session are not recorded once it moved on."""
+        store = self.store_for(AnswerQueue, tmp_path)
+
+        def answer(iid: str, by: str = "ann") -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": False, "by": by, "at": 1.0, "shown": None}
+
+        async def go() -> None:
+            asks = [_question("a", None), _question("b", None)]
+            v = await store.save("s", _update(0, 0, [_text(0)], pending=asks))
+            await store.record_answers("s", [answer("a")], expected_version=v)
+            before = await _loaded(store, "s")
+            bo = [{"interrupt_id": "a", "by": "bo", "answer": True}]
+            try:
+                await store.save("s", _update(v, 1, [_text(1)], pending=[], audit=bo))
+            except AlreadyAnsweredError as exc:
+                assert exc.interrupt_id == "a" and exc.by == "ann"
+            else:
+                raise AssertionError("a save answered a question the queue holds an answer to")
+            after = await _loaded(store, "s")
+            assert (after.version, after.messages, after.audit) == (
+                before.version,
+                before.messages,
+                before.audit,
+            )
+            assert [a.interrupt_id for a in await store.recorded_answers("s")] == ["a"]
+            # another question, a deadline's settling, or the queued answer applied: saved
+            expiry = [{"interrupt_id": "a", "by": "deadline", "expired": True}]
+            v = await store.save("s", _update(v, 1, [], pending=None, audit=expiry))
+            other = [{"interrupt_id": "b", "by": "bo"}]
+            v = await store.save("s", _update(v, 1, [], pending=None, audit=other))
+            ann = [{"interrupt_id": "a", "by": "ann"}]
+            v = await store.save(
+                "s", _update(v, 1, [], pending=None, audit=ann, applied_answers=[1])
+            )
+            assert await store.recorded_answers("s") == []
+            # answers checked against an older version are refused, nothing recorded
+            try:
+                await store.record_answers("s", [answer("b")], expected_version=v - 1)
+            except SessionConflictError:
+                pass
+            else:
+                raise AssertionError("answers checked against an old version were recorded")
+            assert await store.recorded_answers("s") == []
+            got = await store.record_answers("s", [answer("b")], expected_version=v)
+            assert [a.interrupt_id for a in got] == ["b"]
 
         asyncio.run(go())
 

@@ -1,6 +1,6 @@
 """What the inbox's routes read and answer through: an :class:`InboxBackend`.
 
-Two exist. :class:`StoreBackend` works on a session store (``interlude.sessions.Inbox``):
+Two exist. :class:`StoreBackend` works on a session store (``interlude.Inbox``):
 answers are recorded there and a worker applies them. ``interlude.temporal.TemporalInbox``
 works on paused agent workflows: the list comes from Temporal's visibility listing and each
 workflow's ``pending`` query, and an answer goes to the workflow's ``answer`` Update (it
@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._inbox import SessionView
+from ._inbox import SessionView
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
     from ..sessions import InboxStore, PendingInterrupt, RecordedAnswer
+    from ._app import App
 
 __all__ = ["InboxBackend", "StoreBackend", "WorkflowView"]
 
@@ -95,10 +96,16 @@ class StoreBackend:
     applies = "a worker"
     taken = "Your answer is recorded; a worker carries the run on."
 
-    def __init__(self, store: InboxStore | str, *, signing_key: bytes | str | None = None) -> None:
-        from .._inbox import Inbox
+    def __init__(
+        self,
+        store: InboxStore | str,
+        *,
+        signing_key: bytes | str | None = None,
+        app: App | None = None,
+    ) -> None:
+        from ._inbox import Inbox
 
-        self.inbox = Inbox(store, signing_key=signing_key)
+        self.inbox = Inbox(store, signing_key=signing_key, app=app)
         self.clock: Callable[[], float] = self.inbox.clock
 
     @property

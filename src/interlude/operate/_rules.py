@@ -11,17 +11,24 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._messages import JsonValue
-from .errors import NotAllowedToAnswerError, ResumeInputError, SessionConflictError
+from .._messages import JsonValue
+from ..errors import (
+    AlreadyAnsweredError,
+    NotAllowedToAnswerError,
+    ResumeInputError,
+    SessionConflictError,
+)
 
 if TYPE_CHECKING:
-    from ._interrupt import Interrupt
-    from .sessions import RecordedAnswer
+    from .._audit import AuditEntry
+    from .._interrupt import Interrupt
+    from ..sessions import RecordedAnswer
 
 __all__ = [
     "Votes",
     "answered_first",
     "check_allowed",
+    "check_taken",
     "check_votes",
     "queue_conflict",
     "who_may_answer",
@@ -71,7 +78,7 @@ def check_votes(
     """Refuse a vote ``resume`` would refuse, naming the votes so far: SessionConflictError
     (409) when ``by`` voted already, ResumeInputError (422) for another answer than the one
     voted for so far."""
-    from ._agent import vote_problem
+    from .._agent import same_person, vote_problem
 
     for iid, value in answers.items():
         question = asked.get(iid)
@@ -80,7 +87,7 @@ def check_votes(
         problem = vote_problem(question, value, by, votes)
         if problem is None:
             continue
-        if by in votes.get(iid, (None, ()))[1]:
+        if same_person(by, votes.get(iid, (None, ()))[1]):
             raise SessionConflictError(f"{problem}; nothing was recorded")
         raise ResumeInputError(f"{problem}; nothing was recorded")
 
@@ -96,7 +103,7 @@ def queue_conflict(
     store keeps one recorded answer per question, the first wins): "being applied, try again"
     for a vote that leaves its quorum short, "answered first" for one that settles it. None if
     no queued answer is to a question answered here."""
-    from ._agent import declines
+    from .._agent import declines, same_person
 
     if not queued:
         return None
@@ -118,7 +125,7 @@ def queue_conflict(
     for r in waiting:
         question = asked[r.interrupt_id]
         names = [*votes.get(r.interrupt_id, (None, ()))[1], r.by]
-        you = " (yours)" if r.by == by else ""
+        you = " (yours)" if same_person(r.by, [by]) else ""
         parts.append(
             f"{r.by}'s vote{you} on {question.name!r} ({r.interrupt_id}) is being applied "
             f"({len(names)} of {question.quorum} with it: {', '.join(names)})"
@@ -128,10 +135,32 @@ def queue_conflict(
     )
 
 
-def answered_first(session_id: str, first: Mapping[str, str]) -> SessionConflictError:
+def check_taken(
+    session_id: str,
+    answers: Mapping[str, JsonValue],
+    audit: Sequence[AuditEntry],
+    recorded: Sequence[RecordedAnswer],
+) -> None:
+    """AlreadyAnsweredError for answers to questions someone answered first: settled in the
+    audit trail, or with an answer recorded and waiting to be applied (first wins, whichever
+    door it came through). The store checks this again, atomically, as it saves."""
+    first = {  # a vote short of its quorum leaves the question pending: not an answer
+        e.interrupt_id: e.by
+        for e in audit
+        if e.interrupt_id in answers and not e.expired and e.settles
+    }
+    first.update((r.interrupt_id, r.by) for r in recorded if r.interrupt_id in answers)
+    if first:
+        raise answered_first(session_id, first)
+
+
+def answered_first(session_id: str, first: Mapping[str, str]) -> AlreadyAnsweredError:
     """The error for answers to questions someone answered first (named, by question)."""
     who = "; ".join(f"{iid} by {by}" for iid, by in first.items())
-    return SessionConflictError(
+    iid, by = next(iter(first.items()))
+    return AlreadyAnsweredError(
         f"session {session_id!r}: already answered ({who}): the first answer wins; nothing "
-        "was recorded"
+        "was recorded",
+        interrupt_id=iid,
+        by=by,
     )

@@ -1,7 +1,7 @@
 """Workers: processes that carry sessions on once people have answered.
 
 A worker asks the store which sessions have something to do (answers recorded by an
-:class:`~interlude.sessions.Inbox`, questions whose deadline passed, runs whose process died),
+:class:`~interlude.Inbox`, questions whose deadline passed, runs whose process died),
 builds each one's agent through the operator's :class:`~interlude.App`, and applies it:
 ``resume`` with the recorded answers (as the person who gave them, checked against what they
 were shown), ``resume_expired``, or ``recover``. A graph's or swarm's session is carried on
@@ -34,21 +34,16 @@ each pass: the notifications due are added to the store's outbox and delivered.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import asyncio
 
-    from ._agent import Agent
+    from ..notify import Notifier
+    from ..sessions import InboxStore
     from ._app import App
-    from ._applying import ApplyingStore
-    from ._interrupt import Interrupt
-    from ._messages import JsonValue
-    from .multiagent import Graph, Swarm
-    from .notify import Notifier
-    from .sessions import InboxStore, RecordedAnswer
 
 __all__ = ["Worker", "WorkerHealth"]
 
@@ -103,10 +98,10 @@ class Worker:
         max_backoff: float = 10.0,
         worker_id: str | None = None,
     ) -> None:
-        from .sessions import AnswerQueue, open_store
+        from ..sessions import AnswerQueue, open_store
 
         if not isinstance(store, str) and not isinstance(store, AnswerQueue):
-            from .errors import ConfigurationError
+            from ..errors import ConfigurationError
 
             raise ConfigurationError(
                 f"a Worker takes answers from the store's queue, and {type(store).__name__} has "
@@ -128,7 +123,7 @@ class Worker:
         """The :class:`~interlude.notify.Notifier` of ``app.notifications`` (None: none)."""
         notifications = getattr(app, "notifications", None)
         if notifications is not None and notifications.targets:
-            from .notify import Notifier
+            from ..notify import Notifier
 
             self.notifier = Notifier(self.store, notifications, clock=self.clock)
         self.id = worker_id or _new_id()
@@ -234,7 +229,7 @@ class Worker:
         return done
 
     async def _carry_on(self, session_id: str) -> bool:
-        from .errors import ConfigurationError, InterludeError, SessionConflictError
+        from ..errors import ConfigurationError, InterludeError, SessionConflictError
 
         try:
             worked = await self._apply(session_id)
@@ -254,80 +249,9 @@ class Worker:
         return worked
 
     async def _apply(self, session_id: str) -> bool:
-        from ._agent import Agent
-        from ._applying import ApplyingStore
+        from ._moves import carry_on
 
-        if ":node:" in session_id:  # a node agent's session is carried on by its graph
-            from .multiagent._stored import graph_of
-
-            session_id = await graph_of(self.store, session_id) or session_id
-        recorded = await self.store.recorded_answers(session_id)
-        view = ApplyingStore(self.store, recorded)
-        agent = await self.app.open_async(session_id, view)
-        if not isinstance(agent, Agent):
-            return await self._apply_graph(session_id, agent, recorded, view)
-        worked = False
-        if agent.needs_recovery:
-            await agent.recover_async()
-            worked = True
-        if recorded:
-            worked = await self._answer(agent, recorded) or worked
-            if view.waiting:  # about questions that are gone, or refused: never to apply
-                await self.store.clear_answers(session_id, max(r.seq for r in recorded))
-        now = self.clock()
-        if agent.is_paused and any(
-            i.expires_at is not None and i.expires_at <= now for i in agent.interrupts
-        ):
-            await agent.resume_expired_async()
-            worked = True
-        return worked
-
-    async def _apply_graph(
-        self,
-        session_id: str,
-        graph: Graph | Swarm,
-        recorded: list[RecordedAnswer],
-        view: ApplyingStore,
-    ) -> bool:
-        """A graph's (or swarm's) session: recover its stopped run, then resume it with the
-        recorded answers, one resume per person, each checked first as an agent's resume
-        checks answers (pending, type, deadline, what was shown); then settle its overdue
-        questions (``resume_expired``)."""
-        from .multiagent._stored import check_answers_for
-
-        view.graph = session_id
-        worked = False
-        if graph.needs_recovery:
-            await graph.recover_async()
-            worked = True
-
-        async def resume(
-            answers: dict[str, JsonValue], by: str, shown: dict[str, str] | None
-        ) -> None:
-            check_answers_for(graph.interrupts, answers, self.clock(), shown)
-            await graph.resume_async(answers, by=by)
-
-        worked = await _by_person(graph, recorded, resume) or worked
-        if recorded and view.waiting:  # about questions that are gone, or refused
-            await self.store.clear_answers(session_id, max(r.seq for r in recorded))
-        now = self.clock()
-        if graph.is_paused and any(
-            q.expires_at is not None and q.expires_at <= now for q in graph.interrupts
-        ):
-            await graph.resume_expired_async()
-            worked = True
-        return worked
-
-    async def _answer(self, agent: Agent, recorded: list[RecordedAnswer]) -> bool:
-        """Resume with the recorded answers, one resume per person who answered (in the
-        order they answered); answers whose question is no longer pending are dropped."""
-
-        async def resume(
-            answers: dict[str, JsonValue], by: str, shown: dict[str, str] | None
-        ) -> None:
-            await agent.resume_async(answers, by=by, shown=shown)
-
-        return await _by_person(agent, recorded, resume)
+        return await carry_on(self.app, self.store, session_id, clock=self.clock)
 
     def _timed(self, seconds: float) -> None:
         """Fold one session's time into the moving average the lease is sized from."""
@@ -342,7 +266,7 @@ class Worker:
         self._backoff[session_id] = self.clock() + max(self.poll * 10, 5.0)
 
     def _pass_failed(self, exc: Exception) -> None:
-        from .errors import ConfigurationError
+        from ..errors import ConfigurationError
 
         if isinstance(exc, ConfigurationError):
             _log().error("worker stopped: %s", exc)
@@ -403,47 +327,3 @@ async def _wait(stop: asyncio.Event, wake: asyncio.Event | None, seconds: float)
     await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
     for w in waits:
         w.cancel()
-
-
-class _Paused(Protocol):
-    """What :func:`_by_person` reads of an agent, graph or swarm."""
-
-    @property
-    def is_paused(self) -> bool: ...
-
-    @property
-    def interrupts(self) -> list[Interrupt]: ...
-
-
-async def _by_person(
-    runner: _Paused,
-    recorded: list[RecordedAnswer],
-    resume: Callable[[dict[str, JsonValue], str, dict[str, str] | None], Awaitable[None]],
-) -> bool:
-    """Apply recorded answers with ``resume``, one call per person who answered (in the order
-    they answered), while ``runner`` is paused; answers whose question is no longer pending
-    are dropped, a refused group is logged and skipped. Whether any resume went through."""
-    from .errors import ResumeError
-
-    worked = False
-    left = list(recorded)
-    while left and runner.is_paused:
-        pending = {q.id for q in runner.interrupts}
-        usable = [r for r in left if r.interrupt_id in pending]
-        for r in left:
-            if r.interrupt_id not in pending:
-                _log().info("dropped an answer to %s: not pending", r.interrupt_id)
-        if not usable:
-            break
-        by = usable[0].by
-        group = [r for r in usable if r.by == by]
-        left = [r for r in usable if r.by != by]
-        answers = {r.interrupt_id: r.answer for r in group}
-        shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
-        try:
-            await resume(answers, by, shown or None)
-        except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
-            _log().warning("answers by %r refused: %s", by, exc)
-            continue
-        worked = True
-    return worked

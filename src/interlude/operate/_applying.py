@@ -18,8 +18,8 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._messages import JsonValue
-    from .sessions import InboxStore, RecordedAnswer, SessionUpdate, StoredSession
+    from .._messages import JsonValue
+    from ..sessions import InboxStore, RecordedAnswer, SessionUpdate, StoredSession
 
 __all__ = ["ApplyingStore"]
 

@@ -15,16 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
-from ._agent import Agent
-from ._sync import run_sync
-from .errors import ConfigurationError, SessionError, UnknownAgentError
+from .._agent import Agent
+from .._sync import run_sync
+from ..errors import ConfigurationError, SessionError, UnknownAgentError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .multiagent import Graph, Swarm
-    from .notify import Notifications, NotificationTarget
-    from .sessions._protocol import SessionStore, StoredSession
+    from ..multiagent import Graph, Swarm
+    from ..notify import Notifications, NotificationTarget
+    from ..sessions._protocol import SessionStore, StoredSession
 
 __all__ = ["AgentSession", "App", "Opened"]
 
@@ -85,7 +85,7 @@ class App:
         self._graphs: dict[str, GraphFactory] = {}
         self.notifications: Notifications | None = None
         if notify is not None or inbox_url is not None:
-            from .notify import Notifications
+            from ..notify import Notifications
 
             self.notifications = Notifications.of(notify, inbox_url=inbox_url)
 
@@ -248,8 +248,8 @@ class App:
         return self._build(name, session_id, store)
 
     def _build_graph(self, name: str, session_id: str, store: SessionStore) -> Graph | Swarm:
-        from .multiagent import Graph, Swarm
-        from .multiagent._stored import bound_to
+        from ..multiagent import Graph, Swarm
+        from ..multiagent._stored import bound_to
 
         factory = self._graphs[name]
         built = factory(AgentSession(id=session_id, store=store))
@@ -296,14 +296,14 @@ def _is_graph(stored: StoredSession) -> bool:
     """Whether a stored session is a graph's or swarm's own (its record, no messages)."""
     if not isinstance(stored.state, dict) or "interlude.orchestration" not in stored.state:
         return False  # the usual case: interlude.multiagent is not imported for it
-    from .multiagent._stored import is_orchestration
+    from ..multiagent._stored import is_orchestration
 
     return is_orchestration(stored)
 
 
 def _as_store(store: SessionStore | str) -> SessionStore:
     if isinstance(store, str):
-        from .sessions import open_store
+        from ..sessions import open_store
 
         return open_store(store)
     return store

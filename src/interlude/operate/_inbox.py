@@ -20,10 +20,10 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ._messages import JsonValue, Message
-from ._sync import run_sync
-from .errors import SessionConflictError
-from .sessions import (
+from .._messages import JsonValue, Message
+from .._sync import run_sync
+from ..errors import AlreadyAnsweredError, SessionConflictError
+from ..sessions import (
     InboxStore,
     PendingInterrupt,
     PendingQuery,
@@ -33,10 +33,14 @@ from .sessions import (
 )
 
 if TYPE_CHECKING:
-    from ._audit import AuditEntry
-    from ._interrupt import Interrupt
+    from .._audit import AuditEntry
+    from .._interrupt import Interrupt
+    from ._app import App
 
 __all__ = ["Inbox", "SessionView"]
+
+_TRIES = 3
+"""How many times answers are checked and recorded when the session moves on in between."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,8 +90,9 @@ class Inbox:
         *,
         clock: Callable[[], float] | None = None,
         signing_key: bytes | str | None = None,
+        app: App | None = None,
     ) -> None:
-        from ._agent import as_key
+        from .._agent import as_key
 
         self._key = as_key(signing_key)
         """With a key (the agents' ``signing_key``), a pause is verified before its questions
@@ -95,6 +100,10 @@ class Inbox:
         self._owned = isinstance(store, str)
         self.store: InboxStore = open_store(store) if isinstance(store, str) else store
         self.clock: Callable[[], float] = clock or time.time
+        self.app = app
+        """The App whose agents the sessions are (None: not known here). With it, an answer
+        that edits a call's input is checked against the tool's own validation too (as the
+        resume that applies it checks it), so a refused edit is never recorded."""
 
     @property
     def skipped(self) -> tuple[tuple[str, str], ...]:
@@ -208,25 +217,41 @@ class Inbox:
         counts them (ResumeInputError for the same person twice, naming the votes); while
         another vote on the question waits for a worker, SessionConflictError says it is
         being applied and to try again."""
-        from ._agent import check_answers, check_by
-        from ._inbox_rules import answered_first, check_allowed, check_votes, queue_conflict
-        from .errors import NotPausedError, ResumeInputError
+        from .._agent import check_by
+        from ..errors import ResumeInputError
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
-        check_by(by)
-        stored = await self._load(session_id)
+        by = check_by(by)
+        for attempt in range(_TRIES):
+            stored = await self._load(session_id)
+            try:
+                return await self._record(stored, answers, by, shown, groups)
+            except SessionConflictError as exc:  # it moved on while the answers were checked
+                if isinstance(exc, AlreadyAnsweredError) or attempt == _TRIES - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _record(
+        self,
+        stored: StoredSession,
+        answers: Mapping[str, JsonValue],
+        by: str,
+        shown: Mapping[str, str] | None,
+        groups: Collection[str] | None,
+    ) -> list[RecordedAnswer]:
+        """Check ``answers`` against the session as ``stored`` and record them if it still
+        stands at that version (the check and the claim are one step against the store)."""
+        from .._agent import check_answers
+        from ..errors import NotPausedError
+        from ._rules import check_allowed, check_taken, check_votes, queue_conflict
+
+        session_id = stored.session_id
         if _is_graph(stored):
             view = await _graph_view(self.store, session_id, stored, [])
         else:
             view = _view(session_id, stored, [], self._key)
-        first = {  # a vote short of its quorum leaves the question pending: not an answer
-            e.interrupt_id: e.by
-            for e in view.audit
-            if e.interrupt_id in answers and not e.expired and e.settles
-        }
-        if first:  # answered and applied while this person's page was open
-            raise answered_first(session_id, first)
+        check_taken(session_id, answers, view.audit, ())  # applied while the page was open
         if not view.interrupts:
             raise NotPausedError(
                 f"session {session_id!r} waits on no question"
@@ -238,6 +263,8 @@ class Inbox:
             check_allowed(asked, answers, groups, now, by)
         check_answers(asked, answers, now, shown)
         check_votes(asked, answers, by, view.votes)
+        if self.app is not None and view.kind == "agent" and _edits(answers):
+            await self._check_edits(stored, answers, by, shown)
         digests = dict(shown or {})
         entries: list[dict[str, JsonValue]] = [
             {
@@ -250,14 +277,29 @@ class Inbox:
             for iid, answer in answers.items()
         ]
         try:
-            return await self.store.record_answers(session_id, entries)
-        except SessionConflictError:
+            return await self.store.record_answers(
+                session_id, entries, expected_version=stored.version
+            )
+        except AlreadyAnsweredError:
             recorded = await self.store.recorded_answers(session_id)
             queued = [r for r in recorded if r.interrupt_id in answers]
             refused = queue_conflict(session_id, asked, view.votes, queued, by)
             if refused is not None:
                 raise refused from None
             raise
+
+    async def _check_edits(
+        self,
+        stored: StoredSession,
+        answers: Mapping[str, JsonValue],
+        by: str,
+        shown: Mapping[str, str] | None,
+    ) -> None:
+        """The resume's own checks of ``answers`` (edits against the tool's validation among
+        them), on the session's agent built by the App: nothing runs, nothing changes."""
+        assert self.app is not None
+        opened = await self.app.open_async(stored.session_id, self.store)
+        opened.check_resume(answers, by=by, shown=shown)
 
     def record(
         self,
@@ -272,7 +314,7 @@ class Inbox:
         return run_sync(self.record_async(session_id, answers, by=by, shown=shown, groups=groups))
 
     async def _load(self, session_id: str) -> StoredSession:
-        from .errors import SessionError
+        from ..errors import SessionError
 
         stored = await self.store.load(session_id)
         if stored is None:
@@ -306,8 +348,8 @@ def _view(
 ) -> SessionView:
     """The stored session decoded (SessionCorruptError if it cannot be); with a signing
     ``key``, its pause verified for the agent the session names (StateIntegrityError)."""
-    from ._agent import decode_stored, remembered_decisions
-    from .sessions._claims import claim_is_live, split_marker
+    from .._agent import decode_stored, remembered_decisions
+    from ..sessions._claims import claim_is_live, split_marker
 
     loaded = decode_stored(stored, key, stored.agent)
     _, marker = split_marker(stored.pause)
@@ -331,6 +373,11 @@ def _view(
     )
 
 
+def _edits(answers: Mapping[str, JsonValue]) -> bool:
+    """Whether an answer edits a call's input (an approval's ``{"approve", "input"}``)."""
+    return any(isinstance(a, Mapping) and a.get("input") is not None for a in answers.values())
+
+
 def _is_graph(stored: StoredSession) -> bool:
     from ._app import _is_graph as is_graph
 
@@ -343,9 +390,9 @@ async def _graph_view(
     """A graph's (or swarm's) session as :class:`SessionView`: the questions its record waits
     on; running while a started node's run claim is live, stopped when its record holds a run
     no process holds (a worker recovers it)."""
-    from .multiagent._nodes import node_session_id
-    from .multiagent._stored import read_record
-    from .sessions._claims import claim_is_live, split_marker
+    from ..multiagent._nodes import node_session_id
+    from ..multiagent._stored import read_record
+    from ..sessions._claims import claim_is_live, split_marker
 
     record = read_record(stored)
     live = False
@@ -367,3 +414,4 @@ async def _graph_view(
         stopped=record.status == "running" and not live,
         kind=record.kind if record.kind in ("graph", "swarm") else "graph",
     )
+

@@ -1,0 +1,68 @@
+"""Fixtures of the door tests: ``interlude serve --app doors_app:app`` started once per module
+(a second process on the same store where a test races two doors), and the tool-run log."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .served import Served
+
+
+def require_extras(*modules: str) -> None:
+    """Skip the calling module when an extra it drives is missing (fail instead when
+    ``INTERLUDE_REQUIRE_SERVICES=1``, as CI sets)."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    problem = f"the door tests need {', '.join(missing)} (the [server,a2a,ag-ui] extras)"
+    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
+        raise RuntimeError(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
+    pytest.skip(problem, allow_module_level=True)
+
+
+@dataclass
+class Doors:
+    """The served store and its servers (``servers[0]`` is ``url``'s)."""
+
+    db: Path
+    servers: list[Served]
+
+    @property
+    def store_url(self) -> str:
+        return f"sqlite:///{self.db}"
+
+    @property
+    def url(self) -> str:
+        return self.servers[0].url
+
+
+def serve_doors(base: Path, *envs: dict[str, str]) -> Iterator[Doors]:
+    """A serving process per ``envs`` (each with that environment added) on one SQLite store;
+    ``$DOORS_EFFECTS`` set here too (a worker pass in the test process runs the same tools)."""
+    from interlude.sessions import SQLiteStore
+
+    db = base / "doors.db"
+    SQLiteStore(db).close()  # serve opens a store that exists
+    effects = str(base / "effects.txt")
+    servers: list[Served] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOORS_EFFECTS", effects)
+        try:
+            for env in envs:
+                servers.append(Served(db, {**env, "DOORS_EFFECTS": effects}).start())
+            yield Doors(db, servers)
+        finally:
+            for served in servers:
+                served.stop()
+
+
+@pytest.fixture(scope="module")
+def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Doors]:
+    """One ``interlude serve --app doors_app:app`` (inbox API, AG-UI, A2A) for the module."""
+    yield from serve_doors(tmp_path_factory.mktemp("doors"), {})

@@ -1,0 +1,287 @@
+"""The door tests' harness: ``interlude serve --app doors_app:app`` in a subprocess (the inbox
+page and JSON API, AG-UI and A2A on one port), and a plain HTTP client for each door.
+
+Each door answers with its own wire shape; the helpers return it as the door gave it (the
+inbox's status and JSON body, AG-UI's events, A2A's JSON-RPC reply) so a test reads the
+refusal ``code`` where that door puts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).parent
+
+ANA = "doors-token-ana-0123456789abcdef"
+BO = "doors-token-bo-0123456789abcdef"
+CY = "doors-token-cy-0123456789abcdef"
+TOKENS: dict[str, Any] = {
+    ANA: {"name": "ana", "groups": ["ops"]},
+    BO: {"name": "bo", "groups": ["ops"]},
+    CY: {"name": "cy", "groups": []},  # a token holder in no group
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    """``interlude serve --app doors_app:app`` on the SQLite file ``db`` (no worker: a test
+    applies recorded answers itself, when it chooses)."""
+
+    db: Path
+    env: dict[str, str]
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Served:
+        tokens = self.db.with_name("tokens.json")
+        tokens.write_text(json.dumps(TOKENS))
+        args = ["--store", f"sqlite:///{self.db}", "--app", "doors_app:app", "serve"]
+        args += ["--port", str(self.port), "--tokens", str(tokens)]
+        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "interlude", *args],
+            cwd=HERE,
+            env={**os.environ, **self.env, "PYTHONPATH": path},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode() if self.process.stderr else ""
+                raise AssertionError(f"interlude serve exited: {err[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("interlude serve did not start listening")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+# --- the inbox's JSON API ----------------------------------------------------------------
+
+
+def inbox_answer(
+    url: str, token: str, session: str, answers: dict[str, Any], **extra: Any
+) -> httpx.Response:
+    """``POST /api/sessions/{session}/answers``: 202 when recorded for a worker."""
+    return httpx.post(
+        f"{url}/api/sessions/{session}/answers",
+        json={"answers": answers, **extra},
+        headers=bearer(token),
+        timeout=30,
+    )
+
+
+def inbox_session(url: str, token: str, session: str) -> dict[str, Any]:
+    got = httpx.get(f"{url}/api/sessions/{session}", headers=bearer(token), timeout=30)
+    assert got.status_code == 200, got.text
+    return dict(got.json())
+
+
+# --- AG-UI ---------------------------------------------------------------------------------
+
+
+def agui_run(
+    url: str,
+    token: str,
+    agent: str,
+    thread: str,
+    *,
+    prompt: str | None = None,
+    resume: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One AG-UI run (``POST /ag-ui/{agent}``): its events, RUN_STARTED to RUN_FINISHED or
+    RUN_ERROR."""
+    body: dict[str, Any] = {
+        "threadId": thread,
+        "runId": uuid.uuid4().hex,
+        "state": {},
+        "messages": [],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    if prompt is not None:
+        body["messages"] = [{"id": uuid.uuid4().hex, "role": "user", "content": prompt}]
+    if resume is not None:
+        body["resume"] = resume
+    response = httpx.post(
+        f"{url}/ag-ui/{agent}",
+        json=body,
+        headers={**bearer(token), "Accept": "text/event-stream"},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    lines = response.text.splitlines()
+    return [json.loads(x[len("data: ") :]) for x in lines if x.startswith("data: ")]
+
+
+def agui_interrupts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The interrupts a run's RUN_FINISHED lists (it must have paused)."""
+    last = events[-1]
+    assert last["type"] == "RUN_FINISHED", last
+    assert last["outcome"]["type"] == "interrupt", last
+    return list(last["outcome"]["interrupts"])
+
+
+def agui_entry(interrupt_id: str, payload: Any, **extra: Any) -> dict[str, Any]:
+    return {"interruptId": interrupt_id, "status": "resolved", "payload": payload, **extra}
+
+
+# --- A2A (JSON-RPC, by hand: the wire as any client sends it) -------------------------------
+
+
+def a2a_send(
+    url: str,
+    token: str,
+    agent: str,
+    *,
+    text: str | None = None,
+    data: Any = None,
+    task_id: str = "",
+    context_id: str = "",
+) -> dict[str, Any]:
+    """A ``SendMessage`` to ``/a2a/{agent}/``: the JSON-RPC reply (``result`` or ``error``)."""
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"text": text})
+    if data is not None:
+        parts.append({"data": data})
+    message: dict[str, Any] = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}
+    if task_id:
+        message["taskId"] = task_id
+    if context_id:
+        message["contextId"] = context_id
+    request = {
+        "jsonrpc": "2.0",
+        "id": uuid.uuid4().hex,
+        "method": "SendMessage",
+        "params": {"message": message},
+    }
+    headers = {**bearer(token), "A2A-Version": "1.0"}
+    response = httpx.post(f"{url}/a2a/{agent}/", json=request, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def a2a_task(reply: dict[str, Any]) -> dict[str, Any]:
+    """The task of a successful reply (AssertionError naming the error otherwise)."""
+    assert "error" not in reply, reply
+    task = reply["result"]["task"]
+    return dict(task)
+
+
+def a2a_state(reply: dict[str, Any]) -> str:
+    return str(a2a_task(reply)["status"]["state"])
+
+
+def a2a_questions(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """The questions of a task in input-required."""
+    for part in a2a_task(reply)["status"]["message"]["parts"]:
+        if "data" in part:
+            return list(part["data"]["questions"])
+    raise AssertionError(f"no questions in {reply}")
+
+
+def a2a_code(reply: dict[str, Any]) -> str | None:
+    """The refusal code of a JSON-RPC error reply: ``error.data.code`` (the a2a-sdk sends an
+    error's data as a list of ``google.rpc.ErrorInfo``, whose ``metadata`` holds it: read there
+    too). None when the reply is not an error or its error carries no code."""
+    error = reply.get("error")
+    if error is None:
+        return None
+    data = error.get("data")
+    if isinstance(data, dict):
+        return data.get("code") or (data.get("metadata") or {}).get("code")
+    if isinstance(data, list):
+        for item in data:
+            if isinstance(item, dict):
+                code = item.get("code") or (item.get("metadata") or {}).get("code")
+                if code:
+                    return str(code)
+    return None
+
+
+# --- the store -------------------------------------------------------------------------------
+
+
+def dump(db: Path) -> str:
+    """Everything in the SQLite store, as SQL text (compared before and after a refusal)."""
+    with sqlite3.connect(db) as conn:
+        return "\n".join(conn.iterdump())
+
+
+def snapshot(store_url: str, session: str) -> tuple[Any, ...]:
+    """The session as stored (version, messages, pause), its recorded answers and its audit
+    trail."""
+    from interlude.sessions import open_store
+
+    async def read() -> tuple[Any, ...]:
+        store = open_store(store_url)
+        try:
+            stored = await store.load(session)
+            assert stored is not None, session
+            recorded = [r.to_dict() for r in await store.recorded_answers(session)]
+            audit = await store.audit_trail(session)
+            return (stored.version, stored.messages, stored.pause), recorded, audit
+        finally:
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+
+    return asyncio.run(read())
+
+
+def audit(store_url: str, session: str) -> list[dict[str, Any]]:
+    return list(snapshot(store_url, session)[2])
+
+
+def recorded(store_url: str, session: str) -> list[dict[str, Any]]:
+    return list(snapshot(store_url, session)[1])
+
+
+def work(store_url: str) -> int:
+    """One worker pass over the store (in this process, with the same App): the sessions it
+    carried on."""
+    from interlude import Worker
+
+    from .doors_app import app
+
+    return asyncio.run(Worker(app, store_url).run_once())

@@ -1,0 +1,44 @@
+"""An approval edit is checked where it is recorded against the tool's own validation too, not
+only its JSON schema: an edit the schema accepts but the tool refuses (here a pydantic
+validator: the amount must be positive) is refused at once with ``invalid_answer`` by every
+door, nothing is recorded, nothing runs, and the question is still open (issue 34: the inbox
+took it with 202 and the worker dropped it with a log line)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .answering import DOORS, answer_via, pause
+from .conftest import Doors, require_extras
+from .doors_app import effects
+from .served import ANA, dump, snapshot, work
+
+require_extras("starlette", "uvicorn", "a2a", "ag_ui")
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_an_edit_the_tool_refuses_is_refused_at_once_at_every_door(doors: Doors, door: str) -> None:
+    session = f"edit-{door}"
+    iid = pause(doors.store_url, "refunds", session)
+    before = dump(doors.db), snapshot(doors.store_url, session)
+    edit = {"approve": True, "input": {"amount": -300, "to": session}}  # fits the schema
+
+    refused = answer_via(door, doors.url, ANA, "refunds", session, {iid: edit})
+
+    assert (refused.taken, refused.code) == (False, "invalid_answer"), str(refused)
+    if door == "inbox":
+        assert refused.raw[0] == 422
+    assert (dump(doors.db), snapshot(doors.store_url, session)) == before  # nothing recorded
+    work(doors.store_url)
+    assert effects(session) == []
+    assert snapshot(doors.store_url, session) == before[1]  # still open, no audit entry
+
+
+def test_an_edit_the_tool_accepts_is_recorded_and_run_as_edited(doors: Doors) -> None:
+    session = "edit-accepted"
+    iid = pause(doors.store_url, "refunds", session)
+    edit = {"approve": True, "input": {"amount": 250, "to": session}}
+    taken = answer_via("inbox", doors.url, ANA, "refunds", session, {iid: edit})
+    assert taken.taken, str(taken)
+    work(doors.store_url)
+    assert effects(session) == [f"refund {session} 250"]

@@ -1,0 +1,131 @@
+"""The first answer wins, whatever the doors: an answer recorded in the inbox (202, waiting for
+a worker) and another sent over AG-UI or A2A cannot both be taken, one after the other or at
+the same instant through two serving processes. The one taken is the one the audit trail
+shows, and the tool runs at most once (issue 34: A2A ran the tool over a decline recorded in
+the inbox, which was never applied nor audited; AG-UI did the same in 2 of 18 races)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .answering import DOORS, Outcome, answer_via, pause
+from .conftest import Doors, require_extras, serve_doors
+from .doors_app import effects
+from .served import ANA, BO, inbox_answer, snapshot, work
+
+require_extras("starlette", "uvicorn", "a2a", "ag_ui")
+
+TRIES = 15
+"""Races per door (each a fresh session)."""
+LEADS = [-0.02, -0.01, 0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08]
+"""How much later (in seconds; negative: sooner) the inbox's answer leaves than the other
+door's, try after try: some land before the other door reads the session, some while it
+builds the agent, some after it has claimed the run."""
+
+
+@pytest.fixture(scope="module")
+def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Doors]:
+    """Two serving processes on one store: the inbox answer goes to the first, the other
+    door's to the second, whose agents take 50 ms to build (between its read of the session
+    and its claim on it)."""
+    slow = {"DOORS_BUILD_SECONDS": "0.05"}
+    yield from serve_doors(tmp_path_factory.mktemp("race"), {}, slow)
+
+
+def _settled(store_url: str, session: str, iid: str) -> list[tuple[str, Any]]:
+    """Who settled question ``iid``, with what, as the audit trail says."""
+    trail = snapshot(store_url, session)[2]
+    return [(e["by"], e["answer"]) for e in trail if e["interrupt_id"] == iid]
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_an_answer_recorded_in_the_inbox_binds_every_other_door(doors: Doors, door: str) -> None:
+    """Ana declines in the inbox (202; no worker runs yet); Bo then approves through
+    ``door``: refused (``already_answered``), the tool never runs, and the worker applies
+    Ana's decline, which the audit shows."""
+    session = f"first-{door}"
+    iid = pause(doors.store_url, "payer", session)
+    declined = inbox_answer(doors.url, ANA, session, {iid: False})
+    assert declined.status_code == 202, declined.text
+
+    second = answer_via(door, doors.url, BO, "payer", session, {iid: True})
+
+    refused = (second.taken, second.code, effects(session))
+    assert refused == (False, "already_answered", []), str(second)
+    work(doors.store_url)  # the worker applies ana's decline
+    assert effects(session) == []
+    assert _settled(doors.store_url, session, iid) == [("ana", False)]
+    assert snapshot(doors.store_url, session)[1] == []  # nothing left recorded
+
+
+def _race(doors: Doors, door: str, session: str, iid: str, lead: float) -> tuple[int, Outcome]:
+    """Ana's decline to the inbox of one process and Bo's approval through ``door`` of the
+    other, released together; ``lead`` seconds (either sign) shifts the inbox's."""
+    start = threading.Barrier(2)
+    got: dict[str, Any] = {}
+
+    def inbox() -> None:
+        start.wait()
+        time.sleep(max(lead, 0.0))
+        got["inbox"] = inbox_answer(doors.servers[0].url, ANA, session, {iid: False}).status_code
+
+    def other() -> None:
+        start.wait()
+        time.sleep(max(-lead, 0.0))
+        got["other"] = answer_via(door, doors.servers[1].url, BO, "payer", session, {iid: True})
+
+    def guarded(send: Any, key: str) -> Any:
+        def run() -> None:
+            try:
+                send()
+            except BaseException as exc:  # re-raised below, in the test's thread
+                got[f"{key} failed"] = exc
+
+        return run
+
+    threads = [
+        threading.Thread(target=guarded(inbox, "inbox")),
+        threading.Thread(target=guarded(other, "other")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for key in ("inbox failed", "other failed"):
+        if key in got:
+            raise got[key]
+    return got["inbox"], got["other"]
+
+
+@pytest.mark.parametrize("door", ["ag-ui", "a2a"])
+def test_the_same_question_answered_at_once_in_the_inbox_and_over_a_protocol(
+    doors: Doors, door: str
+) -> None:
+    """Many races, each on a fresh session: exactly one of the two answers is taken, the tool
+    runs only when the approval was, and the audit trail names the answer taken."""
+    problems: list[str] = []
+    for i in range(TRIES):
+        lead = LEADS[i % len(LEADS)]
+        session = f"race-{door}-{i}"
+        iid = pause(doors.store_url, "payer", session)
+        status, other = _race(doors, door, session, iid, lead)
+        work(doors.store_url)  # applies a decline recorded in the inbox, if one was
+        inbox_taken = status == 202
+        winner = ("bo", True) if other.taken else ("ana", False)
+        ran = effects(session)
+        settled = _settled(doors.store_url, session, iid)
+        left = snapshot(doors.store_url, session)[1]
+        if inbox_taken == other.taken:
+            problems.append(f"{session}: inbox {status}, {other}")
+        elif ran != ([f"pay {session} 100"] if other.taken else []) or settled != [winner]:
+            problems.append(f"{session}: ran {ran}, audit {settled}, winner {winner}")
+        elif left:
+            problems.append(f"{session}: still recorded {left}")
+    assert problems == [], f"{len(problems)} of {TRIES} races broke the first answer:\n" + (
+        "\n".join(problems)
+    )
