@@ -22,7 +22,12 @@ from typing import Any
 
 from common import Row, approval_agent, check, print_table
 
-from interlude import Agent, AgentSession, App, Inbox, Worker, tool
+from interlude import Agent, AgentSession, App, Worker, tool
+
+try:  # the operator floor's (before it, the stores' package held it): A/B against older trees
+    from interlude import Inbox
+except ImportError:
+    from interlude.sessions import Inbox  # type: ignore[attr-defined,no-redef]
 from interlude.sessions import SessionStore, SQLiteStore
 
 LATENCY_TARGET_MS = 20.0

@@ -309,7 +309,10 @@ def bench_temporal(n: int, rounds: int) -> Setup | str:
 async def _embedded(store: Any, url: str, tag: str, n: int, rounds: int, ran_dir: str) -> Setup:
     import psycopg
 
-    from interlude import Inbox
+    try:  # the operator floor's (before it, the stores' package held it)
+        from interlude import Inbox
+    except ImportError:
+        from interlude.sessions import Inbox  # type: ignore[attr-defined,no-redef]
 
     argv = ["--store", url, "worker", "--app", "temporal_throughput:app"]
     procs = _spawn_workers([*argv, "--poll", str(EMBEDDED_POLL)], ran_dir, Path(ran_dir))

@@ -70,7 +70,12 @@ async def test_a_pause_and_an_answer(db: str, effects_file: Path, closing: list[
     assert effects() == ["delete /var/log/old.log"]
     store = open_store(db)
     [entry] = await store.audit_trail(task.id)
-    assert (entry["interrupt_id"], entry["by"], entry["answer"]) == (question["id"], "ana", True)
+    assert (entry["interrupt_id"], entry["by"], entry["answer"]) == (
+        question["question_id"],
+        "ana",
+        True,
+    )
+    assert question["id"] == f"{task.id}/{question['question_id']}"  # names its task
 
 
 async def test_a_yes_in_text_answers_the_one_question(

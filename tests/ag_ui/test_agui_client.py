@@ -39,7 +39,8 @@ def test_an_ag_ui_client_drives_an_agent_through_a_pause_and_an_answer(
     assert answered["pending"] == []
     assert (tmp_path / "paid.log").read_text() == "ana 100\n"
     [entry] = Inbox(f"sqlite:///{tmp_path / 's.db'}").audit("th-1")
-    assert (entry["interrupt_id"], entry["by"]) == (question["id"], "ana")
+    # the id AG-UI shows names the thread: <thread>/<question id>
+    assert (f"th-1/{entry['interrupt_id']}", entry["by"]) == (question["id"], "ana")
 
 
 def test_several_questions_at_once_are_one_outcome_answered_in_one_resume(

@@ -32,8 +32,9 @@ def test_pending_lists_what_was_shown_with_filters(client: TestClient, store_url
     refund = inbox_app.pause("refunds", "s2", store_url)
     r = client.get("/api/pending", headers=bearer())
     assert r.status_code == 200
-    rows = {row["id"]: row for row in r.json()["pending"]}
+    rows = {row["question_id"]: row for row in r.json()["pending"]}
     assert set(rows) == {ops, refund}
+    assert rows[ops]["id"] == f"s1/{ops}"  # the key names its session
     assert rows[ops]["session"] == "s1" and rows[ops]["agent"] == "ops"
     assert rows[ops]["tool"] == "deploy" and rows[ops]["input"] == inbox_app.CALLS["deploy"]
     assert rows[ops]["reason"] == {"question": "May the agent run deploy?"}
@@ -65,7 +66,7 @@ def test_session_shows_conversation_questions_and_audit(client: TestClient, stor
     assert r.status_code == 200
     body = r.json()
     assert body["session"] == "s1" and body["agent"] == "ops"
-    assert [q["id"] for q in body["interrupts"]] == [iid]
+    assert [(q["id"], q["question_id"]) for q in body["interrupts"]] == [(f"s1/{iid}", iid)]
     assert body["messages"][0]["role"] == "user"
     assert body["recorded"] == [] and body["audit"] == []
     assert body["running"] is False and body["stopped"] is False

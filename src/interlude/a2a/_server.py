@@ -138,7 +138,7 @@ class AgentTasks(RequestHandler):
                 if not answers:  # {"answers": {}}: settle what has expired
                     await agent.resume_expired_async()
                 else:  # the floor's rules, recorded first-wins, then carried on here
-                    opened = await self.operator.answer(
+                    opened, _ = await self.operator.answer(
                         task_id, answers, by=by, groups=groups, shown=shown
                     )
                     assert isinstance(opened, Agent)

@@ -62,21 +62,33 @@ def _ints(value: Any) -> Any:
     return value
 
 
-def question_dict(question: Interrupt) -> dict[str, JsonValue]:
-    """A question as the task's status message carries it."""
+def question_dict(question: Interrupt, session_id: str | None = None) -> dict[str, JsonValue]:
+    """A question as the task's status message carries it: with the task's ``session_id``,
+    its ``id`` is the answer key that names the task (``question_id``: its id there)."""
     out = question.to_dict()
     out["digest"] = question.digest
+    if session_id is not None:
+        from ..operate import answer_key
+
+        out["id"], out["question_id"] = answer_key(session_id, question.id), question.id
     return out
 
 
 def interrupts_of(status_message: Message) -> list[Interrupt]:
-    """The questions a task in ``input-required`` carries (empty when it carries none)."""
+    """The questions a task in ``input-required`` carries (empty when it carries none), each
+    under its id in the remote task."""
     for part in status_message.parts:
         if part.HasField("data"):
             data = part_data(part)
             if isinstance(data, dict) and isinstance(data.get(QUESTIONS_KEY), list):
-                return [Interrupt.from_dict(q) for q in data[QUESTIONS_KEY]]
+                return [_question(q) for q in data[QUESTIONS_KEY]]
     return []
+
+
+def _question(data: Any) -> Interrupt:
+    if isinstance(data, dict) and isinstance(data.get("question_id"), str):
+        data = {k: v for k, v in data.items() if k != "question_id"} | {"id": data["question_id"]}
+    return Interrupt.from_dict(data)
 
 
 def final_text(agent: Agent) -> str:
@@ -121,7 +133,7 @@ def _status(agent: Agent, session_id: str) -> TaskStatus:
             state=TaskState.TASK_STATE_INPUT_REQUIRED,
             message=message(
                 Part(text=f"Waiting for an answer: {summary}"),
-                data_part({QUESTIONS_KEY: [question_dict(q) for q in questions]}),
+                data_part({QUESTIONS_KEY: [question_dict(q, session_id) for q in questions]}),
             ),
         )
     if agent.needs_recovery or agent.is_running:

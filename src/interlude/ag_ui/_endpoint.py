@@ -44,17 +44,17 @@ def create_endpoint(
 
     from starlette.applications import Starlette
 
-    from ..operate import Inbox, People
+    from ..operate import Operator, People
 
-    inbox = Inbox(store, signing_key=signing_key)
-    routes = _routes(Runner(app, inbox), People(tokens), path)
+    operator = Operator(app, store, signing_key=signing_key)
+    routes = _routes(Runner(operator), People(tokens), path)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            inbox.close()  # a store opened here from a URL
+            operator.close()  # a store opened here from a URL
 
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -70,7 +70,9 @@ def server_routes(app: App | None, backend: object, auth: People) -> list[BaseRo
         import ag_ui.core  # noqa: F401
     except ImportError:
         return []
-    return _routes(Runner(app, backend.inbox), auth, PATH)
+    from ..operate import Operator
+
+    return _routes(Runner(Operator(app, backend.store, inbox=backend.inbox)), auth, PATH)
 
 
 def _routes(runner: Runner, auth: People, path: str) -> list[BaseRoute]:

@@ -1,15 +1,16 @@
-"""A run's ``resume[]`` entries as the answers ``Agent.resume`` takes, or why they are refused.
+"""A run's ``resume[]`` entries as the answers the operator floor takes: the wire's part only.
 
-The agent checks the answers themselves (pending, JSON, response type, deadline, what was
-shown) before anything changes. What only the wire knows is checked here first: an entry
-given twice, one for a question answered already (in the audit trail, or recorded in the
-inbox for a worker), a digest that is not the pending question's (stale), a person not in
-the question's groups, a ``cancelled`` entry for a question whose answer cannot decline.
+What only the wire knows is translated here: the answer keys AG-UI shows (each names its
+thread; one of another thread is refused, ``unknown_interrupt``), an entry given twice, the
+digest a client echoes (``metadata.interlude.digest``, checked by the floor as ``shown``), and
+a ``cancelled`` entry (the question's decline; settled by its deadline once that passed). Who
+may answer, whether someone answered first and whether the answer fits are the floor's rules,
+the same at every door.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,7 @@ from ._translate import METADATA_KEY
 if TYPE_CHECKING:
     from ag_ui.core import ResumeEntry
 
-    from .._audit import AuditEntry
     from .._interrupt import Interrupt
-    from ..sessions import RecordedAnswer
 
 __all__ = ["Refused", "Resume", "resume_of"]
 
@@ -47,68 +46,34 @@ class Resume:
 
 
 def resume_of(
-    entries: Sequence[ResumeEntry],
-    pending: Iterable[Interrupt],
-    audit: Iterable[AuditEntry],
-    recorded: Iterable[RecordedAnswer],
-    groups: Collection[str],
-    now: float,
+    thread: str, entries: Sequence[ResumeEntry], pending: Iterable[Interrupt], now: float
 ) -> Resume:
-    """The answers of ``entries`` to the ``pending`` questions, or :class:`Refused`."""
+    """The answers ``entries`` give for thread ``thread``, or a refusal (:class:`Refused`, or
+    UnknownInterruptError for a key of another thread's question)."""
+    from ..operate import question_id_of
+
     asked = {q.id: q for q in pending}
-    settled = {a.interrupt_id: a for a in audit if a.vote is None}
-    waiting = {r.interrupt_id: r for r in recorded}
     seen: set[str] = set()
     out = Resume()
     for entry in entries:
-        key = entry.interrupt_id
+        key = question_id_of(thread, entry.interrupt_id)
         if key in seen:
             raise Refused("duplicate", f"interrupt {key!r} is answered twice in resume[]")
         seen.add(key)
         question = asked.get(key)
-        if question is None:
-            raise _not_pending(key, settled.get(key), bool(asked))
-        if key in waiting:
-            r = waiting[key]
-            raise Refused(
-                "already_answered",
-                f"interrupt {key!r} is answered already: {r.by} answered it in the inbox and "
-                "a worker applies it",
-            )
-        if not question.may_answer(groups, now):
-            raise Refused(
-                "not_allowed",
-                f"question {question.name!r} ({key}) may be answered only by the groups "
-                f"{list(question.approvers)!r}",
-            )
         digest = _digest(entry.metadata)
         if digest is not None:
-            if digest != question.digest:
-                raise Refused(
-                    "stale",
-                    f"question {question.name!r} ({key}) is not the one that was shown: its "
-                    "data changed since; nothing was answered, look at it again",
-                )
             out.shown[key] = digest
-        expires = question.expires_at
-        if entry.status == "cancelled" and expires is not None and expires <= now:
+        if entry.status != "cancelled":
+            out.answers[key] = entry.payload
+        elif question is None:
+            out.answers[key] = False  # the floor says why it cannot be answered
+        elif question.expires_at is not None and question.expires_at <= now:
             out.expired.append(key)  # settled by its deadline in the same resume
             out.shown.pop(key, None)
-            continue
-        if entry.status == "cancelled":
-            out.answers[key] = _decline(question, now)
         else:
-            out.answers[key] = entry.payload
+            out.answers[key] = _decline(question, now)
     return out
-
-
-def _not_pending(key: str, answered: AuditEntry | None, paused: bool) -> Refused:
-    if answered is not None:
-        how = "its deadline settled it" if answered.expired else f"{answered.by} answered it"
-        return Refused("already_answered", f"interrupt {key!r} is answered already: {how}")
-    if not paused:
-        return Refused("not_paused", f"interrupt {key!r}: the thread is not paused")
-    return Refused("unknown_interrupt", f"no pending interrupt has id {key!r}")
 
 
 def _digest(metadata: Mapping[str, Any] | None) -> str | None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ag_ui.core import BaseEvent, RunAgentInput
 
     from .._result import AgentResult
-    from ..operate import App, Inbox, SessionView
+    from ..operate import App, Operator, SessionView
 
 __all__ = ["Runner", "error_code"]
 
@@ -73,11 +73,14 @@ def error_code(exc: InterludeError) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Runner:
-    """Runs the App's agents for AG-UI requests on one store (through ``inbox``, which
-    verifies signed pauses when it has the agents' key)."""
+    """Runs the App's agents for AG-UI requests on one store, answering through the
+    operator floor (``operator``: its inbox verifies signed pauses with the agents' key)."""
 
-    app: App
-    inbox: Inbox
+    operator: Operator
+
+    @property
+    def app(self) -> App:
+        return self.operator.app
 
     async def events(
         self, name: str, run: RunAgentInput, by: str, groups: tuple[str, ...]
@@ -114,18 +117,17 @@ class Runner:
             if state:
                 yield _snapshot(state)
             if run.resume and view is not None:
-                plan = resume_of(
-                    run.resume, agent.interrupts, agent.audit, view.recorded, groups, time.time()
-                )
-                stream = _resumed(agent, plan, by)
+                plan = resume_of(run.thread_id, run.resume, agent.interrupts, time.time())
+                stream = self._resumed(agent, run.thread_id, plan, by, groups)
             elif agent.needs_recovery:
                 stream = _whole(agent.recover_async())
             else:
                 stream = agent.stream_async(_prompt(run))
             async for event in stream:
                 if isinstance(event, RunFinished):
-                    if dict(agent.state) != state:
-                        yield _snapshot(dict(agent.state))
+                    now = await self._standing(agent, run.thread_id)
+                    if dict(now.state) != state:
+                        yield _snapshot(dict(now.state))
                     for out in finished(run.thread_id, run.run_id, event.result, translator):
                         yield out
                 else:
@@ -134,10 +136,32 @@ class Runner:
         finally:
             await agent.aclose()
 
+    async def _resumed(
+        self, agent: Agent, thread: str, plan: Resume, by: str, groups: tuple[str, ...]
+    ) -> AsyncIterator[Any]:
+        """The events of the resume ``plan``: its answers through the floor (the rules every
+        door applies, the first answer wins), or, when it only cancels expired questions,
+        their settling by their deadlines."""
+        if plan.answers:
+            async for event in self.operator.answer_stream(
+                thread, plan.answers, by=by, groups=groups, shown=plan.shown or None
+            ):
+                yield event
+        else:
+            yield RunFinished(await agent.resume_expired_async())
+
+    async def _standing(self, agent: Agent, thread: str) -> Agent:
+        """The agent whose state the run ended with: ``agent`` when it ran here, else (the
+        floor resumed the session on an agent of its own) the session as stored."""
+        if agent.is_running or not agent.is_paused:
+            return agent
+        opened = await self.operator.open(thread)
+        return opened if isinstance(opened, Agent) else agent
+
     async def _open(self, name: str, run: RunAgentInput) -> tuple[Agent, SessionView | None]:
         """The thread's agent and its stored session (read, verified), or a new session of
         ``name`` (None)."""
-        store, thread = self.inbox.store, run.thread_id
+        store, thread = self.operator.store, run.thread_id
         if name in self.app.graph_names:
             raise Refused(
                 "not_an_agent",
@@ -145,7 +169,7 @@ class Runner:
                 "in the inbox)",
             )
         try:
-            view: SessionView | None = await self.inbox.session_async(thread)
+            view: SessionView | None = await self.operator.inbox.session_async(thread)
         except SessionError as exc:
             if type(exc) is not SessionError:  # corrupt, unavailable, a bad id: not "none"
                 raise
@@ -163,16 +187,6 @@ class Runner:
         if not isinstance(opened, Agent):  # a graph's session recorded under an agent's name
             raise Refused("not_an_agent", f"thread {thread!r} is not an agent's session")
         return opened, view
-
-
-async def _resumed(agent: Agent, plan: Resume, by: str) -> AsyncIterator[Any]:
-    """The events of the resume ``plan`` (only expired questions cancelled: settled by
-    their deadlines, the run's result at the end)."""
-    if plan.answers:
-        async for event in agent.resume_stream_async(plan.answers, by=by, shown=plan.shown or None):
-            yield event
-    else:
-        yield RunFinished(await agent.resume_expired_async())
 
 
 async def _whole(result: Any) -> AsyncIterator[Any]:

@@ -41,7 +41,7 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-def wire_interrupt(question: Interrupt) -> WireInterrupt:
+def wire_interrupt(question: Interrupt, thread_id: str) -> WireInterrupt:
     """``question`` as an AG-UI interrupt: its id, reason (its text, or its name when the
     reason is not text), message (the reason's text, or its ``message``), the tool call it is
     about (the outermost, for a sub-agent's), its response schema and deadline (ISO 8601,
@@ -68,8 +68,10 @@ def wire_interrupt(question: Interrupt) -> WireInterrupt:
     expires, schema = question.expires_at, question.response_schema
     text = reason if isinstance(reason, str) and reason else None
     shown = reason.get("message") if isinstance(reason, Mapping) else text
+    from ..operate import answer_key
+
     return WireInterrupt(
-        id=question.id,
+        id=answer_key(thread_id, question.id),  # names its thread: no other thread takes it
         reason=text or question.name,
         message=shown if isinstance(shown, str) else None,
         tool_call_id=None if about is None else about.id,
@@ -198,7 +200,7 @@ def finished(
     outcome: RunFinishedOutcome
     output: Any = None
     if result.stop_reason == "interrupt":
-        interrupts = [wire_interrupt(q) for q in result.interrupts]
+        interrupts = [wire_interrupt(q, thread_id) for q in result.interrupts]
         outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
     elif result.stop_reason == "cancelled":
         outcome = RunFinishedCancelledOutcome()

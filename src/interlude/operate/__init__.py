@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._applying import ApplyingStore
     from ._backend import InboxBackend, StoreBackend, WorkflowView
     from ._inbox import Inbox, SessionView
+    from ._keys import answer_key, by_question_id, question_id_of
     from ._moves import Operator, check_queue
     from ._people import ENV as TOKENS_ENV
     from ._people import MIN_TOKEN, People, Person, check_tokens, load_tokens, people
@@ -44,18 +45,24 @@ __all__ = [
     "Worker",
     "WorkerHealth",
     "WorkflowView",
+    "answer_key",
+    "by_question_id",
     "check_allowed",
     "check_queue",
     "check_taken",
     "check_tokens",
     "load_tokens",
     "people",
+    "question_id_of",
     "who_may_answer",
 ]
 
 _LAZY = {
     "ApplyingStore": "._applying",
     "Operator": "._moves",
+    "answer_key": "._keys",
+    "by_question_id": "._keys",
+    "question_id_of": "._keys",
     "check_queue": "._moves",
     "Outcome": "._resumable",
     "Resumable": "._resumable",

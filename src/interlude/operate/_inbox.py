@@ -219,10 +219,14 @@ class Inbox:
         being applied and to try again."""
         from .._agent import check_by
         from ..errors import ResumeInputError
+        from ._keys import by_question_id
 
         if not isinstance(answers, Mapping) or not answers:
             raise ResumeInputError("record() takes a non-empty map of interrupt id to answer")
         by = check_by(by)
+        answers = by_question_id(session_id, answers)  # the keys doors show, or plain ids
+        if isinstance(shown, Mapping):
+            shown = by_question_id(session_id, shown)
         for attempt in range(_TRIES):
             stored = await self._load(session_id)
             try:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .._stream import StreamEvent
     from ..sessions import InboxStore, RecordedAnswer
     from ._app import App
-    from ._resumable import Resumable
+    from ._resumable import Outcome, Resumable
 
 __all__ = ["Operator", "by_person", "carry_on", "check_queue"]
 
@@ -35,38 +35,37 @@ _log = logging.getLogger("interlude.worker")
 
 async def carry_on(
     app: App, store: InboxStore, session_id: str, *, clock: Callable[[], float] = time.time
-) -> bool:
-    """Make ``session_id``'s next move (a node's session: its outermost graph's); whether
-    anything ran. SessionConflictError when another process runs it now (nothing done)."""
+) -> Outcome | None:
+    """Make ``session_id``'s next move (a node's session: its outermost graph's): how the
+    last run it made ended, None when nothing ran. SessionConflictError when another process
+    runs it now (nothing done)."""
     session_id = await owner_of(store, session_id)
     recorded = await store.recorded_answers(session_id)
     view = ApplyingStore(store, recorded)
     opened: Resumable = await app.open_async(session_id, view)
     if opened.kind != "agent":
         view.graph = session_id  # its answers count as applied once its record drops them
-    worked = False
+    last: Outcome | None = None
     if opened.needs_recovery:
-        await opened.recover_async()
-        worked = True
+        last = await opened.recover_async()
     if recorded:
-        worked = await by_person(opened, recorded) or worked
+        last = await by_person(opened, recorded) or last
         if view.waiting:  # about questions that are gone, or refused (logged): never to apply
             await store.clear_answers(session_id, max(r.seq for r in recorded))
     now = clock()
     if opened.is_paused and any(
         q.expires_at is not None and q.expires_at <= now for q in opened.interrupts
     ):
-        await opened.resume_expired_async()
-        worked = True
-    return worked
+        last = await opened.resume_expired_async()
+    return last
 
 
-async def by_person(opened: Resumable, recorded: list[RecordedAnswer]) -> bool:
+async def by_person(opened: Resumable, recorded: list[RecordedAnswer]) -> Outcome | None:
     """Apply recorded answers, one resume per person who answered (in the order they
     answered), while ``opened`` is paused; an answer whose question is no longer pending, or
-    a person's answers the resume refuses (expired meanwhile), are logged and left. Whether
-    any resume went through."""
-    worked = False
+    a person's answers the resume refuses (expired meanwhile), are logged and left. How the
+    last resume that went through ended (None: none did)."""
+    last: Outcome | None = None
     left = list(recorded)
     while left and opened.is_paused:
         pending = {q.id for q in opened.interrupts}
@@ -82,12 +81,10 @@ async def by_person(opened: Resumable, recorded: list[RecordedAnswer]) -> bool:
         answers = {r.interrupt_id: r.answer for r in group}
         shown = {r.interrupt_id: r.shown for r in group if r.shown is not None}
         try:
-            await opened.resume_async(answers, by=by, shown=shown or None)
+            last = await opened.resume_async(answers, by=by, shown=shown or None)
         except ResumeError as exc:  # e.g. expired meanwhile, or not what was shown
             _log.warning("answers by %r refused: %s", by, exc)
-            continue
-        worked = True
-    return worked
+    return last
 
 
 def check_queue(store: object, who: str) -> None:
@@ -115,14 +112,24 @@ class Operator:
     def __init__(
         self,
         app: App,
-        store: InboxStore,
+        store: InboxStore | str,
         *,
         signing_key: bytes | str | None = None,
         clock: Callable[[], float] | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self.app = app
-        self.store = store
-        self.inbox = Inbox(store, app=app, signing_key=signing_key, clock=clock)
+        self.inbox = inbox or Inbox(store, app=app, signing_key=signing_key, clock=clock)
+        """The inbox answers are recorded through (a given one gets ``app`` for its edit
+        checks when it has none)."""
+        if self.inbox.app is None:
+            self.inbox.app = app
+        self.store: InboxStore = self.inbox.store
+        check_queue(self.store, "the operator floor's doors")
+
+    def close(self) -> None:
+        """Close the store if it was opened here from a URL."""
+        self.inbox.close()
 
     async def open(self, session_id: str) -> Resumable:
         """The session's agent, graph or swarm, built by the App and loaded."""
@@ -134,13 +141,13 @@ class Operator:
         opened: Resumable = await self.app.start_async(name, session_id, self.store)
         return opened
 
-    async def carry_on(self, session_id: str) -> bool:
-        """The session's next move now (see :func:`carry_on`); False when another process
-        holds it (it makes the move)."""
+    async def carry_on(self, session_id: str) -> Outcome | None:
+        """The session's next move now (see :func:`carry_on`): how its last run ended; None
+        when nothing ran, or another process holds it (that process makes the move)."""
         try:
             return await carry_on(self.app, self.store, session_id, clock=self.inbox.clock)
         except SessionConflictError:
-            return False
+            return None
 
     async def answer(
         self,
@@ -148,15 +155,16 @@ class Operator:
         answers: Mapping[str, JsonValue],
         *,
         by: str,
-        groups: Collection[str],
+        groups: Collection[str] | None,
         shown: Mapping[str, str] | None = None,
-    ) -> Resumable:
-        """Record ``answers`` as ``by`` (a member of ``groups``) and carry the session on;
-        the session as it stands after. Refused (nothing recorded, nothing run): the typed
-        errors of :meth:`Inbox.record_async`."""
+    ) -> tuple[Resumable, Outcome | None]:
+        """Record ``answers`` as ``by`` (a member of ``groups``; None: the operator, whose
+        groups are not checked) and carry the session on: the session as it stands after,
+        and how the run ended (None: another process carries it on). Refused (nothing
+        recorded, nothing run): the typed errors of :meth:`Inbox.record_async`."""
         await self.inbox.record_async(session_id, answers, by=by, shown=shown, groups=groups)
-        await self.carry_on(session_id)
-        return await self.open(session_id)
+        outcome = await self.carry_on(session_id)
+        return await self.open(session_id), outcome
 
     async def answer_stream(
         self,
@@ -164,7 +172,7 @@ class Operator:
         answers: Mapping[str, JsonValue],
         *,
         by: str,
-        groups: Collection[str],
+        groups: Collection[str] | None,
         shown: Mapping[str, str] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """:meth:`answer` for a door that streams the run: the answers are recorded (or

@@ -251,7 +251,7 @@ class Worker:
     async def _apply(self, session_id: str) -> bool:
         from ._moves import carry_on
 
-        return await carry_on(self.app, self.store, session_id, clock=self.clock)
+        return await carry_on(self.app, self.store, session_id, clock=self.clock) is not None
 
     def _timed(self, seconds: float) -> None:
         """Fold one session's time into the moving average the lease is sized from."""

@@ -21,7 +21,12 @@ _QUESTION: dict[str, Any] = {
     "type": "object",
     "required": ["id", "name", "source", "shown", "raised_at", "expired"],
     "properties": {
-        "id": {"type": "string"},
+        "id": {
+            "type": "string",
+            "description": "the question's answer key, <session>/<question id>: it names its "
+            "session, so an answer meant for another session is refused",
+        },
+        "question_id": {"type": "string", "description": "the question's id in its session"},
         "name": {"type": "string"},
         "node": {
             "type": ["string", "null"],

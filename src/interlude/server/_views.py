@@ -7,6 +7,8 @@ import json
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..operate import answer_key
+
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from ..operate import SessionView
@@ -27,16 +29,17 @@ def node_of(i: Interrupt) -> str | None:
     nested one), None for an agent's own question."""
     if not any(u.id.startswith("node:") for u in i.via):
         return None  # the usual case: interlude.multiagent is not imported for it
-    from ..multiagent._stored import describe_node
+    from ..multiagent import describe_node
 
     return describe_node(i)
 
 
-def interrupt_json(i: Interrupt, now: float) -> dict[str, Any]:
-    """A question as shown: tool and input, reason, answer schema, deadline, digest, and who
-    may answer (groups, quorum, escalation)."""
+def interrupt_json(session_id: str, i: Interrupt, now: float) -> dict[str, Any]:
+    """A question as shown: its key (bound to its session), tool and input, reason, answer
+    schema, deadline, digest, and who may answer (groups, quorum, escalation)."""
     return {
-        "id": i.id,
+        "id": answer_key(session_id, i.id),
+        "question_id": i.id,
         "name": i.name,
         "node": node_of(i),
         "reason": i.reason,
@@ -71,7 +74,7 @@ def pending_json(p: PendingInterrupt, now: float) -> dict[str, Any]:
     return {
         "session": p.session_id,
         "agent": p.agent,
-        **interrupt_json(p.interrupt, now),
+        **interrupt_json(p.session_id, p.interrupt, now),
         "raised_at": p.raised_at,
         "age_seconds": round(max(now - p.raised_at, 0.0), 1),
     }
@@ -110,7 +113,7 @@ def _question_json(
 ) -> dict[str, Any]:
     voted, voters = view.votes.get(i.id, (None, ()))
     return {
-        **interrupt_json(i, now),
+        **interrupt_json(view.session_id, i, now),
         "votes": {"answer": voted, "by": list(voters)} if voters else None,
         "may_answer": True if groups is None else i.may_answer(groups, now),
     }

@@ -265,32 +265,13 @@ class TemporalInbox:
         for none; AnswerTimeoutError when no worker took it within ``answer_timeout``. With
         ``groups`` (``by``'s), NotAllowedToAnswerError for a question they may not answer now
         (checked against the workflow's pending query first)."""
-        from .._agent import check_by
-
-        if not isinstance(answers, Mapping) or not answers:
-            raise errors.ResumeInputError("answer() takes a non-empty map of question id to answer")
-        by = check_by(by)
-        args = [dict(answers), by, None if shown is None else dict(shown)]
-        size = json_size(args)
-        if size > MAX_UPDATE_BYTES:
-            raise errors.ResumeInputError(
-                f"the answers are {size} bytes of JSON, above the limit of {MAX_UPDATE_BYTES} "
-                "bytes for any Update: answer with less"
-            )
+        answers, by, shown, args = _checked(session_id, answers, by, shown)
         client = await self.client()
         handle = client.get_workflow_handle(session_id)
         now = self.clock()
         try:
             if groups is not None:
-                from ..operate import check_allowed
-
-                try:
-                    asked = {i.id: i for i in await self._query(handle)}
-                except QueryTimeoutError as exc:
-                    raise QueryTimeoutError(
-                        f"{exc}: who may answer could not be checked, so nothing was sent"
-                    ) from None
-                check_allowed(asked, answers, groups, now, by)
+                await self._check_groups(handle, answers, groups, now, by)
             update = await handle.start_update(
                 "answer",
                 args=args,
@@ -333,8 +314,55 @@ class TemporalInbox:
             for n, (iid, answer) in enumerate(answers.items(), 1)
         ]
 
+    async def _check_groups(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        answers: Mapping[str, JsonValue],
+        groups: Collection[str],
+        now: float,
+        by: str,
+    ) -> None:
+        """NotAllowedToAnswerError for a question ``by`` (in ``groups``) may not answer now,
+        checked against the workflow's pending query (nothing sent when it cannot be)."""
+        from ..operate import check_allowed
+
+        try:
+            asked = {i.id: i for i in await self._query(handle)}
+        except QueryTimeoutError as exc:
+            raise QueryTimeoutError(
+                f"{exc}: who may answer could not be checked, so nothing was sent"
+            ) from None
+        check_allowed(asked, answers, groups, now, by)
+
     async def aclose(self) -> None:
         """Nothing to release: a Temporal client holds no resource to close."""
+
+
+def _checked(
+    session_id: str,
+    answers: Mapping[str, JsonValue],
+    by: str,
+    shown: Mapping[str, str] | None,
+) -> tuple[dict[str, JsonValue], str, dict[str, str] | None, list[Any]]:
+    """The answers by question id (the keys the inbox shows name their workflow), ``by`` as
+    recorded, the digests and the Update's arguments; ResumeInputError for none, or for more
+    than an Update may carry."""
+    from .._agent import check_by
+    from ..operate import by_question_id
+
+    if not isinstance(answers, Mapping) or not answers:
+        raise errors.ResumeInputError("answer() takes a non-empty map of question id to answer")
+    by = check_by(by)
+    answers = by_question_id(session_id, answers)
+    digests = None if shown is None else by_question_id(session_id, shown)
+    args = [answers, by, digests]
+    size = json_size(args)
+    if size > MAX_UPDATE_BYTES:
+        raise errors.ResumeInputError(
+            f"the answers are {size} bytes of JSON, above the limit of {MAX_UPDATE_BYTES} "
+            "bytes for any Update: answer with less"
+        )
+    return answers, by, digests, args
 
 
 def _stamp(when: datetime | None) -> float | None:
