@@ -51,7 +51,7 @@ from ..errors import (
     refusal_code,
 )
 from ..operate import Operator
-from ..sessions._protocol import check_session_id
+from ..sessions import check_session_id
 from ._wire import answers_of, part_data, task_of
 
 if TYPE_CHECKING:

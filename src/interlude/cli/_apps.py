@@ -31,7 +31,7 @@ def _session_agent(args: argparse.Namespace) -> Opened:
     if stored is None:
         raise CliError(f"no session {args.session!r} in {args.store}")
     if ":node:" in args.session:
-        from ..multiagent._stored import graph_of
+        from ..multiagent import graph_of
 
         graph = _await(graph_of(store, args.session))
         if graph is not None:

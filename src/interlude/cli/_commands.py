@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from .._agent import Agent
 from .._json import DuplicateKeyError
 from .._json import loads as strict_json
+from .._result import AgentResult
 from .._sync import run_sync
-from ..errors import InterludeError
+from ..errors import InterludeError, ResumeError
 from ._apps import _session_agent
 from ._errors import CliError, _run, _what
 from ._render import Output, program, short_id
 from ._stores import _await, _decode, _live_claim, _refuse_if_running, _store
 
 if TYPE_CHECKING:
+    from .._interrupt import Interrupt
+    from ..operate import Outcome, Resumable
     from ..sessions import SessionStore
 
 __all__ = [
@@ -130,6 +134,9 @@ def _pending(args: argparse.Namespace, out: Output) -> int:
 
 
 def _answer(args: argparse.Namespace, out: Output) -> int:
+    """``answer SESSION ID VALUE``: the session's agent, graph or swarm resumes in this
+    process with the answer (checked first, as every door checks it: refused, nothing
+    changes)."""
     try:
         answer = strict_json(args.answer)
     except DuplicateKeyError as exc:
@@ -138,38 +145,61 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
         raise CliError(
             f'the answer {args.answer!r} is not JSON (use true, false, 42, "text", {{...}})'
         ) from None
-    agent = _session_agent(args)
+    opened = _session_agent(args)
     by = args.by or _operator()
-    if not isinstance(agent, Agent):
-        from ._graphs import answer_graph
-
-        return answer_graph(args, out, agent, answer, by)
-    if agent.needs_recovery:
+    if opened.needs_recovery:
         raise CliError(
             f"session {args.session!r} holds a run that stopped before it finished; carry it "
             f"on first: {program()} recover {args.session}",
             session=args.session,
         )
-    if not agent.is_paused:
-        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
-    interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in agent.interrupts])
-    question = next(i for i in agent.interrupts if i.id == interrupt_id)
-    out.answering(question)  # what is answered, from the session's pause (not the index)
+    questions = _paused(args, opened)
+    interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in questions])
+    out.answering(next(i for i in questions if i.id == interrupt_id))  # as the pause holds it
     shown = None if args.shown is None else {interrupt_id: args.shown}
-    before = len(agent.messages)
-    result = _run(
-        out,
-        lambda: agent.resume({interrupt_id: answer}, by=by, shown=shown),
-        args.session,
-        args.store,
-        agent,
+    return _carry(
+        args, out, opened, lambda: opened.resume_async({interrupt_id: answer}, by=by, shown=shown)
     )
-    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
+
+
+def _paused(args: argparse.Namespace, opened: Resumable) -> list[Interrupt]:
+    """The session's questions; CliError when it waits on none."""
+    if not opened.is_paused:
+        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
+    return opened.interrupts
+
+
+def _carry(
+    args: argparse.Namespace,
+    out: Output,
+    opened: Resumable,
+    move: Callable[[], Coroutine[Any, Any, Outcome]],
+) -> int:
+    """Make ``move`` on the session and print how it ended (an agent's new messages and
+    reply, or a graph's nodes)."""
+    before = len(opened.messages) if isinstance(opened, Agent) else 0
+    result: Outcome = _run(out, lambda: run_sync(move()), args.session, args.store, opened)
+    if isinstance(opened, Agent):
+        assert isinstance(result, AgentResult)
+        out.outcome(args.session, result, opened.messages[before:], args.store, first=False)
+    else:
+        from ..multiagent import MultiAgentResult
+        from ._graphs import graph_outcome
+
+        assert isinstance(result, MultiAgentResult)
+        graph_outcome(out, args.session, result, args.store)
     return 0
 
 
 def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
-    """The pending interrupt ``given`` names: its id, or its short id (see ``short_id``)."""
+    """The pending interrupt ``given`` names: its id, its answer key (``SESSION/ID``), or its
+    short id (see ``short_id``)."""
+    from ..operate import question_id_of
+
+    try:
+        given = question_id_of(session, given)
+    except InterludeError as exc:
+        raise CliError(f"session {session!r}: {exc}", session=session) from None
     if given in pending:
         return given
     matches = [i for i in pending if short_id(i) == given.lower()]
@@ -184,50 +214,36 @@ def _interrupt_id(session: str, given: str, pending: list[str]) -> str:
 
 
 def _expire(args: argparse.Namespace, out: Output) -> int:
-    agent = _session_agent(args)
-    if not isinstance(agent, Agent):
-        from ._graphs import expire_graph
-
-        return expire_graph(args, out, agent)
-    if not agent.is_paused:
-        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
-    before = len(agent.messages)
-    result = _run(out, agent.resume_expired, args.session, args.store, agent)
-    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
-    return 0
+    opened = _session_agent(args)
+    _paused(args, opened)
+    return _carry(args, out, opened, opened.resume_expired_async)
 
 
 def _recover(args: argparse.Namespace, out: Output) -> int:
-    agent = _session_agent(args)
-    if not isinstance(agent, Agent):
-        from ._graphs import recover_graph
-
-        return recover_graph(args, out, agent)
-    if not agent.needs_recovery:
-        state = "paused: answer it with `interlude answer`" if agent.is_paused else "not running"
+    opened = _session_agent(args)
+    if not opened.needs_recovery:
+        state = "paused: answer it with `interlude answer`" if opened.is_paused else "not running"
         raise CliError(
             f"session {args.session!r} holds no stopped run ({state})", session=args.session
         )
-    before = len(agent.messages)
-    result = _run(out, agent.recover, args.session, args.store, agent)
-    out.outcome(args.session, result, agent.messages[before:], args.store, first=False)
-    return 0
+    return _carry(args, out, opened, opened.recover_async)
 
 
 def _discard(args: argparse.Namespace, out: Output) -> int:
-    agent = _session_agent(args)
-    if not isinstance(agent, Agent):
-        from ._graphs import discard_graph
-
-        return discard_graph(args, out, agent)
-    if not agent.is_paused and not agent.needs_recovery:
+    """``discard SESSION``: drop the pause or stopped run (a graph's: with every started
+    node's)."""
+    opened = _session_agent(args)
+    if not opened.is_paused and not opened.needs_recovery:
         raise CliError(
             f"session {args.session!r} has no pause or stopped run to discard",
             session=args.session,
         )
-    what = "pause" if agent.is_paused else "stopped run"
-    dropped = [i.id for i in agent.interrupts]
-    agent.discard_pause()
+    what = "pause" if opened.is_paused else "stopped run"
+    dropped = [i.id for i in opened.interrupts]
+    try:
+        opened.discard_pause()
+    except ResumeError as exc:
+        raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
     out.discarded(args.session, what, dropped)
     return 0
 

@@ -4,13 +4,12 @@ of the session."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
 from ._render import Output, show_command
 
-if TYPE_CHECKING:
-    from .. import Agent, AgentResult
+T = TypeVar("T")
 
 __all__ = ["CliError", "_run", "_what"]
 
@@ -24,19 +23,18 @@ class CliError(InterludeError):
         self.session = session
 
 
-def _run(
-    out: Output, call: Callable[[], AgentResult], session_id: str, store: str, agent: Agent
-) -> AgentResult:
-    """Run the agent; a failure becomes a CliError that says what became of the session."""
+def _run(out: Output, call: Callable[[], T], session_id: str, store: str, opened: object) -> T:
+    """Run the session's agent, graph or swarm (``opened``); a failure becomes a CliError
+    that says what became of the session."""
     try:
-        with out.working("the agent is working"):
+        with out.working(f"the {getattr(opened, 'kind', 'agent')} is working"):
             return call()
     except Exception as exc:
         where = f"session {session_id!r}"
         see = f"see `{show_command(session_id, store)}`"
         if isinstance(exc, ResumeError):
             message = f"{where}: the answer was refused ({_what(exc)}); the session is unchanged"
-        elif isinstance(exc, SessionConflictError) and not _lost_mid_run(agent):
+        elif isinstance(exc, SessionConflictError) and not _lost_mid_run(opened):
             message = (
                 f"{where}: another process answered/ran this session first; nothing was run "
                 f"here ({exc}): {see}"
@@ -51,10 +49,10 @@ def _run(
         raise CliError(message, session=session_id) from None
 
 
-def _lost_mid_run(agent: Agent) -> bool:
+def _lost_mid_run(opened: object) -> bool:
     """Whether another process took the session over while this run was going (rather than
     winning the race to start it, when this process ran nothing)."""
-    link = getattr(agent, "_session", None)
+    link = getattr(opened, "_session", None)
     return getattr(link, "lost", None) is not None
 
 

@@ -1,13 +1,12 @@
-"""The session commands on a graph's or swarm's session (``interlude.multiagent``): answer,
-expire, recover, discard and show it, and start one with ``run``. The graph is built by the
-``--app`` factory of the name its session records (``@app.graph``), as an agent is."""
+"""What the command prints for a graph's or swarm's session (``interlude.multiagent``): how a
+run ended and what ``show`` says, and ``run`` on one. Answering, expiring, recovering and
+discarding are the same commands as an agent's (the session is a ``Resumable`` either way)."""
 
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ResumeError
 from ._errors import CliError, _what
@@ -17,86 +16,7 @@ if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Swarm
     from ..sessions import StoredSession
 
-__all__ = [
-    "answer_graph",
-    "discard_graph",
-    "expire_graph",
-    "recover_graph",
-    "run_graph",
-    "show_graph",
-]
-
-
-def answer_graph(
-    args: argparse.Namespace, out: Output, graph: Graph | Swarm, answer: Any, by: str
-) -> int:
-    """``answer SESSION ID VALUE`` on a graph: checked as the inbox checks answers (pending,
-    type, deadline, ``--shown``), then the graph resumes in this process."""
-    from ..multiagent._stored import check_answers_for
-    from ._commands import _interrupt_id
-
-    session = args.session
-    if graph.needs_recovery:
-        raise CliError(
-            f"session {session!r} holds a run that stopped before it finished; carry it "
-            f"on first: {program()} recover {session}",
-            session=session,
-        )
-    if not graph.is_paused:
-        raise CliError(f"session {session!r} has no pending interrupt", session=session)
-    questions = graph.interrupts
-    interrupt_id = _interrupt_id(session, args.interrupt_id, [q.id for q in questions])
-    out.answering(next(q for q in questions if q.id == interrupt_id))
-    shown = None if args.shown is None else {interrupt_id: args.shown}
-    try:
-        check_answers_for(questions, {interrupt_id: answer}, time.time(), shown)
-    except ResumeError as exc:
-        raise CliError(
-            f"session {session!r}: the answer was refused ({_what(exc)}); the session is unchanged",
-            session=session,
-        ) from None
-    result = _run(out, lambda: graph.resume({interrupt_id: answer}, by=by), args, graph)
-    graph_outcome(out, session, result, args.store)
-    return 0
-
-
-def recover_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
-    """``recover SESSION`` on a graph: carry its stopped run on."""
-    if not graph.needs_recovery:
-        state = "paused: answer it with `interlude answer`" if graph.is_paused else "not running"
-        raise CliError(
-            f"session {args.session!r} holds no stopped run ({state})", session=args.session
-        )
-    result = _run(out, graph.recover, args, graph)
-    graph_outcome(out, args.session, result, args.store)
-    return 0
-
-
-def expire_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
-    """``expire SESSION`` on a graph: settle its overdue questions (``resume_expired``)."""
-    if not graph.is_paused:
-        raise CliError(f"session {args.session!r} has no pending interrupt", session=args.session)
-    result = _run(out, graph.resume_expired, args, graph)
-    graph_outcome(out, args.session, result, args.store)
-    return 0
-
-
-def discard_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm) -> int:
-    """``discard SESSION`` on a graph: drop its pause or stopped run, and with it every
-    started node's (``discard_pause``)."""
-    if not graph.is_paused and not graph.needs_recovery:
-        raise CliError(
-            f"session {args.session!r} has no pause or stopped run to discard",
-            session=args.session,
-        )
-    what = "pause" if graph.is_paused else "stopped run"
-    dropped = [q.id for q in graph.interrupts]
-    try:
-        graph.discard_pause()
-    except ResumeError as exc:
-        raise CliError(f"session {args.session!r}: {_what(exc)}", session=args.session) from None
-    out.discarded(args.session, what, dropped)
-    return 0
+__all__ = ["graph_outcome", "run_graph", "show_graph"]
 
 
 def run_graph(args: argparse.Namespace, out: Output, graph: Graph | Swarm, new: bool) -> int:
@@ -157,7 +77,7 @@ def graph_outcome(out: Output, session_id: str, result: MultiAgentResult, store:
 def show_graph(out: Output, session_id: str, stored: StoredSession) -> int:
     """``show SESSION`` on a graph's session: its state of play and its questions, node by
     node (read from the store: no --app needed)."""
-    from ..multiagent._stored import read_record
+    from ..multiagent import read_record
 
     record = read_record(stored)
     state = record.status

@@ -148,8 +148,7 @@ def _url(args: argparse.Namespace) -> str:
 def _run_server(args: argparse.Namespace, asgi: Any) -> None:
     import uvicorn
 
-    from ..server import uvicorn_config
-    from ..server._app import stop_streams
+    from ..server import stop_streams, uvicorn_config
 
     config = uvicorn_config(
         asgi,

@@ -471,7 +471,7 @@ def node_of(i: Interrupt) -> str | None:
     nested one), None for an agent's own question."""
     if not any(u.id.startswith("node:") for u in i.via):
         return None  # the usual case: interlude.multiagent is not imported for it
-    from ..multiagent._stored import describe_node
+    from ..multiagent import describe_node
 
     return describe_node(i)
 

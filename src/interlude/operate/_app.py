@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 from .._agent import Agent
 from .._sync import run_sync
 from ..errors import ConfigurationError, SessionError, UnknownAgentError
+from ._sessions import is_graph
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from ..multiagent import Graph, Swarm
     from ..notify import Notifications, NotificationTarget
-    from ..sessions._protocol import SessionStore, StoredSession
+    from ..sessions import SessionStore, StoredSession
 
 __all__ = ["AgentSession", "App", "Opened"]
 
@@ -199,7 +200,7 @@ class App:
     ) -> Opened:
         if stored is None:
             raise SessionError(f"no session {session_id!r} in the store")
-        graph = _is_graph(stored)
+        graph = is_graph(stored)
         name = stored.agent
         if name is None:
             if unnamed is None:
@@ -248,8 +249,7 @@ class App:
         return self._build(name, session_id, store)
 
     def _build_graph(self, name: str, session_id: str, store: SessionStore) -> Graph | Swarm:
-        from ..multiagent import Graph, Swarm
-        from ..multiagent._stored import bound_to
+        from ..multiagent import Graph, Swarm, bound_to
 
         factory = self._graphs[name]
         built = factory(AgentSession(id=session_id, store=store))
@@ -290,15 +290,6 @@ class App:
                 f"{where} returned an agent named {agent.name!r}; leave name= out, or give {name!r}"
             )
         return agent
-
-
-def _is_graph(stored: StoredSession) -> bool:
-    """Whether a stored session is a graph's or swarm's own (its record, no messages)."""
-    if not isinstance(stored.state, dict) or "interlude.orchestration" not in stored.state:
-        return False  # the usual case: interlude.multiagent is not imported for it
-    from ..multiagent._stored import is_orchestration
-
-    return is_orchestration(stored)
 
 
 def _as_store(store: SessionStore | str) -> SessionStore:

@@ -31,6 +31,7 @@ from ..sessions import (
     StoredSession,
     open_store,
 )
+from ._sessions import is_graph
 
 if TYPE_CHECKING:
     from .._audit import AuditEntry
@@ -184,7 +185,7 @@ class Inbox:
         SessionError if there is no such session; SessionCorruptError if it cannot be read."""
         stored = await self._load(session_id)
         recorded = await self.store.recorded_answers(session_id)
-        if _is_graph(stored):
+        if is_graph(stored):
             return await _graph_view(self.store, session_id, stored, recorded)
         return _view(session_id, stored, recorded, self._key)
 
@@ -251,7 +252,7 @@ class Inbox:
         from ._rules import check_allowed, check_taken, check_votes, queue_conflict
 
         session_id = stored.session_id
-        if _is_graph(stored):
+        if is_graph(stored):
             view = await _graph_view(self.store, session_id, stored, [])
         else:
             view = _view(session_id, stored, [], self._key)
@@ -382,20 +383,13 @@ def _edits(answers: Mapping[str, JsonValue]) -> bool:
     return any(isinstance(a, Mapping) and a.get("input") is not None for a in answers.values())
 
 
-def _is_graph(stored: StoredSession) -> bool:
-    from ._app import _is_graph as is_graph
-
-    return is_graph(stored)
-
-
 async def _graph_view(
     store: InboxStore, session_id: str, stored: StoredSession, recorded: list[RecordedAnswer]
 ) -> SessionView:
     """A graph's (or swarm's) session as :class:`SessionView`: the questions its record waits
     on; running while a started node's run claim is live, stopped when its record holds a run
     no process holds (a worker recovers it)."""
-    from ..multiagent._nodes import node_session_id
-    from ..multiagent._stored import read_record
+    from ..multiagent import node_session_id, read_record
     from ..sessions._claims import claim_is_live, split_marker
 
     record = read_record(stored)

@@ -9,8 +9,15 @@ Needs the ``[server]`` extra (Starlette, uvicorn, Jinja2, python-multipart); imp
 from __future__ import annotations
 
 from ..operate import InboxBackend, WorkflowView
-from ._app import create_app
+from ._app import create_app, stop_streams
 from ._auth import load_tokens
 from ._serving import uvicorn_config
 
-__all__ = ["InboxBackend", "WorkflowView", "create_app", "load_tokens", "uvicorn_config"]
+__all__ = [
+    "InboxBackend",
+    "WorkflowView",
+    "create_app",
+    "load_tokens",
+    "stop_streams",
+    "uvicorn_config",
+]
