@@ -6,8 +6,7 @@ database driver or validation library; those load when first used.
 """
 
 from . import errors, hooks, models
-from ._agent import Agent, DirectTool, Prompt, ToolCaller
-from ._agent._history import Checkpoint
+from ._agent import Agent, Checkpoint, DirectTool, Prompt, ToolCaller
 from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource
 from ._messages import (
@@ -39,12 +38,9 @@ from ._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from ._tools._context import ToolContext
-from ._tools._function import FunctionTool, tool
-from ._tools._spec import AgentTool, ToolSpec
+from ._tools import AgentTool, FunctionTool, ToolContext, ToolSpec, tool
+from ._version import __version__
 from .operate import AgentSession, App, Worker, WorkerHealth
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:

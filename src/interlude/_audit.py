@@ -20,33 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._interrupt import Interrupt
-from ._messages import JsonValue, tool_use_to_dict
+from ._interrupt import Interrupt, shown_digest
+from ._messages import JsonValue
 from .errors import StateFormatError
 
 __all__ = ["AuditEntry", "ChainProblem", "check_chain", "chained", "shown_digest"]
 
 EXPIRY = "expiry"
 """The ``by`` of an answer given by a deadline passing."""
-
-
-def shown_digest(interrupt: Interrupt) -> str:
-    """``sha256:<hex>`` of what the question showed (canonical JSON)."""
-    import hashlib
-    import json
-
-    shown = {
-        "id": interrupt.id,
-        "name": interrupt.name,
-        "reason": interrupt.reason,
-        "source": interrupt.source,
-        "tool_use": None if interrupt.tool_use is None else tool_use_to_dict(interrupt.tool_use),
-    }
-    if interrupt.via:  # a sub-agent's question: the calls it came through (absent: as before)
-        shown["via"] = [tool_use_to_dict(u) for u in interrupt.via]
-    text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    # surrogatepass: a lone surrogate (not text, but a model may send one) still gets a digest
-    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

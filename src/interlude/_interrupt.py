@@ -20,7 +20,7 @@ from ._interrupt_args import (
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
 from .errors import InterruptError, InterruptSignal, StateFormatError
 
-__all__ = ["Answers", "Interrupt", "InterruptSource", "Interrupter", "interrupt_id"]
+__all__ = ["Answers", "Interrupt", "InterruptSource", "Interrupter", "interrupt_id", "shown_digest"]
 
 InterruptSource = Literal[
     "before_invocation",
@@ -55,6 +55,25 @@ def _uuid5(name: str) -> str:
 def interrupt_id(source: InterruptSource, scope: str, name: str) -> str:
     """The deterministic id ``v1:<source>:<scope>:<uuid5(NAMESPACE_OID, name)>``."""
     return f"v1:{source}:{scope}:{_uuid5(name)}"
+
+
+def shown_digest(interrupt: Interrupt) -> str:
+    """``sha256:<hex>`` of what the question showed (canonical JSON)."""
+    import hashlib
+    import json
+
+    shown = {
+        "id": interrupt.id,
+        "name": interrupt.name,
+        "reason": interrupt.reason,
+        "source": interrupt.source,
+        "tool_use": None if interrupt.tool_use is None else tool_use_to_dict(interrupt.tool_use),
+    }
+    if interrupt.via:  # a sub-agent's question: the calls it came through (absent: as before)
+        shown["via"] = [tool_use_to_dict(u) for u in interrupt.via]
+    text = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # surrogatepass: a lone surrogate (not text, but a model may send one) still gets a digest
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,8 +124,6 @@ class Interrupt:
     def digest(self) -> str:
         """``sha256:<hex>`` of what this question shows (id, name, reason, source, tool use):
         pass it back as ``resume(..., shown={id: digest})`` to answer only this question."""
-        from ._audit import shown_digest
-
         return shown_digest(self)
 
     def to_dict(self) -> dict[str, JsonValue]:

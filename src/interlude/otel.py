@@ -360,6 +360,6 @@ def _span_context(traceparent: str | None) -> trace.SpanContext | None:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__

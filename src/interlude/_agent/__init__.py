@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     )
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
-    from ._history import checkpoints_of
+    from ._history import Checkpoint, checkpoints_of
     from ._signing import as_key
     from ._standing import AgentState
     from ._state import Position
@@ -50,6 +50,7 @@ __all__ = [
     "LOCAL",
     "Agent",
     "AgentState",
+    "Checkpoint",
     "Decoded",
     "Asked",
     "DirectTool",
@@ -90,6 +91,7 @@ _LAZY = {
     "Decoded": "._codec",
     "decode_state": "._codec",
     "decode_stored": "._codec",
+    "Checkpoint": "._history",
     "checkpoints_of": "._history",
     "as_key": "._signing",
     "check_answers": "._answering",

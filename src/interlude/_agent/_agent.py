@@ -18,9 +18,9 @@ from .._messages import ContentBlock, JsonValue, Message
 from .._result import AgentResult
 from .._stream import RunFinished, StreamEvent
 from .._sync import run_sync
-from .._tools._spec import AgentTool, ToolSpec
+from .._tools import AgentTool, ToolSpec
 from ..errors import AgentBusyError, ConfigurationError, NotPausedError, StateMismatchError
-from ..hooks._registry import HookProvider, HookRegistry
+from ..hooks import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, bind_output, prompt_plan, resume_plan
 from ._direct import ToolCaller
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..conversation import ConversationManager
-    from ..sessions._protocol import SessionStore, StoredSession
+    from ..sessions import SessionStore, StoredSession
     from ._loop import Emit
     from ._observe import Observer
     from ._persist import SessionLink

@@ -24,7 +24,7 @@ from .._interrupt import Interrupt, _uuid5, interrupt_id
 from .._messages import JsonValue, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
 
 __all__ = [
     "APPROVAL",

@@ -11,7 +11,7 @@ from .._audit import AuditEntry
 from .._interrupt import Interrupt
 from .._messages import ToolResult, ToolUse
 from ..errors import ToolInputError
-from ..models._assemble import INVALID_JSON_KEY
+from ..models import INVALID_JSON_KEY
 from ._approval import (
     Decision,
     approval_id,
@@ -24,7 +24,7 @@ from ._approval import (
 from ._state import ToolCall
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ._context import StepContext
 
 __all__ = ["approve", "gated", "invalid_input", "noted"]

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, TypeAlias, assert_never
 from .._interrupt import Interrupt, interrupt_id
 from .._messages import Json, Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
-from .._tools._context import ToolContext
+from .._tools import ToolContext
 from ..errors import RetryLimitError
-from ..hooks._events import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
-from ..models._assemble import INVALID_JSON_KEY
+from ..hooks import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
+from ..models import INVALID_JSON_KEY
 from ._approving import approve, invalid_input, noted
 from ._executor import LOCAL, Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
 from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ._context import StepContext
 
 __all__ = ["IN_DOUBT_CHOICES", "INVALID_JSON_KEY", "in_doubt_problem", "run_batch", "run_call"]
@@ -551,7 +551,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
             when = datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat(
                 timespec="seconds"
             )
-            from .._tools._context import idempotency_key
+            from .._tools import idempotency_key
 
             agent = run.agent
             key = idempotency_key(agent.session_id, agent.name, call.tool_use.id)
@@ -583,7 +583,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
             "had effects, and its outcome is unknown",
         )
     else:
-        from .._tools._function import to_tool_result
+        from .._tools import to_tool_result
 
         assert isinstance(answer, dict)
         result = to_tool_result(call.active_use.id, answer["result"])

@@ -153,7 +153,7 @@ def decode_stored(
     is not a state this version reads. A pre-journal run marker in the pause slot reads as no
     pause (``split_marker`` gives it). With a signing ``key``, StateIntegrityError for a pause
     not signed with it for the agent named ``name``, as :func:`decode_state`."""
-    from ..sessions._claims import split_marker
+    from ..sessions import split_marker
 
     pause, _ = split_marker(stored.pause)
     data = {

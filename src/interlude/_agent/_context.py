@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from .._messages import Message
     from .._stream import ModelResponse, StreamEvent
-    from ..hooks._events import HookEvent
-    from ..hooks._registry import HookRegistry
+    from ..hooks import HookEvent, HookRegistry
     from ._agent import Agent
     from ._observe import Observer
     from ._persist import SessionLink

@@ -10,7 +10,7 @@ from ..errors import DirectToolInterruptError, UnknownToolError
 from ._state import Progress, ToolBatch, ToolCall
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ._agent import Agent
 
 __all__ = ["DirectTool", "ToolCaller"]

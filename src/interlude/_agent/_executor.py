@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, Message, ToolResult, ToolUse
-from .._tools._context import RelaySignal, ToolContext
+from .._tools import RelaySignal, ToolContext
 from ..errors import InterruptSignal
-from ..models._assemble import assemble
+from ..models import assemble
 from ._overlay import BODY_STATE, Body
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse, StreamEvent
-    from .._tools._spec import AgentTool, ToolSpec
+    from .._tools import AgentTool, ToolSpec
     from ..models import Model
 
 __all__ = [

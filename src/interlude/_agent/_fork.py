@@ -210,7 +210,7 @@ async def fork_agent(parent: Agent, at: str, session_id: str | None, by: str | N
         fork = Agent.from_spec(parent.spec)
         fork.import_state(encoded)
     else:
-        from ..sessions._forking import fork_by_copy, fork_update
+        from ..sessions import fork_by_copy, fork_update
 
         new_id = session_id or f"{parent.session_id}.fork-{uuid.uuid4().hex[:8]}"
         update = fork_update(encoded, keep)

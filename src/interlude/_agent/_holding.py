@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from .._messages import JsonValue
     from .._stream import StreamEvent
-    from .._tools._spec import AgentTool, ToolSpec
-    from ..sessions._protocol import SessionStore
+    from .._tools import AgentTool, ToolSpec
+    from ..sessions import SessionStore
     from ._executor import Executor
     from ._history import Checkpoint
     from ._persist import SessionLink

@@ -35,8 +35,7 @@ from ._steps import HANDLERS, Outcome, Paused, unique_calls
 
 if TYPE_CHECKING:
     from .._audit import AuditEntry
-    from ..hooks._events import HookEvent
-    from ..hooks._registry import HookRegistry
+    from ..hooks import HookEvent, HookRegistry
     from ._agent import Agent
     from ._observe import RunInfo
     from ._persist import SessionLink

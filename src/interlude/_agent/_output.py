@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._messages import JsonValue, Message, Reasoning, Text, ToolResult
 from .._result import AgentResult, StopReason
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import ConfigurationError, OutputTypeMismatchError, OutputValidationError
 from ..models import OutputSchema
 from ._state import AfterInvocation, BeforeModelCall, MessageAdded

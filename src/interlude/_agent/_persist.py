@@ -20,8 +20,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionConflictError, SessionCorruptError, SessionError, StateFormatError
-from ..sessions._claims import Renewer, claim_is_live, describe_claim, new_claim, split_marker
-from ..sessions._protocol import journal_update
+from ..sessions import (
+    Renewer,
+    claim_is_live,
+    describe_claim,
+    journal_update,
+    new_claim,
+    split_marker,
+)
 from ._codec import VERSION, encode_pause
 from ._signing import NO_MESSAGES, chain
 from ._standing import Conversation, check_reserved
@@ -32,7 +38,7 @@ if TYPE_CHECKING:
     from .._audit import AuditEntry
     from .._interrupt import Interrupt
     from .._messages import JsonValue, Message
-    from ..sessions._protocol import SessionStore, SessionUpdate, StoredSession
+    from ..sessions import SessionStore, SessionUpdate, StoredSession
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
@@ -70,7 +76,7 @@ class SessionLink:
     def __init__(
         self, store: SessionStore | str, session_id: str, lease: float, *, list_pending: bool = True
     ) -> None:
-        from ..sessions._protocol import check_session_id
+        from ..sessions import check_session_id
 
         self._store = store  # a store's URL is opened at first use (opening one is I/O)
         self.session_id = check_session_id(session_id)

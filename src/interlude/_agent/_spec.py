@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
-from .._tools._function import FunctionTool
-from .._tools._spec import AgentTool
+from .._tools import AgentTool, FunctionTool
 from ..errors import ConfigurationError
-from ..hooks._registry import HookRegistry
+from ..hooks import HookRegistry
 from ._executor import LOCAL
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from .._result import AgentResult
 from .._stream import ModelResponse
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ._output import OutputState
 
 __all__ = [

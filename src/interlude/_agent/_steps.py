@@ -16,7 +16,7 @@ from .._messages import Message, Text, ToolUse
 from .._result import AgentResult, StopReason
 from .._stream import MessageAppended
 from ..errors import CycleLimitError, RetryLimitError
-from ..hooks._events import (
+from ..hooks import (
     AfterInvocationEvent,
     AfterModelCallEvent,
     BeforeInvocationEvent,

@@ -18,15 +18,14 @@ from typing import TYPE_CHECKING
 
 from .._messages import Text, ToolResult, ToolUse
 from .._result import AgentResult
-from .._tools._spec import ToolSpec
-from .._tools._task import task_prompt, task_tool_name, task_tool_spec
+from .._tools import ToolSpec, task_prompt, task_tool_name, task_tool_spec
 from ..errors import ConfigurationError, StateFormatError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .._interrupt import Interrupt
-    from .._tools._context import ToolContext
+    from .._tools import ToolContext
     from ._agent import Agent
 
 __all__ = ["SubAgentTool"]

@@ -25,7 +25,7 @@ from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
     from .._messages import JsonValue
-    from ..sessions._protocol import StoredSession
+    from ..sessions import StoredSession
     from ._agent import Agent
     from ._codec import Decoded
     from ._persist import SessionLink

@@ -12,7 +12,7 @@ from .._stream import ModelResponse
 from ..errors import ConfigurationError, HookEventWriteError
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from .._view import AgentView
 
 __all__ = [
@@ -256,7 +256,7 @@ class BeforeToolCallEvent(HookEvent):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "tool":
-            from .._tools._spec import AgentTool
+            from .._tools import AgentTool
 
             if value is not None and not isinstance(value, AgentTool):
                 raise HookEventWriteError(

@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._messages import JsonValue, Text, ToolResult, ToolUse
-from .._tools._context import ToolContext
+from .._tools import ToolContext
 from ..errors import McpServerError
 
 if TYPE_CHECKING:
@@ -130,8 +130,8 @@ class _Follow:
         """Poll until the task ends, answering what it asks on the way."""
         from mcp_types import CallToolResult
 
+        from ._results import result_from_mcp
         from ._task_wire import result_request
-        from ._tool import result_from_mcp
 
         deadline = time.monotonic() + MAX_WAIT
         wait = FIRST_POLL

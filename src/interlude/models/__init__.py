@@ -9,10 +9,9 @@ A model needs one method. Provider adapters live in submodules and are imported 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .._messages import JsonValue, Message
+from .._messages import Message
 from .._stream import (
     ModelEvent,
     ModelResponse,
@@ -23,9 +22,15 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
+
+# What the loop takes of a reply besides the public names (not in __all__): the assembler of a
+# model's stream, and the key a tool use whose input was not JSON keeps its raw text under.
+from ._assemble import INVALID_JSON_KEY as INVALID_JSON_KEY
+from ._assemble import assemble as assemble
 from ._resolve import model_from_string
 from ._retry import RetryPolicy
+from ._schema import OutputSchema
 
 __all__ = [
     "Model",
@@ -42,17 +47,6 @@ __all__ = [
     "ToolUseStart",
     "model_from_string",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class OutputSchema:
-    """What a model's final reply must be when a run asks for structured output: JSON text
-    meeting ``schema`` (always an object schema). ``name`` and ``description`` are what
-    providers call the response format."""
-
-    name: str
-    schema: dict[str, JsonValue]
-    description: str | None = None
 
 
 @runtime_checkable

@@ -1,4 +1,5 @@
-"""JSON Schemas as providers' structured-output modes take them.
+"""JSON Schemas as providers' structured-output modes take them, and the ``OutputSchema`` a run
+gives a model that constrains its reply natively.
 
 Providers that constrain a reply to a schema want every object closed (``additionalProperties:
 false``); OpenAI's strict mode also wants every property required. The answer is still checked
@@ -7,11 +8,24 @@ against the run's own schema afterwards, so a provider that enforces less loses 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .._messages import JsonValue
 
-__all__ = ["closed_objects", "strict_ready"]
+__all__ = ["OutputSchema", "closed_objects", "strict_ready"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSchema:
+    """What a model's final reply must be when a run asks for structured output: JSON text
+    meeting ``schema`` (always an object schema). ``name`` and ``description`` are what
+    providers call the response format."""
+
+    name: str
+    schema: dict[str, JsonValue]
+    description: str | None = None
+
 
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")

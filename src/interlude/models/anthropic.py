@@ -30,7 +30,7 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import (
     ConfigurationError,
     ContextWindowOverflowError,
@@ -39,11 +39,10 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
-from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import classify, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
-from ._schema import closed_objects
+from ._schema import OutputSchema, closed_objects
 from ._stop import with_tool_uses
 from ._traced import TRACED_CALL
 

@@ -41,7 +41,7 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import (
     ConfigurationError,
     ContextWindowOverflowError,
@@ -50,10 +50,9 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
-from . import OutputSchema
 from ._errors import is_context_overflow, retry_after
 from ._retry import RetryPolicy, with_retries
-from ._schema import closed_objects
+from ._schema import OutputSchema, closed_objects
 from ._stop import with_tool_uses
 
 if TYPE_CHECKING:

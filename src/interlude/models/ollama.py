@@ -40,7 +40,7 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import (
     ConfigurationError,
     ContextWindowOverflowError,
@@ -49,10 +49,10 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
-from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import is_context_overflow, malformed_chunk, retry_after
 from ._retry import RetryPolicy, with_retries
+from ._schema import OutputSchema
 from ._stop import with_tool_uses
 
 __all__ = ["DEFAULT_HOST", "OllamaModel", "build_messages", "build_tools", "translate_error"]

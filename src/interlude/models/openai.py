@@ -39,7 +39,7 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import (
     ConfigurationError,
     ContextWindowOverflowError,
@@ -48,12 +48,11 @@ from ..errors import (
     ModelProviderError,
     ModelThrottledError,
 )
-from . import OutputSchema
 from ._clients import LoopClients
 from ._errors import classify, malformed_chunk
 from ._errors import retry_after as header_retry_after
 from ._retry import RetryPolicy, with_retries
-from ._schema import closed_objects, strict_ready
+from ._schema import OutputSchema, closed_objects, strict_ready
 from ._stop import with_tool_uses
 
 __all__ = ["OpenAIModel"]

@@ -9,6 +9,11 @@ graph or a swarm (durable per node at every level); a run's first save is its cl
 processes never carry one session on at once. See docs/multiagent.md.
 """
 
+# Besides the public names, the face carries (outside __all__) the seams the operator floor
+# (interlude.operate) reads stored graph sessions through, and the base class and node kinds the
+# Temporal engine runs graphs with, so that nothing outside this package imports its private
+# modules.
+from ._base import Orchestration as Orchestration
 from ._events import (
     AfterNodeCallEvent,
     BeforeNodeCallEvent,
@@ -24,9 +29,9 @@ from ._events import (
     node_path,
 )
 from ._graph import Condition, Edge, Graph
-
-# The seams the operator floor (interlude.operate) reads stored graph sessions through, named
-# here (not in __all__) so that nothing outside this package imports its private modules.
+from ._nested import OrchestrationNode as OrchestrationNode
+from ._nested import make_node as make_node
+from ._nodes import AgentNode as AgentNode
 from ._nodes import node_session_id as node_session_id
 from ._stored import bound_to as bound_to
 from ._stored import check_answers_for as check_answers_for

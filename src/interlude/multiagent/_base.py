@@ -38,7 +38,7 @@ from ._record import VERSION, Record, record_from_json, record_to_json
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ..sessions import SessionStore
     from ._nodes import Node
 

@@ -16,9 +16,9 @@ import os
 import time
 
 from ..errors import SessionConflictError
-from ..sessions._claims import Renewer, claim_is_live, describe_claim, machine_identity, new_claim
+from ..sessions import Renewer, claim_is_live, describe_claim, machine_identity, new_claim
 
-__all__ = ["Renewer", "check_free", "new_claim"]  # Renewer, new_claim: from sessions._claims
+__all__ = ["Renewer", "check_free", "new_claim"]  # Renewer, new_claim: the sessions claim helpers
 
 
 def check_free(claim: object, session_id: str, kind: str) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import Agent
+from .._agent import Agent
 from ..errors import ConfigurationError, NodeRunLimitError
 from ._base import Orchestration
 from ._events import GraphState
-from ._nodes import check_node_name, make_node, node_session_id
+from ._nested import make_node
+from ._nodes import check_node_name, node_session_id
 
 if TYPE_CHECKING:
     from ..hooks import HookProvider

@@ -6,7 +6,8 @@ copied); with a session the copy's session id is ``<graph session id>:node:<node
 own nodes' are ``...:node:<node name>:node:<inner node>``): durable per node at every level.
 Its questions come up under ids scoped by the node (``v1:node:<node>:<uuid5(inner id)>``) with
 the node's marker in front of their ``via`` (``node_path`` gives the whole path, outermost
-first); the answers go down to the copy's ``resume`` under its own ids.
+first); the answers go down to the copy's ``resume`` under its own ids. ``make_node`` picks the kind
+of node for what a graph or swarm was given (an agent, or a graph or swarm).
 """
 
 from __future__ import annotations
@@ -19,14 +20,24 @@ from .._interrupt import Interrupt
 from .._messages import JsonValue
 from .._result import AgentResult
 from ..errors import ConfigurationError
+from ._base import Orchestration
 from ._events import MultiAgentResult, NestedView, NodeEvent
-from ._nodes import Emit, marked, node_question_id, node_session_id
+from ._nodes import AgentNode, Emit, marked, node_question_id, node_session_id
 
 if TYPE_CHECKING:
     from ..sessions import SessionStore
-    from ._base import Orchestration
+    from ._nodes import Node
 
-__all__ = ["OrchestrationNode"]
+__all__ = ["OrchestrationNode", "make_node"]
+
+
+def make_node(
+    name: str, template: object, store: SessionStore | None, session_id: str | None
+) -> Node:
+    """The node for ``template``: an agent's copy, or a nested graph's or swarm's copy."""
+    if isinstance(template, Orchestration):
+        return OrchestrationNode(name, template, store, session_id)
+    return AgentNode(name, template, store, session_id)  # type: ignore[arg-type]
 
 
 class OrchestrationNode:

@@ -20,8 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeAlias
 
-from .. import Agent
-from .._agent import Prompt
+from .._agent import Agent, Prompt
 from .._interrupt import Interrupt
 from .._messages import JsonValue
 from .._result import AgentResult
@@ -31,7 +30,7 @@ from ..sessions import check_session_id
 from ._events import NodeEvent, node_marker
 
 if TYPE_CHECKING:
-    from .._tools._spec import AgentTool
+    from .._tools import AgentTool
     from ..sessions import SessionStore
     from ._nested import OrchestrationNode
 
@@ -39,7 +38,6 @@ __all__ = [
     "AgentNode",
     "Node",
     "check_node_name",
-    "make_node",
     "node_question_id",
     "node_session_id",
 ]
@@ -64,19 +62,6 @@ def node_session_id(session_id: str, node: str) -> str:
 def node_question_id(node: str, inner_id: str) -> str:
     """The orchestration's id of a question a node's agent asked under ``inner_id``."""
     return f"v1:node:{node}:{uuid.uuid5(uuid.NAMESPACE_OID, inner_id)}"
-
-
-def make_node(
-    name: str, template: object, store: SessionStore | None, session_id: str | None
-) -> Node:
-    """The node for ``template``: an agent's copy, or a nested graph's or swarm's copy."""
-    from ._base import Orchestration
-
-    if isinstance(template, Orchestration):
-        from ._nested import OrchestrationNode
-
-        return OrchestrationNode(name, template, store, session_id)
-    return AgentNode(name, template, store, session_id)  # type: ignore[arg-type]
 
 
 def marked(node: str, question: Interrupt) -> Interrupt:

@@ -19,15 +19,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import Agent
+from .._agent import Agent
 from .._messages import Text, ToolResult, ToolUse
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import ConfigurationError, HandoffLimitError, ToolInputError
 from ._base import Orchestration
-from ._nodes import AgentNode, check_node_name, make_node
+from ._nested import make_node
+from ._nodes import AgentNode, check_node_name
 
 if TYPE_CHECKING:
-    from .._tools._context import ToolContext
+    from .._tools import ToolContext
     from ..hooks import HookProvider
     from ..sessions import SessionStore
     from ._record import NodeRun, Record

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._messages import Text, ToolResult, ToolUse
-from .._tools._spec import ToolSpec
-from .._tools._task import task_prompt, task_tool_name, task_tool_spec
+from .._tools import ToolSpec, task_prompt, task_tool_name, task_tool_spec
 from ..errors import ConfigurationError, StateFormatError
 
 if TYPE_CHECKING:
-    from .._tools._context import ToolContext
+    from .._tools import ToolContext
     from ._base import Orchestration
     from ._events import MultiAgentResult
 

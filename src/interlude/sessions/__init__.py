@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# Besides the public names, the face carries (outside __all__) what the loop, graphs, the
+# operator floor and store authors use: a session's lease (the claim helpers), a save's journal,
+# forks by copy, reading a local store's URL and the pending-query filter. The claim and fork
+# helpers load on first use.
 from ._memory import MemoryStore
+from ._memory import select_pending as select_pending
 from ._protocol import (
     AnswerQueue,
     InboxStore,
@@ -29,10 +34,20 @@ from ._protocol import (
     StoredSession,
     check_session_id,
 )
+from ._protocol import journal_update as journal_update
+from ._url import local_store_path as local_store_path
 from ._url import open_store, store_url
 
 if TYPE_CHECKING:
+    from ._claims import Renewer as Renewer
+    from ._claims import claim_is_live as claim_is_live
+    from ._claims import describe_claim as describe_claim
+    from ._claims import machine_identity as machine_identity
+    from ._claims import new_claim as new_claim
+    from ._claims import split_marker as split_marker
     from ._file import FileStore
+    from ._forking import fork_by_copy as fork_by_copy
+    from ._forking import fork_update as fork_update
     from ._postgres import PostgresStore
     from ._sqlite import SQLiteStore
 
@@ -61,6 +76,14 @@ _LAZY = {
     "FileStore": "._file",
     "SQLiteStore": "._sqlite",
     "PostgresStore": "._postgres",
+    "Renewer": "._claims",
+    "claim_is_live": "._claims",
+    "describe_claim": "._claims",
+    "machine_identity": "._claims",
+    "new_claim": "._claims",
+    "split_marker": "._claims",
+    "fork_by_copy": "._forking",
+    "fork_update": "._forking",
 }
 
 MOVED = ("Inbox", "SessionView")
@@ -88,4 +111,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'interlude.sessions' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module, __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # looked up once: a later import finds it without this hook
+    return value

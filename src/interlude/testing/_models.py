@@ -17,7 +17,7 @@ from .._stream import (
     ToolUseDelta,
     ToolUseStart,
 )
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import ScriptError
 from ..models import OutputSchema
 

@@ -14,7 +14,7 @@ from ...errors import (
     SessionCorruptError,
     SessionError,
 )
-from ...sessions._protocol import AnswerQueue
+from ...sessions import AnswerQueue
 from ._base import StoreHooks
 from ._support import _loaded, _question, _refused, _text, _update
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import StateFormatError
-from ...sessions._protocol import SessionStore, StoredSession
+from ...sessions import SessionStore, StoredSession
 from ._base import StoreHooks
 from ._support import _loaded, _question, _refused, _text, _update
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, cast
 
-from ...sessions._protocol import (
+from ...sessions import (
     AnswerQueue,
     InboxStore,
     NotificationOutbox,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..._messages import ToolUse
 from ...errors import SessionCorruptError
-from ...sessions._protocol import SessionStore
+from ...sessions import SessionStore
 from ._base import StoreHooks
 from ._support import _text, _update, build_agent
 

@@ -7,7 +7,7 @@ import asyncio
 from datetime import datetime
 from pathlib import Path
 
-from ...sessions._protocol import PendingIndex
+from ...sessions import PendingIndex
 from ._base import StoreHooks
 from ._support import _question, _update
 

@@ -8,8 +8,7 @@ import asyncio
 from pathlib import Path
 
 from ...errors import InvalidSessionIdError, SessionConflictError, SessionError
-from ...sessions._forking import fork_by_copy
-from ...sessions._protocol import SessionStore, SessionUpdate, StoredSession
+from ...sessions import SessionStore, SessionUpdate, StoredSession, fork_by_copy
 from ._base import StoreHooks
 from ._support import _loaded, _question, _text, _update
 

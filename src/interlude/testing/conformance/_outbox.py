@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from ...sessions._protocol import Notification, NotificationOutbox, SessionStore
+from ...sessions import Notification, NotificationOutbox, SessionStore
 from ._base import StoreHooks
 from ._support import _update
 

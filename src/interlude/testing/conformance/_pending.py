@@ -13,7 +13,7 @@ from typing import Any
 
 from ..._interrupt import Interrupt, interrupt_id
 from ..._messages import ToolUse
-from ...sessions._protocol import PendingIndex, PendingInterrupt, PendingQuery
+from ...sessions import PendingIndex, PendingInterrupt, PendingQuery
 from ._base import StoreHooks
 from ._support import _question, _text, _update, build_agent
 

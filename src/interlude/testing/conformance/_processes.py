@@ -13,7 +13,7 @@ from typing import Any
 
 from ..._messages import ToolUse
 from ...errors import SessionConflictError
-from ...sessions._protocol import SessionStore
+from ...sessions import SessionStore
 from ._base import StoreHooks
 from ._support import _runs, _text, _update, build_agent
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SessionConflictError
-from ...sessions._protocol import AnswerQueue, InboxStore
+from ...sessions import AnswerQueue, InboxStore
 from ._base import StoreHooks
 from ._support import _question, _update
 

@@ -9,7 +9,7 @@ from typing import Any
 from ..._interrupt import Interrupt
 from ..._messages import ToolUse
 from ...errors import InvalidSessionIdError, SessionConflictError
-from ...sessions._protocol import SessionStore
+from ...sessions import SessionStore
 from ._base import StoreHooks
 from ._support import BAD_IDS, _text, _update, build_agent
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..._interrupt import Interrupt
 from ...errors import SessionConflictError
-from ...sessions._protocol import SessionStore, SessionUpdate, StoredSession
+from ...sessions import SessionStore, SessionUpdate, StoredSession
 from .._models import ScriptedModel
 
 __all__ = [
