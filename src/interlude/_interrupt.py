@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -55,6 +56,35 @@ def _uuid5(name: str) -> str:
 def interrupt_id(source: InterruptSource, scope: str, name: str) -> str:
     """The deterministic id ``v1:<source>:<scope>:<uuid5(NAMESPACE_OID, name)>``."""
     return f"v1:{source}:{scope}:{_uuid5(name)}"
+
+
+_PLAIN = re.compile(r"v\d+:[a-z_]+:")
+"""The start of a plain question id (whose tool-use id may itself hold a ``/``)."""
+
+
+def answer_key(session_id: str, question_id: str) -> str:
+    """The key the doors show for question ``question_id`` of session ``session_id``:
+    ``<session id>/<question id>`` (a session id never holds ``/``). Two sessions whose models
+    numbered their tool calls alike ask questions with the same id; their keys differ."""
+    return f"{session_id}/{question_id}"
+
+
+def question_id_of(session_id: str, key: str) -> str:
+    """The question id an answer key names for an answer sent to ``session_id`` (a plain id
+    is itself): UnknownInterruptError for a key of another session's question."""
+    if not isinstance(key, str) or "/" not in key:
+        return key  # a plain id (or not a string: the answer rules say what is wrong)
+    session, _, question = key.partition("/")
+    if session == session_id:
+        return question
+    if _PLAIN.match(key):
+        return key  # a plain id whose tool-use id holds a "/"
+    from .errors import UnknownInterruptError
+
+    raise UnknownInterruptError(
+        f"{key!r} is a question of session {session!r}, not of {session_id!r}, where this "
+        "answer was sent: nothing was answered"
+    )
 
 
 def shown_digest(interrupt: Interrupt) -> str:

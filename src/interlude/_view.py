@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ._audit import AuditEntry
     from ._interrupt import Interrupt
     from ._messages import JsonValue, Message
-    from ._tools._spec import AgentTool
+    from ._tools import AgentTool
 
 __all__ = ["AgentView"]
 

@@ -56,8 +56,9 @@ def test_several_questions_at_once_are_one_outcome_answered_in_one_resume(
     assert [i["toolCallId"] for i in asked["interrupts"]] == ["t1", "t2"]
     assert len({i["id"] for i in asked["interrupts"]}) == 2
     assert answered["outcome"] == "success" and answered["error"] is None
-    assert answered["results"] == ["paid 100 to ana", "paid 250 to bob"]
-    assert (tmp_path / "paid.log").read_text() == "ana 100\nbob 250\n"
+    # the two calls run concurrently: their results stream in the order they finish
+    assert sorted(answered["results"]) == ["paid 100 to ana", "paid 250 to bob"]
+    assert sorted((tmp_path / "paid.log").read_text().splitlines()) == ["ana 100", "bob 250"]
 
 
 def test_a_partial_resume_sends_the_open_question_again_never_success(

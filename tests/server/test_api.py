@@ -45,7 +45,7 @@ def test_pending_lists_what_was_shown_with_filters(client: TestClient, store_url
     def ids(**query: str) -> set[str]:
         got = client.get("/api/pending", params=query, headers=bearer())
         assert got.status_code == 200, got.text
-        return {row["id"] for row in got.json()["pending"]}
+        return {row["question_id"] for row in got.json()["pending"]}
 
     assert ids(agent="refunds") == {refund}
     assert ids(tool="deploy") == {ops}

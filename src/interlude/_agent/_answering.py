@@ -230,14 +230,12 @@ def check_consumed(event: Any, answers: Any) -> None:
     source and scope) that none of its callbacks asked again: a person's answer is never
     dropped. (Approval questions are the loop's own, consumed by the call's approval; an
     expired question's default is no one's answer.)"""
-    from .._interrupt import interrupt_id
-    from ._approval import approval_id
-
-    prefix = interrupt_id(event._source, event._scope, "")
-    prefix = prefix[: prefix.rindex(":") + 1]
+    prefix = f"v1:{event._source}:{event._scope}:"  # the ids of its questions (interrupt_id)
     given = [i for i in answers.values if i.startswith(prefix) and i not in answers.expired]
     if not given:
         return
+    from ._approval import approval_id
+
     used = set(event._used_ids())
     approval = approval_id(event._scope)
     for iid in given:

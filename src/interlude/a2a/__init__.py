@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._client import RemoteAgent, RemoteAgentTool
+    from ._mount import inbox_routes as inbox_routes
     from ._routes import a2a_routes, create_a2a_app
 
 __all__ = ["RemoteAgent", "RemoteAgentTool", "a2a_routes", "create_a2a_app"]
@@ -27,6 +28,7 @@ _WHERE = {
     "RemoteAgentTool": "._client",
     "a2a_routes": "._routes",
     "create_a2a_app": "._routes",
+    "inbox_routes": "._mount",  # the door the inbox server mounts (not in __all__)
 }
 
 

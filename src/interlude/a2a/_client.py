@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue, Text, ToolResult, ToolUse
-from .._tools._spec import ToolSpec
+from .._tools import ToolSpec
 from ..errors import ConfigurationError, RemoteAgentError
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from a2a.types import AgentCard, Task
 
     from .._agent import Agent
-    from .._tools._context import ToolContext
+    from .._tools import ToolContext
 
 __all__ = ["RemoteAgent", "RemoteAgentTool"]
 
@@ -157,7 +157,7 @@ class RemoteAgentTool:
     key (a second start finds it), and answers are sent only while it waits for them."""
 
     def __init__(self, remote: RemoteAgent, name: str, description: str | None) -> None:
-        from .._tools._task import task_tool_name, task_tool_spec
+        from .._tools import task_tool_name, task_tool_spec
 
         name = task_tool_name(name, "remote agent")
         self.remote = remote
@@ -189,7 +189,7 @@ class RemoteAgentTool:
     async def _start(self, tool_use: ToolUse, context: ToolContext) -> Task:
         from a2a.utils.errors import InvalidParamsError
 
-        from .._tools._task import task_prompt
+        from .._tools import task_prompt
 
         prompt = task_prompt(self._name, tool_use)
         context_id = "il-" + context.idempotency_key  # the same for every run of this call

@@ -41,14 +41,29 @@ def a2a_routes(
     <token>`` (401 otherwise; the card stays public and declares the scheme), and the audit
     names the token's person as who answered; ``None`` serves without authentication (tests,
     a loopback or a gateway that authenticates). ``descriptions`` gives the cards' texts."""
-    from ..operate import People, check_queue
+    from ..operate import People
+
+    auth = None if tokens is None else People(tokens)
+    return routes_for(app, store, auth, agents=agents, descriptions=descriptions, prefix=prefix)
+
+
+def routes_for(
+    app: App,
+    store: InboxStore | str,
+    auth: People | None,
+    *,
+    agents: Iterable[str] | None = None,
+    descriptions: Mapping[str, str] | None = None,
+    prefix: str = PREFIX,
+) -> list[BaseRoute]:
+    """:func:`a2a_routes` for ``auth``'s people (None: no authentication)."""
+    from ..operate import check_queue
 
     if isinstance(store, str):
         from ..sessions import open_store
 
         store = open_store(store)
     check_queue(store, "the A2A doors")
-    auth = None if tokens is None else People(tokens)
     routes: list[BaseRoute] = []
     for name in served_names(app, agents):
         handler = AgentTasks(app, name, store, auth)

@@ -68,7 +68,7 @@ def question_dict(question: Interrupt, session_id: str | None = None) -> dict[st
     out = question.to_dict()
     out["digest"] = question.digest
     if session_id is not None:
-        from ..operate import answer_key
+        from .._interrupt import answer_key
 
         out["id"], out["question_id"] = answer_key(session_id, question.id), question.id
     return out

@@ -12,5 +12,6 @@ docs/protocols.md.
 from __future__ import annotations
 
 from ._endpoint import create_endpoint
+from ._endpoint import server_routes as server_routes  # the door the inbox server mounts
 
 __all__ = ["create_endpoint"]

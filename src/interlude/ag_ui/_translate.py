@@ -68,7 +68,7 @@ def wire_interrupt(question: Interrupt, thread_id: str) -> WireInterrupt:
     expires, schema = question.expires_at, question.response_schema
     text = reason if isinstance(reason, str) and reason else None
     shown = reason.get("message") if isinstance(reason, Mapping) else text
-    from ..operate import answer_key
+    from .._interrupt import answer_key
 
     return WireInterrupt(
         id=answer_key(thread_id, question.id),  # names its thread: no other thread takes it

@@ -461,7 +461,7 @@ def _store_flag(store: str) -> str:
 def _default_store() -> str:
     import os
 
-    from ._stores import DEFAULT_STORE
+    from ._defaults import DEFAULT_STORE
 
     return os.environ.get("INTERLUDE_STORE", DEFAULT_STORE)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._sync import run_sync
 from ..errors import InterludeError
+from ._defaults import DEFAULT_STORE
 from ._errors import CliError
 from ._render import claim_words
 
@@ -21,13 +22,11 @@ __all__ = ["DEFAULT_STORE", "_await", "_decode", "_live_claim", "_refuse_if_runn
 
 T = TypeVar("T")
 
-DEFAULT_STORE = "sqlite:///.interlude/demo.db"
 
 
 def _store(url: str, *, create: bool = False) -> InboxStore:
     """The store at ``url``; unless ``create``, a SQLite or file store must already exist."""
-    from ..sessions import open_store
-    from ..sessions._url import local_store_path
+    from ..sessions import local_store_path, open_store
 
     local = local_store_path(url)  # a malformed URL: ConfigurationError, one line
     if local is not None and not create:
@@ -58,7 +57,7 @@ def _decode(stored: StoredSession) -> tuple[list[Message], Position | None]:
 
 def _live_claim(stored: StoredSession) -> dict[str, Any] | None:
     """The claim of the run that holds the session now, if one does."""
-    from ..sessions._claims import claim_is_live, split_marker
+    from ..sessions import claim_is_live, split_marker
 
     _, marker = split_marker(stored.pause)
     claim = stored.claim if marker is None else marker

@@ -10,7 +10,7 @@ least once (also across crashes), and receivers de-duplicate by its id. See the 
 
 from __future__ import annotations
 
-from ..sessions._protocol import Notification, NotificationOutbox
+from ..sessions import Notification, NotificationOutbox
 from ._email import Email
 from ._events import EVENTS, Event, notification_id
 from ._notifier import Notifications, NotificationTarget, Notifier, target_from_url

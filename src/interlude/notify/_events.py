@@ -8,7 +8,7 @@ import json
 from typing import Any, Literal, get_args
 
 from .._messages import JsonValue
-from ..sessions._protocol import Notification, PendingInterrupt
+from ..sessions import Notification, PendingInterrupt
 
 __all__ = ["EVENTS", "Event", "closing", "due_events", "notification", "notification_id"]
 

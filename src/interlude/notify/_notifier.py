@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError, NotificationError
-from ..sessions._protocol import Notification, NotificationOutbox, PendingIndex, SessionStore
+from ..sessions import Notification, NotificationOutbox, PendingIndex, SessionStore
 from ._events import closing, due_events, notification
 
 __all__ = ["NotificationTarget", "Notifications", "Notifier", "target_from_url"]

@@ -354,7 +354,7 @@ def _view(
     """The stored session decoded (SessionCorruptError if it cannot be); with a signing
     ``key``, its pause verified for the agent the session names (StateIntegrityError)."""
     from .._agent import decode_stored, remembered_decisions
-    from ..sessions._claims import claim_is_live, split_marker
+    from ..sessions import claim_is_live, split_marker
 
     loaded = decode_stored(stored, key, stored.agent)
     _, marker = split_marker(stored.pause)
@@ -390,7 +390,7 @@ async def _graph_view(
     on; running while a started node's run claim is live, stopped when its record holds a run
     no process holds (a worker recovers it)."""
     from ..multiagent import node_session_id, read_record
-    from ..sessions._claims import claim_is_live, split_marker
+    from ..sessions import claim_is_live, split_marker
 
     record = read_record(stored)
     live = False

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from ..errors import ConfigurationError
+from ._doors import DEFAULT_DOORS, Door
 
 if TYPE_CHECKING:
     import jinja2
@@ -32,6 +33,7 @@ def create_app(
     secret: bytes | None = None,
     stream_seconds: float = 300.0,
     signing_key: bytes | str | None = None,
+    doors: Sequence[Door] = DEFAULT_DOORS,
 ) -> Starlette:
     """The inbox on ``store`` (a store, a store URL, or an :class:`InboxBackend` such as
     ``interlude.temporal.TemporalInbox`` for paused Temporal workflows) as a Starlette
@@ -46,6 +48,8 @@ def create_app(
     temporal-worker``). The application closes the backend when it stops. ``signing_key``
     (the agents' key) has every pause verified before its questions are shown or an answer is
     checked against them: a forged or unsigned pause is refused (409), its schema never used.
+    ``doors`` are the other doors served beside the inbox (``server._doors.Door``: routes for
+    the App, the backend and the tokens' people): by default AG-UI and A2A, with an App.
 
     The worker is supervised: if it stops with an error it is logged at once and started again
     after a backoff; ``GET /healthz`` says whether the store answers and the worker runs (503
@@ -54,16 +58,13 @@ def create_app(
     """
     import jinja2  # noqa: F401 - without jinja2, fail before the store is opened
 
-    from ..a2a._mount import inbox_routes as a2a_routes  # [] without the [a2a] extra
-    from ..ag_ui._endpoint import server_routes  # [] without the [ag-ui] extra
     from ..errors import StoreUnavailableError
     from ._api import api_routes
     from ._auth import Auth
     from ._events import Hub, event_routes
     from ._health import health_routes, outage
-    from ._history import history_routes
     from ._limits import BodyLimit
-    from ._pages import page_routes
+    from ._pages import history_routes, page_routes
     from ._state import ServerState
 
     backend = _backend(store, signing_key, app)
@@ -80,12 +81,7 @@ def create_app(
     state.app = app
     routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes(), *history_routes()]
     starlette = Starlette(
-        # With an App: AG-UI at /ag-ui/{agent}, A2A at /a2a/{agent}/ (each with its extra).
-        routes=[
-            *routes,
-            *server_routes(app, backend, auth.people),
-            *a2a_routes(app, backend, tokens),
-        ],
+        routes=[*routes, *(r for door in doors for r in door(app, backend, auth.people))],
         middleware=[Middleware(BodyLimit)],
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),

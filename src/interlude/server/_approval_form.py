@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .._messages import JsonValue
-from ._forms import FormError, QuestionForm, _json
+from ._forms import FormError, QuestionForm, _json, answer_from_form, form_for
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
 
-__all__ = ["REMEMBER", "approval_answer", "approval_form", "form_of"]
+__all__ = ["REMEMBER", "answer_of", "approval_answer", "approval_form", "form_of"]
 
 REMEMBER = (
     ("", "just this call"),
@@ -67,6 +67,13 @@ def form_of(question: Interrupt) -> QuestionForm:
     """How to ask for ``question``'s answer: the approval form for a tool approval, else the
     form its answer schema makes."""
     from .._agent import is_approval
-    from ._forms import form_for
 
     return approval_form(question) if is_approval(question) else form_for(question.response_schema)
+
+
+def answer_of(form: QuestionForm, data: Mapping[str, str]) -> JsonValue:
+    """The JSON answer a posted form gives, an approval's or any other's (FormError if a field
+    cannot be read)."""
+    if form.kind == "approval":
+        return approval_answer(form, data)
+    return answer_from_form(form, data)

@@ -174,11 +174,8 @@ def form_for(schema: Mapping[str, Any] | None) -> QuestionForm:
 
 def answer_from_form(form: QuestionForm, data: Mapping[str, str]) -> JsonValue:
     """The JSON answer a posted form gives (``data``: its fields). FormError if a field cannot
-    be read; whether the answer meets the schema is checked by ``Inbox.record``."""
-    if form.kind == "approval":
-        from ._approval_form import approval_answer
-
-        return approval_answer(form, data)
+    be read; whether the answer meets the schema is checked by ``Inbox.record``. An approval
+    form's answer is ``_approval_form.answer_of``'s."""
     pressed = data.get("answer")
     if pressed == FREE_JSON and form.free_json:
         return _json(data.get("json", ""), ())

@@ -16,9 +16,9 @@ from starlette.routing import Route
 from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
 from ..operate import WorkflowView
 from ._api import error_for
-from ._approval_form import form_of
+from ._approval_form import answer_of, form_of
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
-from ._forms import FormError, answer_from_form
+from ._forms import FormError
 from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub
 from ._questions import clock_text, decision_lines, question_item, short_id, worded
@@ -347,7 +347,7 @@ async def answer(request: Request) -> Response:
         error = _NOT_UNICODE if shown_digest(question) is None else missing
         return await session_page(request, status=422, error=error)
     try:
-        value = answer_from_form(form_of(question), data)
+        value = answer_of(form_of(question), data)
         check_posted(value)
         await state.backend.answer(
             session_id,
@@ -379,3 +379,41 @@ def page_routes() -> list[Route]:
         Route("/sessions/{session_id}", session_page, methods=["GET"]),
         Route("/sessions/{session_id}/answer", answer, methods=["POST"]),
     ]
+
+
+async def fork_here(request: Request) -> Response:
+    """Fork the session at the posted checkpoint; the new session's page."""
+    from .._agent import Agent
+    from ..errors import InterludeError, UnknownCheckpointError
+    from ..operate import StoreBackend
+    from ._api import error_for
+
+    approver = request_approver(request)
+    if approver is None:
+        return HTMLResponse("sign in first", status_code=401)
+    state: ServerState = request.app.state.interlude
+    session_id = request.path_params["session_id"]
+    posted = await request.form()
+    data = {k: v for k, v in posted.multi_items() if isinstance(v, str)}
+    if not state.auth.check_csrf(approver.cookie, f"fork:{session_id}", data.get("csrf")):
+        return await session_page(request, status=403, error="Refused: a forged or stale form.")
+    if state.app is None or not isinstance(state.backend, StoreBackend):
+        return await session_page(
+            request, status=409, error="Forks need the App's agents: serve with --app."
+        )
+    try:
+        agent = await state.app.open_async(session_id, state.backend.store)
+        if not isinstance(agent, Agent):
+            return await session_page(request, status=409, error="Only an agent's session forks.")
+        fork = await agent.fork_async(data.get("at", ""), by=approver.name)
+    except UnknownCheckpointError as exc:
+        return await session_page(request, status=404, error=str(exc))
+    except InterludeError as exc:
+        mapped = error_for(exc)
+        return await session_page(request, status=mapped[0] if mapped else 409, error=str(exc))
+    new = quote(fork.session_id or "", safe="")
+    return RedirectResponse(f"/sessions/{new}", status_code=303)
+
+
+def history_routes() -> list[Route]:
+    return [Route("/sessions/{session_id}/fork", fork_here, methods=["POST"])]
