@@ -27,17 +27,8 @@ from ..errors import (
     StateFormatError,
     StoreUnavailableError,
 )
-from ._answers import (
-    answer_entries,
-    answered_ids,
-    check_version,
-    claim_deadline,
-    conflict,
-    no_session,
-    queued_first,
-    read_answer,
-    read_answer_rows,
-)
+from ._answers import answered_ids, claim_deadline
+from ._postgres_answers import PostgresAnswers, _corrupt
 from ._postgres_options import options as _options
 from ._postgres_options import redact as _redact
 from ._postgres_outbox import PostgresOutbox
@@ -46,7 +37,6 @@ from ._postgres_sql import FILTERS, MIGRATIONS, PENDING_TAIL, STATEMENTS, migrat
 from ._protocol import (
     PendingInterrupt,
     PendingQuery,
-    RecordedAnswer,
     SessionUpdate,
     StoredSession,
     audit_json,
@@ -76,10 +66,6 @@ def _load_json(text: str | None, what: str, session_id: str) -> Any:
         ) from None
 
 
-def _corrupt(session_id: str, problem: str) -> SessionCorruptError:
-    return SessionCorruptError(f"session {session_id!r} is corrupt: {problem}")
-
-
 def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[str, JsonValue]]:
     """The audit entries of ``(seq, entry)`` rows in seq order; SessionCorruptError if one is
     unreadable or missing."""
@@ -94,7 +80,7 @@ def _audit_entries(session_id: str, rows: list[tuple[int, str]]) -> list[dict[st
     return entries
 
 
-class PostgresStore(PostgresOutbox):
+class PostgresStore(PostgresOutbox, PostgresAnswers):
     """Sessions in PostgreSQL: one row per session, one per message (append-only), one per
     pending interrupt. Saves are compare-and-swap transactions, safe across processes.
 
@@ -221,6 +207,11 @@ class PostgresStore(PostgresOutbox):
             ) from exc
         except self._psycopg_error as exc:
             raise SessionError(f"PostgreSQL failed to {what}: {_redact(str(exc)).strip()}") from exc
+
+    async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
+        async with self._pools.connection() as conn:  # autocommit: one statement, one transaction
+            cursor = await conn.execute(self._sql[statement], params)
+            return await cursor.fetchall() if cursor.description else []
 
     def close(self) -> None:
         """Close the connections of every event loop's pool: idle ones now, those in use when
@@ -365,16 +356,6 @@ class PostgresStore(PostgresOutbox):
             raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
         return int(row[0])
 
-    async def _check_queue(self, conn: Any, p: dict[str, Any]) -> None:
-        """AlreadyAnsweredError if the save answers a question a recorded answer waits for
-        (the session row locked first, as recording answers locks it: they take turns)."""
-        await conn.execute(self._sql["lock_session"], p)
-        rows = await (await conn.execute(self._sql["answers_for"], p)).fetchall()
-        applied = set(p["applied"])
-        for waiting in read_answer_rows(p["id"], rows):
-            if waiting.seq not in applied:
-                raise queued_first(p["id"], waiting)
-
     @staticmethod
     def _conflict(
         sid: str, p: dict[str, Any], current: tuple[int, int] | None
@@ -510,100 +491,3 @@ class PostgresStore(PostgresOutbox):
         # any save holding that row commits.
         async with self._pools.connection() as conn:
             await conn.execute(self._sql["delete"], {"id": session_id})
-
-    # -- recorded answers, and what a worker has to do ------------------------------------------
-
-    async def record_answers(
-        self,
-        session_id: str,
-        answers: list[dict[str, JsonValue]],
-        *,
-        expected_version: int | None = None,
-    ) -> list[RecordedAnswer]:
-        """Record the answers in one transaction. Bumping the session's answer seq locks its
-        row, so concurrent callers take turns and the later one sees the earlier one's answers;
-        the unique (session, interrupt) key backs that up."""
-        check_session_id(session_id)
-        entries = answer_entries(session_id, answers)
-        params: dict[str, Any] = {
-            "id": session_id,
-            "n": len(entries),
-            "ids": [e["interrupt_id"] for e in entries],
-            "ats": [e["at"] for e in entries],
-            "data": [json.dumps(e) for e in entries],
-            "expected": expected_version,
-        }
-        first = await self._run(f"record answers for session {session_id!r}", self._record, params)
-        with self._lock:
-            self.bytes_written += sum(map(len, params["data"]))
-        return [read_answer(session_id, first + i, e) for i, e in enumerate(entries)]
-
-    async def _record(self, p: dict[str, Any]) -> int:
-        """Store the answers; the seq of the first."""
-        sid, q = p["id"], self._sql
-        try:
-            async with self._pools.connection() as conn, conn.transaction():
-                row = await (await conn.execute(q["answer_seq"], p)).fetchone()
-                if row is None:
-                    raise no_session(sid)
-                check_version(sid, int(row[1]), p["expected"])
-                taken = await (await conn.execute(q["answer_taken"], p)).fetchone()
-                if taken is not None:
-                    raise conflict(sid, taken[0])
-                p["first"] = int(row[0]) - p["n"] + 1
-                if p["n"]:
-                    await conn.execute(q["add_answers"], p)
-                return int(p["first"])
-        except self._integrity_error as exc:  # a row the seq counter did not account for
-            raise _corrupt(sid, f"its answer rows clash with this call ({exc})") from exc
-
-    async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
-        check_session_id(session_id)
-        rows = await self._run(
-            f"read the answers of {session_id!r}", self._rows, "answers", {"id": session_id}
-        )
-        return read_answer_rows(session_id, rows)
-
-    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
-        check_session_id(session_id)
-        params = {"id": session_id, "upto": int(upto_seq)}
-        await self._run(f"clear the answers of {session_id!r}", self._rows, "clear_answers", params)
-
-    reserves_work = True
-    """:meth:`sessions_to_resume` can reserve what it returns for one worker
-    (``reserve_for=``), so that workers sharing the database take different sessions."""
-
-    async def sessions_to_resume(
-        self,
-        now: datetime | float,
-        *,
-        limit: int | None = None,
-        reserve_for: str | None = None,
-        lease: float = 30.0,
-    ) -> list[str]:
-        """Sessions with recorded answers, an overdue question or a lapsed run claim, oldest
-        work first: one query over the (small) answers table and two partial indexes.
-
-        With ``reserve_for`` (a worker's id) the sessions returned are reserved for that owner
-        until ``now + lease``, in the same statement that picks them (rows locked with
-        ``FOR UPDATE SKIP LOCKED``): until then, a reserving call for another owner leaves them
-        out (the same owner may get them again). Calls without ``reserve_for`` ignore
-        reservations."""
-        rows = None if limit is None or limit < 0 else int(limit)
-        at = float(epoch(now) or 0.0)
-        params: dict[str, Any] = {"now": at, "limit": rows}
-        statement = "to_resume"
-        if reserve_for is not None:
-            if not isinstance(reserve_for, str):
-                raise ConfigurationError(f"reserve_for is a worker id (str), got {reserve_for!r}")
-            params |= {"owner": reserve_for, "until": at + float(lease)}
-            statement = "to_resume_reserving"
-        found = [
-            r[0] for r in await self._run("list sessions to resume", self._rows, statement, params)
-        ]
-        return found if limit is None else found[:limit]
-
-    async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
-        async with self._pools.connection() as conn:  # autocommit: one statement, one transaction
-            cursor = await conn.execute(self._sql[statement], params)
-            return await cursor.fetchall() if cursor.description else []
