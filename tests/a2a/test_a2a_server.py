@@ -174,7 +174,7 @@ async def test_refusals_change_nothing(db: str, effects_file: Path, closing: lis
 
     await send(client, data({"answers": {question["id"]: True}}), task_id=task.id)
     after = await stored(db, task.id)
-    with pytest.raises(InvalidParamsError, match="NotPausedError"):  # a duplicate answer
+    with pytest.raises(InvalidParamsError, match="AlreadyAnsweredError"):  # a duplicate answer
         await send(client, data({"answers": {question["id"]: True}}), task_id=task.id)
     assert await stored(db, task.id) == after and effects() == ["delete /var/log/old.log"]
 

@@ -144,7 +144,9 @@ def assert_json_error(ran: Ran, session: str | None, *fragments: str) -> dict[st
     assert "Traceback" not in ran.stderr, str(ran)
     [line] = ran.stderr.strip().splitlines()
     doc = json.loads(ran.stdout)
-    assert doc == {"error": doc["error"], "session": session}, str(ran)
+    assert doc == {"error": doc["error"], "session": session} | (
+        {"code": doc["code"]} if "code" in doc else {}  # a refused answer's code
+    ), str(ran)
     assert doc["error"] in line, str(ran)
     for fragment in fragments:
         assert fragment.lower() in doc["error"].lower(), f"{fragment!r} not in the error\n{ran}"
@@ -639,7 +641,8 @@ def test_a_failed_answer_names_the_session(tmp_path: Path, model_server: OpenAIS
     assert results == {"call_list": "success", "call_delete": "success"}
     assert shown["paused"] is False
     again = run(tmp_path, "answer", second, second_iid, "true", "--json", *store, env=env)
-    assert_json_error(again, second, "no pending interrupt")
+    refused = assert_json_error(again, second, "answered already", "the first answer wins")
+    assert refused["code"] == "already_answered"
 
 
 def test_a_failing_agent_factory_is_a_one_line_error(tmp_path: Path) -> None:

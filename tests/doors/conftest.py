@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,9 +42,13 @@ class Doors:
         return self.servers[0].url
 
 
-def serve_doors(base: Path, *envs: dict[str, str]) -> Iterator[Doors]:
-    """A serving process per ``envs`` (each with that environment added) on one SQLite store;
-    ``$DOORS_EFFECTS`` set here too (a worker pass in the test process runs the same tools)."""
+def serve_doors(
+    base: Path, *envs: dict[str, str], args: Sequence[Sequence[str]] = ()
+) -> Iterator[Doors]:
+    """A serving process per ``envs`` (each with that environment added, and the ``serve``
+    options of ``args`` at the same place, if any) on one SQLite store; ``$DOORS_EFFECTS`` set
+    here too (a worker pass in the test process, or ``interlude answer``, runs the same
+    tools)."""
     from interlude.sessions import SQLiteStore
 
     db = base / "doors.db"
@@ -54,8 +58,10 @@ def serve_doors(base: Path, *envs: dict[str, str]) -> Iterator[Doors]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DOORS_EFFECTS", effects)
         try:
-            for env in envs:
-                servers.append(Served(db, {**env, "DOORS_EFFECTS": effects}).start())
+            for i, env in enumerate(envs):
+                options = tuple(args[i]) if i < len(args) else ()
+                served = Served(db, {**env, "DOORS_EFFECTS": effects}, options)
+                servers.append(served.start())
             yield Doors(db, servers)
         finally:
             for served in servers:

@@ -10,6 +10,8 @@ they pay, deploy or refund.
 - ``deploys``: a hook asks two distinct members of ``ops`` before ``deploy(env)``.
 - ``refunds``: ``refund(amount, to)`` needs approval; its own validation (a pydantic validator
   the JSON schema does not show) refuses an amount that is not positive.
+- ``charges``: ``charge(to, cents)`` needs approval while a rule says so (a quota, a clock, a
+  remote flag): for a ``to`` that :func:`flip` named, it says no more.
 
 ``$DOORS_BUILD_SECONDS`` makes building an agent take that long (as a factory that connects
 to an MCP server or loads its configuration does): a race test sets it in one serving process
@@ -85,10 +87,40 @@ def refund(amount: Annotated[int, AfterValidator(positive)], to: str) -> str:
     return f"refunded {amount} to {to}"
 
 
+def _flips() -> str:
+    return os.environ["DOORS_EFFECTS"] + ".flipped"
+
+
+def flip(tag: str) -> None:
+    """From now on, in every process, the rule of ``charge`` needs no approval for ``tag``."""
+    with open(_flips(), "a", encoding="utf-8") as f:
+        f.write(tag + "\n")
+
+
+def _rule_asks(tool_input: dict[str, Any]) -> bool:
+    if not os.path.exists(_flips()):
+        return True
+    with open(_flips(), encoding="utf-8") as f:
+        return tool_input["to"] not in f.read().splitlines()
+
+
+@tool(needs_approval=_rule_asks)
+def charge(to: str, cents: int) -> str:
+    """Charge a customer.
+
+    Args:
+        to: Who.
+        cents: How much.
+    """
+    effect(f"charge {to} {cents}")
+    return f"charged {cents} to {to}"
+
+
 CALLS: dict[str, tuple[str, Any]] = {
     "payer": ("pay", lambda tag: {"to": tag, "cents": 100}),
     "deploys": ("deploy", lambda tag: {"env": tag}),
     "refunds": ("refund", lambda tag: {"amount": 300, "to": tag}),
+    "charges": ("charge", lambda tag: {"to": tag, "cents": 700}),
 }
 
 
@@ -138,3 +170,9 @@ def _deploys(session: AgentSession) -> Agent:
 def _refunds(session: AgentSession) -> Agent:
     _build()
     return Agent(_model("refunds"), tools=[refund], session=session.store, session_id=session.id)
+
+
+@app.agent("charges")
+def _charges(session: AgentSession) -> Agent:
+    _build()
+    return Agent(_model("charges"), tools=[charge], session=session.store, session_id=session.id)

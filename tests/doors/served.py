@@ -43,11 +43,13 @@ def free_port() -> int:
 
 @dataclass
 class Served:
-    """``interlude serve --app doors_app:app`` on the SQLite file ``db`` (no worker: a test
-    applies recorded answers itself, when it chooses)."""
+    """``interlude serve --app doors_app:app`` on the SQLite file ``db`` (no worker unless
+    ``args`` asks for one: a test applies recorded answers itself, when it chooses)."""
 
     db: Path
     env: dict[str, str]
+    args: tuple[str, ...] = ()
+    """More options of ``serve`` (``--worker``, ``--poll``)."""
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -59,12 +61,11 @@ class Served:
         tokens = self.db.with_name("tokens.json")
         tokens.write_text(json.dumps(TOKENS))
         args = ["--store", f"sqlite:///{self.db}", "--app", "doors_app:app", "serve"]
-        args += ["--port", str(self.port), "--tokens", str(tokens)]
-        path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+        args += ["--port", str(self.port), "--tokens", str(tokens), *self.args]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interlude", *args],
             cwd=HERE,
-            env={**os.environ, **self.env, "PYTHONPATH": path},
+            env=_env(self.env),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -88,6 +89,14 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    """This process's environment (``$DOORS_EFFECTS`` among it), ``doors_app`` importable."""
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, **extra, "PYTHONPATH": path, "NO_COLOR": "1", "TERM": "dumb"}
+    env.pop("INTERLUDE_STORE", None)
+    return env
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -239,6 +248,24 @@ def a2a_code(reply: dict[str, Any]) -> str | None:
     return None
 
 
+# --- the command line (an operator's door: no token, no groups) ----------------------------
+
+
+def interlude(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``interlude --store STORE --app doors_app:app ARGS... --json`` in a subprocess, as an
+    operator runs it on the served store."""
+    argv = [sys.executable, "-m", "interlude", "--store", store_url, "--app", "doors_app:app"]
+    return subprocess.run(
+        [*argv, *args, "--json"],
+        cwd=HERE,
+        env=_env({}),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 # --- the store -------------------------------------------------------------------------------
 
 
@@ -246,6 +273,78 @@ def dump(db: Path) -> str:
     """Everything in the SQLite store, as SQL text (compared before and after a refusal)."""
     with sqlite3.connect(db) as conn:
         return "\n".join(conn.iterdump())
+
+
+def changes(db: Path, before: str) -> list[str]:
+    """What changed in the store since :func:`dump` gave ``before``: one line per changed
+    column of a row (``table[key].column: old -> new``), per row added or removed; ``[]``
+    when nothing did."""
+    return _diff(_rows_of(before), _rows(db))
+
+
+def assert_unchanged(db: Path, before: str, what: object) -> None:
+    """Nothing in the store changed since :func:`dump` gave ``before`` (``what`` refused)."""
+    changed = changes(db, before)
+    assert not changed, f"the store changed refusing {what}:\n" + "\n".join(changed)
+
+
+Rows = dict[str, dict[tuple[Any, ...], dict[str, Any]]]
+
+
+def _rows(db: Path) -> Rows:
+    """Every table's rows by primary key (the whole row for a table without one)."""
+    conn = sqlite3.connect(db)
+    try:
+        return _rows_in(conn)
+    finally:
+        conn.close()
+
+
+def _rows_of(text: str) -> Rows:
+    """:func:`_rows` of the store a :func:`dump` text holds (loaded into memory)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(text)
+        return _rows_in(conn)
+    finally:
+        conn.close()
+
+
+def _rows_in(conn: sqlite3.Connection) -> Rows:
+    out: Rows = {}
+    tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    for table in tables:
+        info = conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+        columns = [c[1] for c in info]
+        key = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]] or columns
+        rows = out[table] = {}
+        for row in conn.execute(f'SELECT * FROM "{table}"'):
+            values = dict(zip(columns, row, strict=True))
+            rows[tuple(values[k] for k in key)] = values
+    return out
+
+
+def _diff(before: Rows, after: Rows) -> list[str]:
+    def short(value: Any) -> str:
+        text = repr(value)
+        return text if len(text) <= 160 else text[:160] + "..."
+
+    out: list[str] = []
+    for table in sorted(set(before) | set(after)):
+        old, new = before.get(table, {}), after.get(table, {})
+        for key in sorted(set(old) | set(new), key=repr):
+            where = f"{table}[{', '.join(map(str, key))}]"
+            if key not in new:
+                out.append(f"{where}: removed")
+            elif key not in old:
+                out.append(f"{where}: added {short(new[key])}")
+            else:
+                out += [
+                    f"{where}.{column}: {short(old[key][column])} -> {short(value)}"
+                    for column, value in new[key].items()
+                    if old[key].get(column) != value
+                ]
+    return out
 
 
 def snapshot(store_url: str, session: str) -> tuple[Any, ...]:

@@ -8,27 +8,30 @@ from __future__ import annotations
 
 import pytest
 
-from .answering import DOORS, answer_via, pause
+from .answering import ALL_DOORS, answer_via, check_refused, pause
 from .conftest import Doors, require_extras
 from .doors_app import effects
-from .served import ANA, dump, snapshot, work
+from .served import ANA, assert_unchanged, dump, snapshot, work
 
 require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 
-@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("door", ALL_DOORS)
 def test_an_edit_the_tool_refuses_is_refused_at_once_at_every_door(doors: Doors, door: str) -> None:
     session = f"edit-{door}"
     iid = pause(doors.store_url, "refunds", session)
     before = dump(doors.db), snapshot(doors.store_url, session)
     edit = {"approve": True, "input": {"amount": -300, "to": session}}  # fits the schema
 
-    refused = answer_via(door, doors.url, ANA, "refunds", session, {iid: edit})
+    refused = answer_via(
+        door, doors.url, ANA, "refunds", session, {iid: edit}, store_url=doors.store_url
+    )
 
-    assert (refused.taken, refused.code) == (False, "invalid_answer"), str(refused)
+    check_refused(refused, "invalid_answer")
     if door == "inbox":
         assert refused.raw[0] == 422
-    assert (dump(doors.db), snapshot(doors.store_url, session)) == before  # nothing recorded
+    assert_unchanged(doors.db, before[0], refused)
+    assert snapshot(doors.store_url, session) == before[1]  # nothing recorded
     work(doors.store_url)
     assert effects(session) == []
     assert snapshot(doors.store_url, session) == before[1]  # still open, no audit entry

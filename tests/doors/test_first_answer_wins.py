@@ -2,21 +2,21 @@
 a worker) and another sent over AG-UI or A2A cannot both be taken, one after the other or at
 the same instant through two serving processes. The one taken is the one the audit trail
 shows, and the tool runs at most once (issue 34: A2A ran the tool over a decline recorded in
-the inbox, which was never applied nor audited; AG-UI did the same in 2 of 18 races)."""
+the inbox, which was never applied nor audited; AG-UI did the same in 2 of 18 races). An
+answer through any door (the operator's too) after one is recorded or applied is refused with
+``already_answered`` and changes nothing."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from .answering import DOORS, Outcome, answer_via, pause
+from .answering import ALL_DOORS, Outcome, answer_via, at_once, check_refused, pause
 from .conftest import Doors, require_extras, serve_doors
 from .doors_app import effects
-from .served import ANA, BO, inbox_answer, snapshot, work
+from .served import ANA, BO, assert_unchanged, dump, inbox_answer, snapshot, work
 
 require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
@@ -43,21 +43,31 @@ def _settled(store_url: str, session: str, iid: str) -> list[tuple[str, Any]]:
     return [(e["by"], e["answer"]) for e in trail if e["interrupt_id"] == iid]
 
 
-@pytest.mark.parametrize("door", DOORS)
-def test_an_answer_recorded_in_the_inbox_binds_every_other_door(doors: Doors, door: str) -> None:
-    """Ana declines in the inbox (202; no worker runs yet); Bo then approves through
-    ``door``: refused (``already_answered``), the tool never runs, and the worker applies
-    Ana's decline, which the audit shows."""
-    session = f"first-{door}"
+@pytest.mark.parametrize("first", ["recorded", "applied"])
+@pytest.mark.parametrize("door", ALL_DOORS)
+def test_an_answer_recorded_in_the_inbox_binds_every_other_door(
+    doors: Doors, door: str, first: str
+) -> None:
+    """Ana declines in the inbox (202; no worker runs yet, or one pass has applied it); Bo
+    then approves through ``door``: refused (``already_answered``), nothing changes in the
+    store, the tool never runs, and the audit shows Ana's decline, applied by the worker."""
+    session = f"first-{first}-{door}"
     iid = pause(doors.store_url, "payer", session)
     declined = inbox_answer(doors.url, ANA, session, {iid: False})
     assert declined.status_code == 202, declined.text
+    if first == "applied":
+        work(doors.store_url)
+        assert _settled(doors.store_url, session, iid) == [("ana", False)]
+    before = dump(doors.db)
 
-    second = answer_via(door, doors.url, BO, "payer", session, {iid: True})
+    second = answer_via(
+        door, doors.url, BO, "payer", session, {iid: True}, store_url=doors.store_url
+    )
 
-    refused = (second.taken, second.code, effects(session))
-    assert refused == (False, "already_answered", []), str(second)
-    work(doors.store_url)  # the worker applies ana's decline
+    check_refused(second, "already_answered")
+    assert effects(session) == []
+    assert_unchanged(doors.db, before, second)
+    work(doors.store_url)  # the worker applies ana's decline (if it has not yet)
     assert effects(session) == []
     assert _settled(doors.store_url, session, iid) == [("ana", False)]
     assert snapshot(doors.store_url, session)[1] == []  # nothing left recorded
@@ -66,40 +76,11 @@ def test_an_answer_recorded_in_the_inbox_binds_every_other_door(doors: Doors, do
 def _race(doors: Doors, door: str, session: str, iid: str, lead: float) -> tuple[int, Outcome]:
     """Ana's decline to the inbox of one process and Bo's approval through ``door`` of the
     other, released together; ``lead`` seconds (either sign) shifts the inbox's."""
-    start = threading.Barrier(2)
-    got: dict[str, Any] = {}
-
-    def inbox() -> None:
-        start.wait()
-        time.sleep(max(lead, 0.0))
-        got["inbox"] = inbox_answer(doors.servers[0].url, ANA, session, {iid: False}).status_code
-
-    def other() -> None:
-        start.wait()
-        time.sleep(max(-lead, 0.0))
-        got["other"] = answer_via(door, doors.servers[1].url, BO, "payer", session, {iid: True})
-
-    def guarded(send: Any, key: str) -> Any:
-        def run() -> None:
-            try:
-                send()
-            except BaseException as exc:  # re-raised below, in the test's thread
-                got[f"{key} failed"] = exc
-
-        return run
-
-    threads = [
-        threading.Thread(target=guarded(inbox, "inbox")),
-        threading.Thread(target=guarded(other, "other")),
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    for key in ("inbox failed", "other failed"):
-        if key in got:
-            raise got[key]
-    return got["inbox"], got["other"]
+    return at_once(
+        lambda: inbox_answer(doors.servers[0].url, ANA, session, {iid: False}).status_code,
+        lambda: answer_via(door, doors.servers[1].url, BO, "payer", session, {iid: True}),
+        lead,
+    )
 
 
 @pytest.mark.parametrize("door", ["ag-ui", "a2a"])

@@ -1,21 +1,27 @@
 """Who may answer, the same at every door: a token holder in none of a question's groups is
 refused with ``not_allowed`` by the inbox API, AG-UI and A2A alike, nothing is recorded and
 nothing runs; their refused vote never counts toward the quorum (issue 34: A2A took it, and one
-``ops`` vote then settled a quorum of two)."""
+``ops`` vote then settled a quorum of two). The operator's doors (``interlude answer``,
+``App.open(...).resume``) know no groups: the scenario does not apply to them."""
 
 from __future__ import annotations
 
 import pytest
 
-from .answering import DOORS, answer_via, pause
+from .answering import DOORS, OPERATOR_DOORS, answer_via, pause
 from .conftest import Doors, require_extras
 from .doors_app import effects
-from .served import ANA, BO, CY, a2a_send, a2a_state, dump, snapshot, work
+from .served import ANA, BO, CY, a2a_send, a2a_state, assert_unchanged, dump, snapshot, work
 
 require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 
-@pytest.mark.parametrize("door", DOORS)
+NO_GROUPS = pytest.mark.skip(reason="an operator's door: it knows no groups")
+
+
+@pytest.mark.parametrize(
+    "door", [*DOORS, *(pytest.param(d, marks=NO_GROUPS) for d in OPERATOR_DOORS)]
+)
 def test_a_vote_from_outside_the_groups_is_refused_at_every_door(doors: Doors, door: str) -> None:
     session = f"groups-{door}"
     iid = pause(doors.store_url, "deploys", session)
@@ -24,7 +30,8 @@ def test_a_vote_from_outside_the_groups_is_refused_at_every_door(doors: Doors, d
     refused = answer_via(door, doors.url, CY, "deploys", session, {iid: True})
 
     assert (refused.taken, refused.code) == (False, "not_allowed"), str(refused)
-    assert (dump(doors.db), snapshot(doors.store_url, session)) == before  # nothing recorded
+    assert_unchanged(doors.db, before[0], refused)
+    assert snapshot(doors.store_url, session) == before[1]  # nothing recorded
     assert work(doors.store_url) == 0 and effects(session) == []
 
 

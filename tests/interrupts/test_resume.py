@@ -11,6 +11,7 @@ import pytest
 from interlude import InterruptRaised, RunFinished, Text, ToolContext, tool
 from interlude.errors import (
     AgentPausedError,
+    AlreadyAnsweredError,
     DirectToolInterruptError,
     NotPausedError,
     ResumeError,
@@ -300,8 +301,9 @@ def test_an_answered_interrupt_cannot_be_answered_again():
     ids = [i.id for i in result.interrupts]
     h.agent.resume({ids[0]: "yes"})
     before = copy.deepcopy(h.agent.export_state())
-    with pytest.raises(UnknownInterruptError):
+    with pytest.raises(AlreadyAnsweredError) as refused:  # the first answer wins
         h.agent.resume({ids[0]: "yes"})
+    assert (refused.value.code, refused.value.interrupt_id) == ("already_answered", ids[0])
     assert h.agent.export_state() == before
     assert tally.inputs("lookup") == ["a"]
 

@@ -22,7 +22,7 @@ from .._tools import AgentTool, ToolSpec
 from ..errors import AgentBusyError, ConfigurationError, NotPausedError, StateMismatchError
 from ..hooks import HookProvider, HookRegistry
 from ..models import Model
-from ._answering import Plan, bind_output, prompt_plan, resume_plan
+from ._answering import Plan, bind_output, check_queued, prompt_plan, resume_plan
 from ._direct import ToolCaller
 from ._holding import AgentHolding
 from ._overlay import BODY_STATE
@@ -340,6 +340,7 @@ class Agent(AgentHolding):
         before the next model call (also when the run would otherwise end)."""
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
+        await check_queued(self, answers)
         return await self._start(plan, None, output_type)
 
     def check_resume(
@@ -414,6 +415,7 @@ class Agent(AgentHolding):
         the first event: a refused resume raises on the first iteration and changes nothing."""
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
+        await check_queued(self, answers)
         async with contextlib.aclosing(self._streamed(plan, output_type)) as events:
             async for event in events:  # closed with this stream: its run stops at once
                 yield event

@@ -84,6 +84,10 @@ def resume_plan(
     pause = agent._state.position
     if pause is not None and not pause.interrupts and agent._session is not None:
         agent._session.check_not_running()  # loaded mid-run: say who runs it
+    if isinstance(answers, Mapping) and agent.session_id is not None:
+        answers = _by_question_id(agent.session_id, answers)  # the keys doors show
+    if isinstance(answers, Mapping):
+        _check_answered_before(agent, answers, pause)
     if pause is None or not pause.interrupts:
         raise NotPausedError(
             "the agent is not paused; there is nothing to resume"
@@ -142,6 +146,61 @@ def resume_plan(
 
     decisions = run_decisions(p.decisions, asked, answers)
     return pause.step, p.but(answers=merged, votes=votes, decisions=decisions), True, audit
+
+
+def _by_question_id(session_id: str, answers: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
+    """``answers`` with the answer keys doors show (``<session>/<id>``) as question ids."""
+    if not any(isinstance(k, str) and "/" in k for k in answers):
+        return answers
+    from .._interrupt import question_id_of
+
+    return {question_id_of(session_id, k): v for k, v in answers.items()}
+
+
+def _check_answered_before(
+    agent: Agent, answers: Mapping[str, JsonValue], pause: Any
+) -> None:
+    """AlreadyAnsweredError for an answer to a question that is not pending and that someone
+    answered (and settled) before: the first answer wins, whatever the door."""
+    pending = set() if pause is None else {q.id for q in pause.interrupts}
+    late = [k for k in answers if k not in pending]
+    if not late:
+        return
+    first = {
+        e.interrupt_id: e.by
+        for e in agent._state.audit
+        if e.interrupt_id in late and not e.expired and e.settles
+    }
+    if first:
+        from ..errors import AlreadyAnsweredError
+
+        iid, by = next(iter(first.items()))
+        raise AlreadyAnsweredError(
+            f"question {iid!r} was answered already, by {by}: the first answer wins; "
+            "nothing was changed",
+            interrupt_id=iid,
+            by=by,
+        )
+
+
+async def check_queued(agent: Agent, answers: Mapping[str, JsonValue]) -> None:
+    """AlreadyAnsweredError, before the run starts (so nothing is saved), when an answer to
+    one of these questions waits in the store's answer queue (recorded first, through another
+    door); the store checks it again, atomically, with the resume's first save."""
+    store, session_id = agent.session_store, agent.session_id
+    if store is None or session_id is None:
+        return
+    from ..sessions import AnswerQueue
+
+    if not isinstance(store, AnswerQueue):
+        return  # (a worker's applying view of the store: it applies the queue itself)
+    if isinstance(answers, Mapping) and agent.session_id is not None:
+        answers = _by_question_id(session_id, answers)
+    for waiting in await store.recorded_answers(session_id):
+        if waiting.interrupt_id in answers:
+            from ..sessions import queued_first
+
+            raise queued_first(session_id, waiting)
 
 
 def approved_tool(question: Interrupt) -> str | None:

@@ -52,7 +52,7 @@ from ..errors import (
 )
 from ..operate import Operator
 from ..sessions import check_session_id
-from ._wire import answers_of, part_data, task_of
+from ._wire import ANSWERS_KEY, answers_of, part_data, task_of
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
@@ -143,8 +143,10 @@ class AgentTasks(RequestHandler):
                     )
                     assert isinstance(opened, Agent)
                     agent = opened
-            elif agent.needs_recovery:
-                await agent.recover_async()
+            elif agent.needs_recovery:  # stopped mid-run (a retried answer carries it on)
+                await self._recover(agent, task_id, _data_answers(message), by, groups)
+            elif given := _data_answers(message):  # the floor says who answered them first
+                await self.operator.answer(task_id, given, by=by, groups=groups)
             else:
                 state = TaskState.Name(task_of(agent, task_id).status.state)
                 raise NotPausedError(
@@ -154,6 +156,24 @@ class AgentTasks(RequestHandler):
         except (ResumeError, StateError, SessionConflictError) as exc:
             raise refused(exc, task_id) from None
         return task_of(agent, task_id)
+
+    async def _recover(
+        self,
+        agent: Agent,
+        task_id: str,
+        given: dict[str, Any],
+        by: str,
+        groups: tuple[str, ...],
+    ) -> None:
+        """Carry on a run that stopped mid-run; while another process runs it, answers sent
+        with the message are refused as the floor refuses them (answered first, say by whom),
+        else the conflict is the refusal."""
+        try:
+            await agent.recover_async()
+        except SessionConflictError:
+            if given:
+                await self.operator.answer(task_id, given, by=by, groups=groups)
+            raise
 
     # --- tasks ---------------------------------------------------------------------------
 
@@ -254,6 +274,16 @@ class AgentTasks(RequestHandler):
         if approver is None:
             return ANONYMOUS, ()
         return approver.name, tuple(approver.groups)
+
+
+def _data_answers(message: Message) -> dict[str, Any]:
+    """The ``{"answers": {...}}`` a message carries in a data part (empty: none)."""
+    for part in message.parts:
+        if part.HasField("data"):
+            data = part_data(part)
+            if isinstance(data, dict) and isinstance(data.get(ANSWERS_KEY), dict):
+                return dict(data[ANSWERS_KEY])
+    return {}
 
 
 def _prompt(message: Message) -> str:

@@ -13,7 +13,7 @@ from .._json import DuplicateKeyError
 from .._json import loads as strict_json
 from .._result import AgentResult
 from .._sync import run_sync
-from ..errors import InterludeError, ResumeError
+from ..errors import AlreadyAnsweredError, InterludeError, ResumeError
 from ._apps import _session_agent
 from ._errors import CliError, _run, _what
 from ._render import Output, program, short_id
@@ -153,6 +153,7 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
             f"on first: {program()} recover {args.session}",
             session=args.session,
         )
+    _answered_first(args, opened, answer, by)
     questions = _paused(args, opened)
     interrupt_id = _interrupt_id(args.session, args.interrupt_id, [i.id for i in questions])
     out.answering(next(i for i in questions if i.id == interrupt_id))  # as the pause holds it
@@ -160,6 +161,24 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     return _carry(
         args, out, opened, lambda: opened.resume_async({interrupt_id: answer}, by=by, shown=shown)
     )
+
+
+def _answered_first(args: argparse.Namespace, opened: Resumable, answer: Any, by: str) -> None:
+    """CliError (``already_answered``) for an answer to a question someone answered first,
+    whatever the door (recorded in the inbox, or applied): nothing is changed."""
+    if args.interrupt_id in {i.id for i in opened.interrupts}:
+        return
+    try:
+        opened.check_resume({args.interrupt_id: answer}, by=by)
+    except AlreadyAnsweredError as exc:
+        raise CliError(
+            f"session {args.session!r}: the answer was refused ({_what(exc)}); the session is "
+            "unchanged",
+            session=args.session,
+            refusal=exc.code,
+        ) from None
+    except InterludeError:
+        return  # not pending for another reason: said below
 
 
 def _paused(args: argparse.Namespace, opened: Resumable) -> list[Interrupt]:

@@ -18,9 +18,13 @@ class CliError(InterludeError):
     """A problem to report in one line (exit code 1), about ``session`` if it names one; part
     of the one error tree, so code that calls the command catches it with InterludeError."""
 
-    def __init__(self, message: str, *, session: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, session: str | None = None, refusal: str | None = None
+    ) -> None:
         super().__init__(message)
         self.session = session
+        self.refusal = refusal
+        """The refusal code of the answer this error refuses (``errors.refusal_code``)."""
 
 
 def _run(out: Output, call: Callable[[], T], session_id: str, store: str, opened: object) -> T:
@@ -34,6 +38,7 @@ def _run(out: Output, call: Callable[[], T], session_id: str, store: str, opened
         see = f"see `{show_command(session_id, store)}`"
         if isinstance(exc, ResumeError):
             message = f"{where}: the answer was refused ({_what(exc)}); the session is unchanged"
+            raise CliError(message, session=session_id, refusal=exc.code) from None
         elif isinstance(exc, SessionConflictError) and not _lost_mid_run(opened):
             message = (
                 f"{where}: another process answered/ran this session first; nothing was run "

@@ -88,7 +88,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         return int(_command(args)(args, out))
     except CliError as exc:
-        out.error(str(exc), session=exc.session)
+        out.error(str(exc), session=exc.session, code=exc.refusal)
         return 1
     except InterludeError as exc:
         out.error(str(exc))
