@@ -129,52 +129,11 @@ SEAMS: dict[tuple[str, str], str] = {
 # --- What fails today (issue 34): these lists may only shrink ---------------------------------
 
 KNOWN: dict[str, frozenset[str]] = {
-    "layers": frozenset(
-        {
-        }
-    ),
-    "floor": frozenset(
-        {
-        }
-    ),
-    "cycles": frozenset(
-        {
-        }
-    ),
-    "private": frozenset(
-        {
-            "src/interlude/_view.py:interlude._tools._spec",
-            "src/interlude/a2a/_client.py:interlude._tools._context",
-            "src/interlude/a2a/_client.py:interlude._tools._spec",
-            "src/interlude/a2a/_client.py:interlude._tools._task",
-            "src/interlude/cli/_stores.py:interlude.sessions._claims",
-            "src/interlude/cli/_stores.py:interlude.sessions._url",
-            "src/interlude/cli/_temporal.py:interlude.sessions._memory",
-            "src/interlude/cli/_temporal.py:interlude.temporal._workflow",
-            "src/interlude/cli/_temporal_demo.py:interlude.temporal._setup",
-            "src/interlude/cli/_temporal_demo.py:interlude.temporal._workflow",
-            "src/interlude/notify/__init__.py:interlude.sessions._protocol",
-            "src/interlude/notify/_events.py:interlude.sessions._protocol",
-            "src/interlude/notify/_notifier.py:interlude.sessions._protocol",
-            "src/interlude/operate/_inbox.py:interlude.sessions._claims",
-            "src/interlude/server/_app.py:interlude.a2a._mount",
-            "src/interlude/server/_app.py:interlude.ag_ui._endpoint",
-            "src/interlude/temporal/_activities.py:interlude._tools._context",
-            "src/interlude/temporal/_inbox.py:interlude.sessions._memory",
-            "src/interlude/temporal/_notify.py:interlude.notify._events",
-            "src/interlude/temporal/_registry.py:interlude.multiagent._nested",
-            "src/interlude/temporal/_registry.py:interlude.multiagent._nodes",
-            "src/interlude/temporal/_registry.py:interlude.sessions._protocol",
-            "src/interlude/temporal/_workflow.py:interlude.multiagent._base",
-            "src/interlude/temporal/_workflow.py:interlude.multiagent._nodes",
-        }
-    ),
-    "sizes": frozenset(
-        {
-            "src/interlude/sessions/_file.py",
-            "src/interlude/sessions/_postgres.py",
-        }
-    ),
+    "layers": frozenset(),
+    "floor": frozenset(),
+    "cycles": frozenset(),
+    "private": frozenset(),
+    "sizes": frozenset(),
 }
 
 MAX_MODULE_LINES = 600

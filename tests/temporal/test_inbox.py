@@ -84,7 +84,8 @@ async def test_the_api_lists_a_paused_workflow_and_an_answer_runs_the_tool_once(
     async with _inbox(env) as http:
         assert (await http.get("/api/pending")).status_code == 401
         [row] = await _until(lambda: _rows(http, wid), "the paused workflow in the list")
-        assert row["agent"] == "approve" and row["id"] == question.id
+        assert row["agent"] == "approve" and row["question_id"] == question.id
+        assert row["id"] == f"{wid}/{question.id}"  # the answer key names its workflow
         assert (row["tool"], row["input"]) == ("touch", {"path": str(log)})
         assert row["shown"] == question.digest and row["expired"] is False
         filtered = await http.get("/api/pending?agent=plain", headers=AUTH)
@@ -92,7 +93,8 @@ async def test_the_api_lists_a_paused_workflow_and_an_answer_runs_the_tool_once(
 
         page = (await http.get(f"/api/sessions/{wid}", headers=AUTH)).json()
         assert page["workflow"]["status"] == "RUNNING" and page["running"] is False
-        assert [i["id"] for i in page["interrupts"]] == [question.id]
+        shown = [(i["id"], i["question_id"]) for i in page["interrupts"]]
+        assert shown == [(f"{wid}/{question.id}", question.id)]
 
         body = {"answers": {question.id: True}, "shown": {question.id: row["shown"]}}
         r = await http.post(f"/api/sessions/{wid}/answers", json=body, headers=AUTH)
@@ -310,8 +312,9 @@ async def test_interlude_serve_on_temporal_answers_a_workflow(env: Env, tmp_path
 
             await _until(up, "interlude serve to listen")
             page = (await http.get(f"/api/sessions/{wid}", headers=AUTH)).json()
-            assert [i["id"] for i in page["interrupts"]] == [question.id], page
-            body = {"answers": {question.id: True}}
+            shown = [(i["id"], i["question_id"]) for i in page["interrupts"]]
+            assert shown == [(f"{wid}/{question.id}", question.id)], page
+            body = {"answers": {shown[0][0]: True}}  # the key it was shown (a plain id also goes)
             r = await http.post(f"/api/sessions/{wid}/answers", json=body, headers=AUTH)
             assert r.status_code == 202, r.text
         result = await env.agents.result(wid)

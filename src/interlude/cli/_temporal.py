@@ -189,7 +189,7 @@ async def paused_workflows(
 ) -> list[str]:
     """Ids of the running agent workflows waiting on answers, from the search attributes:
     ``AgentClient.paused``'s query, with a task queue filter (which it does not offer)."""
-    from ..temporal._workflow import NAMES, PENDING
+    from ..temporal import NAMES, PENDING
 
     query = f"{PENDING.name} = true AND ExecutionStatus = 'Running'"
     if name is not None:
@@ -215,8 +215,7 @@ def temporal_pending(args: argparse.Namespace, out: Output) -> int:
 async def _pending(args: argparse.Namespace, out: Output) -> int:
     from temporalio.service import RPCError
 
-    from ..sessions import PendingInterrupt, PendingQuery
-    from ..sessions._memory import select_pending
+    from ..sessions import PendingInterrupt, PendingQuery, select_pending
 
     client = await _connect(args)
     try:
@@ -369,7 +368,7 @@ async def _show(args: argparse.Namespace, out: Output) -> int:
     from temporalio.service import RPCError
 
     from .._messages import Message
-    from ..temporal._workflow import AGENT
+    from ..temporal import AGENT
 
     workflow_id = args.session
     client = await _connect(args)

@@ -51,8 +51,7 @@ def temporal_demo(args: argparse.Namespace, out: Output) -> int:
 async def _demo(args: argparse.Namespace, out: Output) -> int:
     from temporalio.service import RPCError
 
-    from ..temporal import AgentClient
-    from ..temporal._setup import register_search_attributes
+    from ..temporal import AgentClient, register_search_attributes
     from ._demo import NAME, PROMPT
 
     client = await _connect(args, wait=CONNECT_WAIT)
@@ -119,7 +118,7 @@ async def _until_paused_or_done(
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError
 
-    from ..temporal._workflow import PENDING
+    from ..temporal import PENDING
 
     deadline = time.monotonic() + within
     handle = agents.handle(workflow_id)

@@ -38,6 +38,8 @@ with workflow.unsafe.imports_passed_through():
 
     interlude._agent.load_all()
 
+# Besides the public names, the face carries (outside __all__) the search attribute keys the
+# CLI lists workflows by, so that nothing outside this package imports its private modules.
 from ._activities import model_activity, tool_activity
 from ._client import AgentClient, AnswerTimeoutError
 from ._hooks import HookActivity, as_activity, hook_activity
@@ -45,6 +47,9 @@ from ._inbox import QueryTimeoutError, TemporalInbox
 from ._registry import ActivityOptions
 from ._setup import register_search_attributes
 from ._worker import replayer, worker
+from ._workflow import AGENT as AGENT
+from ._workflow import NAMES as NAMES
+from ._workflow import PENDING as PENDING
 from ._workflow import SEARCH_ATTRIBUTES, WORKFLOW, AgentWorkflow, Limits, PayloadLimitError
 
 __all__ = [

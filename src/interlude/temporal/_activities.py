@@ -18,7 +18,7 @@ from .._agent import LOCAL, Asked, ModelCall, Raised, Returned, ToolOutcome, Too
 from .._exceptions import exception_to_dict
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_from_dict
-from .._tools._context import ToolContext
+from .._tools import ToolContext
 from ..errors import ModelError
 from ._limits import MAX_REQUEST_BYTES, json_size, too_large
 from ._registry import build_agent, build_node_agent, lookup

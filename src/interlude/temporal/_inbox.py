@@ -32,8 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from .. import errors
 from .._interrupt import Interrupt
-from ..sessions import PendingInterrupt, PendingQuery, RecordedAnswer
-from ..sessions._memory import select_pending
+from ..sessions import PendingInterrupt, PendingQuery, RecordedAnswer, select_pending
 from ._client import MAX_UPDATE_BYTES, AnswerTimeoutError, _as_interlude_error, _quote
 from ._workflow import AGENT, NAMES, PENDING, json_size
 

@@ -115,7 +115,7 @@ class RunNotices:
         return out
 
     def _id(self, question: Interrupt, event: str) -> str:
-        from ..notify._events import notification_id
+        from ..notify import notification_id
 
         return notification_id(self.session_id, question.id, event)
 

@@ -19,7 +19,7 @@ from ..operate import AgentSession, App
 if TYPE_CHECKING:
     from .._agent import Agent
     from ..multiagent import Graph, Swarm
-    from ..sessions._protocol import StoredSession
+    from ..sessions import StoredSession
 
 __all__ = [
     "DEFAULT_RETRY",
@@ -189,8 +189,7 @@ def build_node_agent(app: App, name: str, node: str, run_id: str) -> Agent:
     """The agent of node ``node`` of graph (or swarm) ``name`` (its own copy, with no session,
     with a swarm's handoff tool): what an activity of that node runs its calls with. ``node``
     is a path, ``outer/inner``, for a node of a graph or swarm that is itself a node."""
-    from ..multiagent._nested import OrchestrationNode
-    from ..multiagent._nodes import AgentNode
+    from ..multiagent import AgentNode, OrchestrationNode
 
     orchestration: object = build_graph(app, name, run_id)
     *through, last = node.split("/")

@@ -22,8 +22,7 @@ from ._notify import RunNotices
 from ._registry import Registration, build_agent, build_graph, lookup
 
 if TYPE_CHECKING:
-    from ..multiagent import Graph, MultiAgentResult, Swarm
-    from ..multiagent._base import Orchestration
+    from ..multiagent import Graph, MultiAgentResult, Orchestration, Swarm
 
 Run: TypeAlias = "Agent | Graph | Swarm"
 """What a workflow runs: an agent, or a graph or swarm of agents (one workflow for it all)."""
@@ -410,7 +409,7 @@ def configure_graph(
     node's finished calls are in the history as activity results: a replay, or another
     worker carrying the workflow on after one was lost, runs none of them again. Returns the
     node agents' executors."""
-    from ..multiagent._nodes import AgentNode
+    from ..multiagent import AgentNode
 
     graph.clock = _workflow_time
     executors: list[ActivityExecutor] = []
