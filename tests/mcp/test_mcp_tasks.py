@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from interlude import Agent, ToolCallProgress, ToolUse
-from interlude.errors import AnswerValidationError, NotPausedError, StateIntegrityError
+from interlude.errors import AlreadyAnsweredError, AnswerValidationError, StateIntegrityError
 from interlude.mcp import McpServer
 from interlude.testing import ScriptedModel
 
@@ -227,9 +227,9 @@ def test_duplicate_and_invalid_answers_are_refused(
             agent.resume({question.id: {"n": "two"}})
         assert agent.export_state() == before
         assert str(agent.resume({question.id: {"n": 2}})) == "Booked."
-        # the same answer again: the pause is over, nothing changes
+        # the same answer again: answered already (the first answer wins), nothing changes
         after = agent.export_state()
-        with pytest.raises(NotPausedError):
+        with pytest.raises(AlreadyAnsweredError):
             agent.resume({question.id: {"n": 2}})
         assert agent.export_state() == after
     tasks.close()
