@@ -194,8 +194,7 @@ async def check_queued(agent: Agent, answers: Mapping[str, JsonValue]) -> None:
 
     if not isinstance(store, AnswerQueue):
         return  # (a worker's applying view of the store: it applies the queue itself)
-    if isinstance(answers, Mapping) and agent.session_id is not None:
-        answers = _by_question_id(session_id, answers)
+    answers = _by_question_id(session_id, answers)  # (a map: resume_plan checked it)
     for waiting in await store.recorded_answers(session_id):
         if waiting.interrupt_id in answers:
             from ..sessions import queued_first

@@ -52,7 +52,7 @@ from ..errors import (
 )
 from ..operate import Operator
 from ..sessions import check_session_id
-from ._wire import ANSWERS_KEY, answers_of, part_data, task_of
+from ._wire import ANSWERS_KEY, answers_of, answers_part, part_data, task_of
 
 if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
@@ -277,13 +277,9 @@ class AgentTasks(RequestHandler):
 
 
 def _data_answers(message: Message) -> dict[str, Any]:
-    """The ``{"answers": {...}}`` a message carries in a data part (empty: none)."""
-    for part in message.parts:
-        if part.HasField("data"):
-            data = part_data(part)
-            if isinstance(data, dict) and isinstance(data.get(ANSWERS_KEY), dict):
-                return dict(data[ANSWERS_KEY])
-    return {}
+    """The answers a message's data part gives (empty: none)."""
+    data = answers_part(message)
+    return {} if data is None else dict(data[ANSWERS_KEY])
 
 
 def _prompt(message: Message) -> str:

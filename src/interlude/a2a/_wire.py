@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "QUESTIONS_KEY",
     "answers_of",
+    "answers_part",
     "data_part",
     "interrupts_of",
     "part_data",
@@ -158,6 +159,16 @@ def _describe(question: Interrupt) -> str:
     return f"{question.name} ({reason})" if reason else question.name
 
 
+def answers_part(message: Message) -> dict[str, Any] | None:
+    """The data part ``{"answers": {...}, "shown"?: {...}}`` a message carries, or None."""
+    for part in message.parts:
+        if part.HasField("data"):
+            data = part_data(part)
+            if isinstance(data, dict) and isinstance(data.get(ANSWERS_KEY), dict):
+                return data
+    return None
+
+
 def answers_of(
     message: Message, pending: list[Interrupt]
 ) -> tuple[dict[str, JsonValue], dict[str, str] | None]:
@@ -165,17 +176,14 @@ def answers_of(
     or the text of the message when exactly one question is pending (JSON if it parses, yes/no
     for a question that takes a boolean, else the text itself). ResumeInputError when it
     gives none."""
-    for part in message.parts:
-        if part.HasField("data"):
-            data = part_data(part)
-            if isinstance(data, dict) and isinstance(data.get(ANSWERS_KEY), dict):
-                answers = dict(data[ANSWERS_KEY])
-                shown = data.get("shown")
-                if shown is not None and not (
-                    isinstance(shown, dict) and all(isinstance(v, str) for v in shown.values())
-                ):
-                    raise ResumeInputError(f"shown must map question ids to digests, got {shown!r}")
-                return answers, shown
+    data = answers_part(message)
+    if data is not None:
+        shown = data.get("shown")
+        if shown is not None and not (
+            isinstance(shown, dict) and all(isinstance(v, str) for v in shown.values())
+        ):
+            raise ResumeInputError(f"shown must map question ids to digests, got {shown!r}")
+        return dict(data[ANSWERS_KEY]), shown
     text = "".join(p.text for p in message.parts if p.HasField("text")).strip()
     if text and len(pending) == 1:
         return {pending[0].id: _text_answer(text, pending[0])}, None
