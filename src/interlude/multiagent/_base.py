@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._frozen import thaw
-from .._messages import JsonValue
+from .._messages import ContentBlock, JsonValue
 from .._sync import run_sync
 from ..errors import (
     AgentBusyError,
@@ -34,7 +34,10 @@ from ._claim import Renewer, check_free, new_claim
 from ._control import Controls
 from ._engine import Engine, EngineOwner
 from ._events import MultiAgentFinished, MultiAgentResult, MultiAgentStreamEvent
-from ._record import VERSION, Record, record_from_json, record_to_json
+from ._record import VERSION, Record, Task, record_from_json, record_to_json
+
+TaskInput = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
+"""A task (text, or content blocks: text and images), or the list form of answers."""
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
@@ -142,23 +145,21 @@ class Orchestration(Controls, EngineOwner):
 
     # --- runs -----------------------------------------------------------------------------
 
-    def __call__(self, task: str | Sequence[Mapping[str, Any]]) -> MultiAgentResult:
+    def __call__(self, task: TaskInput) -> MultiAgentResult:
         """Run on ``task`` (or resume, given the list form of answers) from sync code."""
         return run_sync(self.invoke_async(task))
 
-    async def invoke_async(self, task: str | Sequence[Mapping[str, Any]]) -> MultiAgentResult:
+    async def invoke_async(self, task: TaskInput) -> MultiAgentResult:
         """Run to the end, or to a pause (``stop_reason == "interrupt"``)."""
         return await self._run(task, None)
 
-    async def stream_async(
-        self, task: str | Sequence[Mapping[str, Any]]
-    ) -> AsyncIterator[MultiAgentStreamEvent]:
+    async def stream_async(self, task: TaskInput) -> AsyncIterator[MultiAgentStreamEvent]:
         """Run, yielding each node's events tagged with the node; the last event is
         :class:`MultiAgentFinished`."""
         async for event in self._streamed(lambda emit: self._run(task, emit)):
             yield event
 
-    async def run_task(self, task: str, emit: Any) -> MultiAgentResult:
+    async def run_task(self, task: Task, emit: Any) -> MultiAgentResult:
         """Run on ``task``, each event passed to ``emit`` (None: none); for an outer graph."""
         return await self._run(task, emit)
 
@@ -185,11 +186,13 @@ class Orchestration(Controls, EngineOwner):
 
     async def _run(self, task: object, emit: Any) -> MultiAgentResult:
         await self.load()
-        if not isinstance(task, str):
+        if not isinstance(task, str) and not _is_content(task):
             return await self._resume(_listed_answers(task), None, False, emit)
         self._check_idle()
-        if not task.strip():
+        if isinstance(task, str) and not task.strip():
             raise ConfigurationError("the task must be non-empty text")
+        if not isinstance(task, str):
+            task = tuple(task)  # type: ignore[arg-type]  # content blocks (_is_content)
         record = self.record.but(
             task=task,
             status="running",
@@ -418,6 +421,19 @@ class Orchestration(Controls, EngineOwner):
 
     def entry_nodes(self) -> tuple[str, ...]:
         raise NotImplementedError
+
+
+def _is_content(task: object) -> bool:
+    """Whether ``task`` is a multimodal task: a non-empty list of content blocks (text and
+    images, as an agent's prompt)."""
+    from .._messages import Image, Text
+
+    return (
+        isinstance(task, Sequence)
+        and not isinstance(task, str | bytes)
+        and bool(task)
+        and all(isinstance(b, Text | Image) for b in task)
+    )
 
 
 def _listed_answers(items: object) -> dict[str, JsonValue]:

@@ -32,7 +32,7 @@ from ._events import (
     node_view,
 )
 from ._nodes import Emit, Node, marked
-from ._record import NodeRun, Record
+from ._record import NodeRun, Record, Task, task_text
 
 __all__ = ["CANCELLED", "Cancelled", "Engine", "Finished", "Outcome", "Paused"]
 
@@ -212,7 +212,7 @@ class Engine:
                 event = BeforeNodeCallEvent(
                     view,
                     name,
-                    run.prompt,
+                    task_text(run.prompt),
                     owner.state(),
                     scope=scope,
                     is_replay=bool(run.questions),
@@ -261,7 +261,7 @@ class Engine:
             event_after = AfterNodeCallEvent(
                 view,
                 name,
-                run.prompt,
+                task_text(run.prompt),
                 owner.state(),
                 result,
                 scope=scope,
@@ -333,7 +333,7 @@ class EngineOwner:
     def check_limit(self, name: str, record: Record) -> None:
         """Raise a LimitError if ``name`` may not run once more."""
 
-    def prompt(self, name: str, record: Record) -> str:
+    def prompt(self, name: str, record: Record) -> Task:
         raise NotImplementedError
 
     def after_finish(self, name: str, run: NodeRun, record: Record) -> Record:
@@ -344,7 +344,7 @@ class EngineOwner:
         """What conditions and node hooks see: ``record`` (default: the current one)."""
         record = self.record if record is None else record
         return GraphState(
-            task=record.task or "",
+            task=task_text(record.task),
             results=MappingProxyType(dict(record.results)),
             runs=MappingProxyType(dict(record.runs)),
             order=record.order,

@@ -18,11 +18,12 @@ from ._base import Orchestration
 from ._events import GraphState
 from ._nested import make_node
 from ._nodes import check_node_name, node_session_id
+from ._record import with_text
 
 if TYPE_CHECKING:
     from ..hooks import HookProvider
     from ..sessions import SessionStore
-    from ._record import NodeRun, Record
+    from ._record import NodeRun, Record, Task
 
 __all__ = ["Condition", "Edge", "Graph"]
 
@@ -116,14 +117,14 @@ class Graph(Orchestration):
     def _sources(self, name: str) -> list[str]:
         return list(dict.fromkeys(s for s, t, _ in self._edges if t == name))
 
-    def prompt(self, name: str, record: Record) -> str:
+    def prompt(self, name: str, record: Record) -> Task:
         """The task, with the latest reply of each node it depends on."""
         task = record.task or ""
         inputs = [(s, record.results[s]) for s in self._sources(name) if s in record.results]
         if not inputs:
             return task
         parts = [f"From {s}:\n{r}" for s, r in inputs]
-        return task + "\n\nInputs from earlier nodes:\n" + "\n\n".join(parts)
+        return with_text(task, "Inputs from earlier nodes:\n" + "\n\n".join(parts))
 
     def after_finish(self, name: str, run: NodeRun, record: Record) -> Record:
         state = self.state(record)  # with this node's result

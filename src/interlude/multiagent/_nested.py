@@ -27,6 +27,7 @@ from ._nodes import AgentNode, Emit, marked, node_question_id, node_session_id
 if TYPE_CHECKING:
     from ..sessions import SessionStore
     from ._nodes import Node
+    from ._record import Task
 
 __all__ = ["OrchestrationNode", "make_node"]
 
@@ -112,7 +113,7 @@ class OrchestrationNode:
     async def recover(self, emit: Emit | None) -> AgentResult:
         return _as_agent_result(await self.inner.recover_async())
 
-    async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
+    async def start(self, prompt: Task, emit: Emit | None) -> AgentResult:
         inner = self.inner
         return await self._passed_on(emit, lambda e: inner.run_task(prompt, e))
 
@@ -144,7 +145,7 @@ class OrchestrationNode:
             out.append(marked(self.name, replace(q, id=gid)))
         return tuple(out), inner
 
-    def finished_since(self, base: int, prompt: str) -> AgentResult | None:
+    def finished_since(self, base: int, prompt: Task) -> AgentResult | None:
         """The copy's result if it had finished its run on ``prompt`` (a crash between its
         end and the outer graph's save), else None."""
         record = self.inner.record

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .._tools import AgentTool
     from ..sessions import SessionStore
     from ._nested import OrchestrationNode
+    from ._record import Task
 
 __all__ = [
     "AgentNode",
@@ -161,7 +162,7 @@ class AgentNode:
         """Carry on the agent's run whose process stopped (from its journal)."""
         return await self.agent.recover_async()
 
-    async def start(self, prompt: str, emit: Emit | None) -> AgentResult:
+    async def start(self, prompt: Task, emit: Emit | None) -> AgentResult:
         if emit is None:
             return await self.agent.invoke_async(prompt)
         return await self._streamed(prompt, emit)
@@ -192,7 +193,7 @@ class AgentNode:
             out.append(marked(self.name, replace(q, id=gid)))
         return tuple(out), inner
 
-    def finished_since(self, base: int, prompt: str) -> AgentResult | None:
+    def finished_since(self, base: int, prompt: Task) -> AgentResult | None:
         """The agent's reply if it finished a run begun at message ``base`` (after a crash
         between the node's end and the orchestration's save), else None."""
         messages = self.agent.messages

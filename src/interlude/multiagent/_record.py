@@ -13,11 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from .._frozen import freeze, thaw
 from .._interrupt import Interrupt
-from .._messages import JsonValue, Usage, message_from_dict
+from .._messages import (
+    ContentBlock,
+    JsonValue,
+    Text,
+    Usage,
+    block_from_dict,
+    block_to_dict,
+    message_from_dict,
+)
 from .._result import AgentResult, StopReason
 from ..errors import StateFormatError
 
@@ -39,11 +47,42 @@ def _frozen_map(values: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(values or {}))
 
 
+Task: TypeAlias = "str | tuple[ContentBlock, ...]"
+"""What an orchestration is asked: text, or content blocks (text and images, as an agent's
+prompt takes them)."""
+
+
+def task_text(task: Task | None) -> str:
+    """The task's text (of a multimodal task, its text blocks joined), for conditions."""
+    if task is None or isinstance(task, str):
+        return task or ""
+    return "\n".join(b.text for b in task if isinstance(b, Text))
+
+
+def with_text(task: Task, more: str) -> Task:
+    """The task with ``more`` after it (a multimodal task: as a text block of its own)."""
+    if isinstance(task, str):
+        return task + "\n\n" + more
+    return (*task, Text(more))
+
+
+def task_to_json(task: Task) -> JsonValue:
+    return task if isinstance(task, str) else [block_to_dict(b) for b in task]
+
+
+def task_from_json(data: object, where: str) -> Task | None:
+    if data is None or isinstance(data, str):
+        return data
+    if isinstance(data, list) and data:
+        return tuple(block_from_dict(b, f"{where}[{i}]") for i, b in enumerate(data))
+    raise StateFormatError(f"{where}: expected text or a list of content blocks")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeRun:
     """A node started in this invocation and not finished: paused, or running."""
 
-    prompt: str
+    prompt: Task
     phase: Phase = "before"
     base: int = 0
     """The node agent's message count when the run began: after a crash, more messages ending
@@ -82,7 +121,7 @@ class NodeRun:
 class Record:
     """Where an orchestration stands (see the module docstring)."""
 
-    task: str | None = None
+    task: Task | None = None
     status: Status = "idle"
     runs: Mapping[str, int] = field(default_factory=_frozen_map)
     results: Mapping[str, AgentResult] = field(default_factory=_frozen_map)
@@ -133,7 +172,7 @@ def result_from_json(data: Any, where: str) -> AgentResult:
 
 def _run_to_json(run: NodeRun) -> dict[str, JsonValue]:
     return {
-        "prompt": run.prompt,
+        "prompt": task_to_json(run.prompt),
         "phase": run.phase,
         "base": run.base,
         "questions": [q.to_dict() for q in run.questions],
@@ -153,9 +192,9 @@ def _run_from_json(data: Any, where: str) -> NodeRun:
     phase = d.get("phase")
     if phase not in ("before", "running", "after"):
         raise StateFormatError(f"{where}.phase: unknown phase {phase!r}")
-    prompt, base = d.get("prompt"), d.get("base", 0)
-    if not isinstance(prompt, str) or not isinstance(base, int) or isinstance(base, bool):
-        raise StateFormatError(f"{where}: expected a text prompt and a whole-number base")
+    prompt, base = task_from_json(d.get("prompt"), f"{where}.prompt"), d.get("base", 0)
+    if prompt is None or not isinstance(base, int) or isinstance(base, bool):
+        raise StateFormatError(f"{where}: expected a prompt and a whole-number base")
     questions = _list(d.get("questions", []), f"{where}.questions")
     inner, answers = _obj(d.get("inner", {}), where), _obj(d.get("answers", {}), where)
     if not all(isinstance(v, str) for v in inner.values()):
@@ -194,7 +233,7 @@ def record_to_json(record: Record, kind: str) -> dict[str, JsonValue]:
         "format": FORMAT,
         "version": VERSION,
         "kind": kind,
-        "task": record.task,
+        "task": None if record.task is None else task_to_json(record.task),
         "status": record.status,
         "runs": dict(record.runs),
         "results": {n: result_to_json(r) for n, r in record.results.items()},
@@ -216,9 +255,9 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
             f"not a {kind} record of format {FORMAT} version {VERSION}: got format "
             f"{d.get('format')!r}, version {d.get('version')!r}, kind {d.get('kind')!r}"
         )
-    status, task = d.get("status"), d.get("task")
-    if status not in ("idle", "running", "paused") or not (task is None or isinstance(task, str)):
-        raise StateFormatError(f"record: bad status {status!r} or task")
+    status, task = d.get("status"), task_from_json(d.get("task"), "record.task")
+    if status not in ("idle", "running", "paused"):
+        raise StateFormatError(f"record: bad status {status!r}")
     runs = _obj(d.get("runs", {}), "record.runs")
     results = _obj(d.get("results", {}), "record.results")
     active = _obj(d.get("active", {}), "record.active")

@@ -26,12 +26,13 @@ from ..errors import ConfigurationError, HandoffLimitError, ToolInputError
 from ._base import Orchestration
 from ._nested import make_node
 from ._nodes import AgentNode, check_node_name
+from ._record import with_text
 
 if TYPE_CHECKING:
     from .._tools import ToolContext
     from ..hooks import HookProvider
     from ..sessions import SessionStore
-    from ._record import NodeRun, Record
+    from ._record import NodeRun, Record, Task
 
 __all__ = ["HANDOFF", "Swarm"]
 
@@ -117,16 +118,17 @@ class Swarm(Orchestration):
                 f"agent {name!r} would get handoff {record.handoffs}; max_handoffs is {limit}"
             )
 
-    def prompt(self, name: str, record: Record) -> str:
+    def prompt(self, name: str, record: Record) -> Task:
         """The task, what each agent said so far (latest first last), and the handoff."""
-        parts = [record.task or ""]
+        parts: list[str] = []
         said = [(n, record.results[n]) for n in dict.fromkeys(reversed(record.order))]
         if said:
             lines = [f"- {n}: {r}" for n, r in reversed(said)]
             parts.append("What the agents said so far:\n" + "\n".join(lines))
         if record.handed is not None and record.handed[1] == name:
             parts.append(f"{record.handed[0]} handed the task to you: {record.handed[2]}")
-        return "\n\n".join(parts)
+        task = record.task or ""
+        return with_text(task, "\n\n".join(parts)) if parts else task
 
     def after_finish(self, name: str, run: NodeRun, record: Record) -> Record:
         handoff = self._handoff(name, run.base)
