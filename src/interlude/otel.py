@@ -293,7 +293,8 @@ def _ended(span: Span, outcome: ToolOutcome) -> None:
 
 
 def _model_attributes(model: object) -> dict[str, AttributeValue]:
-    """``gen_ai.request.model`` and ``gen_ai.provider.name``, where the model says them."""
+    """``gen_ai.request.model``, ``gen_ai.provider.name`` and ``server.address`` /
+    ``server.port``, where the model says them."""
     out: dict[str, AttributeValue] = {}
     model_id = getattr(model, "model_id", None)
     if isinstance(model_id, str) and model_id:
@@ -303,6 +304,19 @@ def _model_attributes(model: object) -> dict[str, AttributeValue]:
         provider = _PROVIDERS.get(type(model).__module__)
     if provider is not None:
         out[_PROVIDER] = provider
+    base_url = getattr(model, "base_url", None)  # the server it calls, where the model says
+    if isinstance(base_url, str) and base_url:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(base_url)
+            port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+        except ValueError:
+            return out
+        if parts.hostname:
+            out["server.address"] = parts.hostname
+            if port is not None:
+                out["server.port"] = port
     return out
 
 

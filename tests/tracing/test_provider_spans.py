@@ -16,7 +16,10 @@ from .conftest import Traces
 _TOKENS = "gen_ai.usage.output_tokens"
 
 
-def test_an_openai_compatible_server_is_named_by_its_host_or_as_given(traces: Traces) -> None:
+def test_an_openai_compatible_server_is_openai_at_its_address_or_as_given(traces: Traces) -> None:
+    """OpenTelemetry's GenAI conventions: the provider is ``openai`` (the API it speaks) unless
+    told otherwise, and the server is ``server.address`` / ``server.port``; never the host and
+    port as a provider name."""
     server = OpenAIServer().start()
     try:
         server.add(text_reply("hi"), text_reply("hi"))
@@ -27,13 +30,13 @@ def test_an_openai_compatible_server_is_named_by_its_host_or_as_given(traces: Tr
             agent("hello")
     finally:
         server.stop()
-    host = server.base_url.split("/")[2]
-    providers = [
-        dict(s.attributes or {}).get("gen_ai.provider.name")
-        for s in traces.spans()
-        if s.name.startswith("chat")
+    host, port = server.base_url.split("/")[2].rsplit(":", 1)
+    chats = [dict(s.attributes or {}) for s in traces.spans() if s.name.startswith("chat")]
+    assert [c.get("gen_ai.provider.name") for c in chats] == ["openai", "vllm"]
+    assert [(c.get("server.address"), c.get("server.port")) for c in chats] == [
+        (host, int(port)),
+        (host, int(port)),
     ]
-    assert providers == [host, "vllm"]
 
 
 def test_a_model_call_is_one_chat_span_though_the_anthropic_sdk_traces_itself(

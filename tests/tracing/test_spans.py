@@ -341,12 +341,14 @@ async def test_an_openai_model_names_the_chat_span_and_its_provider(
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (31, 4)
     assert dict(traces.one("invoke_agent").attributes or {})["gen_ai.provider.name"] == "openai"
 
-    # Someone else's OpenAI-compatible server: named by its host, not claimed as OpenAI.
+    # Someone else's OpenAI-compatible server: the OpenAI API, at that server's address.
     local = Agent(OpenAIModel("qwen2.5", api_key="x", base_url=openai_server.base_url))
     interlude.otel.instrument(local, tracer_provider=traces.provider)
     await local.invoke_async("hello")
+    attrs = dict(traces.one("chat qwen2.5").attributes or {})
     host = openai_server.base_url.split("/")[2]
-    assert dict(traces.one("chat qwen2.5").attributes or {})["gen_ai.provider.name"] == host
+    assert attrs["gen_ai.provider.name"] == "openai"
+    assert f"{attrs['server.address']}:{attrs['server.port']}" == host
 
 
 def test_instrument_before_the_global_provider_is_set_uses_it_once_set() -> None:

@@ -79,8 +79,9 @@ class OpenAIModel:
     with a ``base_url`` (or ``OPENAI_BASE_URL``) and no key, a placeholder key is sent.
     ``params`` go into the JSON body as they are (``top_p``, ``reasoning_effort``, ``top_k``
     for vLLM...) and win over the fields this class sets. ``provider`` names who serves the
-    model in traces (``gen_ai.provider.name``): ``"openai"`` for OpenAI's own API; for another
-    server, the given name (``"groq"``, ``"vllm"``...) or else the host of its base URL.
+    model in traces (``gen_ai.provider.name``): the given name (``"groq"``, ``"vllm"``...), else
+    ``"openai"`` (the OpenAI API, as OpenTelemetry's GenAI conventions name it for any server
+    that speaks it); traces name the server by ``server.address`` and ``server.port``.
     """
 
     def __init__(
@@ -128,7 +129,7 @@ class OpenAIModel:
                 self._client_args["base_url"] = base_url
             self.base_url = base_url or "https://api.openai.com/v1"
         self._official = "api.openai.com" in self.base_url
-        self.provider_name = provider or (PROVIDER if self._official else _host(self.base_url))
+        self.provider_name = provider or PROVIDER
         """Who serves the model, as traces name it (``gen_ai.provider.name``)."""
         self._where = f"OpenAI model {model_id!r}" + (
             "" if self._official else f" at {self.base_url}"
@@ -460,10 +461,3 @@ def _cause(exc: BaseException) -> str:
         return ""
     text = " ".join(str(cause).split())
     return f": {type(cause).__name__}" + (f": {text}" if text else "")
-
-
-def _host(base_url: str) -> str:
-    """The host (and port) of a base URL: who serves an OpenAI-compatible model."""
-    from urllib.parse import urlsplit
-
-    return urlsplit(base_url).netloc or base_url
