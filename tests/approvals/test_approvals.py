@@ -634,3 +634,36 @@ def test_a_sub_agents_edit_the_tool_refuses_is_refused_at_the_top() -> None:
     with pytest.raises(AnswerValidationError, match="must be positive"):
         lead.resume({question.id: {"approve": True, "input": {"amount": -3}}})
     assert lead.export_state() == before
+
+
+def test_an_in_process_approver_is_one_vote_of_a_quorum() -> None:
+    """An approver answering a question that needs two people gives one vote; the run returns
+    the pause (it did not raise: the approver was not asked to vote a second time), and one
+    person's vote then settles it."""
+    ran: list[str] = []
+
+    @tool
+    def deploy(env: str) -> str:
+        """Deploy.
+
+        Args:
+            env: Where.
+        """
+        ran.append(env)
+        return f"deployed to {env}"
+
+    def two(event: BeforeToolCallEvent) -> None:
+        if event.interrupt("deploy", {"env": "prod"}, quorum=2) is not True:
+            event.cancel("not approved")
+
+    agent = Agent(
+        ScriptedModel([[ToolUse("t1", "deploy", {"env": "prod"})], "Deployed."]),
+        tools=[deploy],
+        approver=lambda question: True,
+    )
+    agent.hooks.add_callback(BeforeToolCallEvent, two)
+    paused = agent("ship it")
+    assert paused.stop_reason == "interrupt" and ran == []
+    assert [(e.by, e.vote) for e in agent.audit] == [("approver:<lambda>", (1, 2))]
+    done = agent.resume({paused.interrupts[0].id: True}, by="bo")
+    assert str(done) == "Deployed." and ran == ["prod"]

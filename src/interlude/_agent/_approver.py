@@ -4,7 +4,9 @@ When a run pauses, the approver is called with each question (sync or async); an
 returns is applied as a resume ``by="approver:<name>"`` (checked, audited and saved like any
 answer), ``None`` leaves the question to a person. The pause is saved before the approver is
 asked, so a crash meanwhile loses nothing: the questions wait in the session as usual. A
-question the approver left once is not put to it again in the same call.
+question the approver left, or answered, is not put to it again in the same call: its answer
+to a question that needs a quorum is one vote, and the run then returns the pause with the
+question waiting for the other votes.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ async def resolve(
                 answers[question.id] = answer
         if not answers:
             break
+        left.update(answers)  # the approver is one voter: a quorum's other votes are people's
         plan = resume_plan(agent, answers, approver_name(approver))
         result = await start(agent, bind_output(plan, output_type), emit)
     return result
