@@ -159,3 +159,92 @@ def test_a_signed_agent_refuses_an_audit_trail_whose_links_do_not_hold(tmp_path:
         conn.execute("UPDATE audit SET entry = ?", (json.dumps(entry),))
     with pytest.raises(StateIntegrityError, match=r"audit\[0\]"):
         _payer(SQLiteStore(db), "s1", paid).messages  # noqa: B018
+
+
+# --- a remembered decision copied in from another session (issue 35, item 6) ------------------
+
+
+def _copy_trail(db: Path, source: str, target: str, entries: list[dict[str, Any]] | None) -> None:
+    """What a raw store writer does: replace ``target``'s audit trail with ``source``'s (or
+    with ``entries``)."""
+    with sqlite3.connect(db) as conn:
+        if entries is None:
+            rows = conn.execute(
+                "SELECT seq, entry FROM audit WHERE session_id = ? ORDER BY seq", (source,)
+            ).fetchall()
+        else:
+            rows = [(i, json.dumps(e)) for i, e in enumerate(entries)]
+        conn.execute("DELETE FROM audit WHERE session_id = ?", (target,))
+        conn.executemany(
+            "INSERT INTO audit (session_id, seq, entry) VALUES (?, ?, ?)",
+            [(target, seq, entry) for seq, entry in rows],
+        )
+
+
+@pytest.mark.parametrize("copied", ["a bound trail", "an unbound (older) trail"])
+def test_a_remembered_decision_copied_from_another_session_is_not_honoured(
+    copied: str, tmp_path: Path
+) -> None:
+    """Session A remembers "pay: approved for the session"; a store writer puts A's trail in
+    place of session B's (both models numbered their calls t1, t2, ...). B must not pay
+    unasked: a trail bound to A does not load as B's, and an older unbound trail loads but
+    remembers nothing for a signed agent."""
+    from interlude._audit import AuditEntry, chained
+
+    paid: list[int] = []
+
+    @tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        paid.append(amount)
+        return "paid"
+
+    db = tmp_path / "s.db"
+    store = SQLiteStore(db)
+
+    def agent(session: str, turns: list[Any]) -> Agent:
+        from interlude.testing import ScriptedModel
+
+        return Agent(
+            ScriptedModel(turns),
+            tools=[pay],
+            session=store,
+            session_id=session,
+            signing_key="k" * 16,
+        )
+
+    a = agent("A", [[ToolUse("t1", "pay", {"amount": 5})], "ok"])
+    [question] = a("pay 5").interrupts
+    a.resume({question.id: {"approve": True, "remember": "session"}}, by="ana")
+    b = agent("B", [[ToolUse("t1", "pay", {"amount": 500})], "no"])
+    [asked] = b("pay 500").interrupts
+    b.resume({asked.id: False}, by="bo")
+    assert paid == [5]
+
+    if copied == "a bound trail":
+        _copy_trail(db, "A", "B", None)
+    else:
+        entry = AuditEntry(
+            interrupt_id=question.id,
+            name=question.name,
+            answer={"approve": True, "remember": "session"},
+            by="ana",
+            at=1.0,
+            shown=a.audit[0].shown,
+            tool="pay",
+        )
+        unbound = chained((), [entry], b"k" * 16)  # as signed before chains were bound
+        _copy_trail(db, "A", "B", [e.to_dict() for e in unbound])
+
+    later = agent("B", [[ToolUse("t2", "pay", {"amount": 700})], "ok"])
+    if copied == "a bound trail":
+        with pytest.raises(StateIntegrityError, match="audit"):
+            later("pay 700")
+    else:
+        result = later("pay 700")
+        assert [q.name for q in result.interrupts] == ["approval"]  # asked, not remembered
+    assert paid == [5]

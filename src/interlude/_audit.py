@@ -18,13 +18,24 @@ edits; only a signed one stands against someone who can write the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._interrupt import Interrupt, shown_digest
 from ._messages import JsonValue
 from .errors import StateFormatError
 
-__all__ = ["AuditEntry", "ChainProblem", "check_chain", "chained", "shown_digest"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = [
+    "AuditEntry",
+    "ChainProblem",
+    "bound_to",
+    "check_chain",
+    "chained",
+    "seed",
+    "shown_digest",
+]
 
 EXPIRY = "expiry"
 """The ``by`` of an answer given by a deadline passing."""
@@ -172,15 +183,40 @@ def _link(previous: str, entry: AuditEntry, key: bytes | None) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def seed(session_id: str | None) -> str:
+    """Where a signed trail's chain starts: bound to its session (an entry signed for one
+    session does not link into another's trail); ``""`` for an agent without a session (and
+    for trails signed before chains were bound)."""
+    return "" if session_id is None else f"session:{session_id}"
+
+
+def bound_to(
+    trail: Sequence[AuditEntry], key: bytes | None, session_id: str | None
+) -> bool:
+    """Whether ``trail``'s chain is signed with ``key`` and starts bound to session
+    ``session_id`` (its first linked entry links from :func:`seed`; for an agent without a
+    session, from ``""``)."""
+    if key is None:
+        return False
+    for entry in trail:
+        if entry.chain is not None:
+            return entry.chain == _link(seed(session_id), entry, key)
+    return False
+
+
 def chained(
     trail: tuple[AuditEntry, ...] | list[AuditEntry],
     entries: list[AuditEntry],
     key: bytes | None,
+    session_id: str | None = None,
 ) -> list[AuditEntry]:
-    """``entries`` linked in order after ``trail`` (signed with ``key`` if given)."""
+    """``entries`` linked in order after ``trail`` (signed with ``key`` if given; a signed
+    chain that starts here starts bound to ``session_id``)."""
     from dataclasses import replace
 
     previous = (trail[-1].chain or "") if trail else ""
+    if not previous and key is not None:
+        previous = seed(session_id)
     out: list[AuditEntry] = []
     for entry in entries:
         entry = replace(entry, chain=_link(previous, entry, key))
@@ -198,12 +234,25 @@ class ChainProblem:
 
 
 def check_chain(
-    trail: list[AuditEntry] | tuple[AuditEntry, ...], key: bytes | None = None
+    trail: list[AuditEntry] | tuple[AuditEntry, ...],
+    key: bytes | None = None,
+    session_id: str | None = None,
 ) -> ChainProblem | None:
     """The first break in ``trail``'s chain, or None if every link holds. Signed links are
     checked with ``key``; without it they are taken as they are (the plain links, and where
-    unlinked entries stand, still are checked)."""
+    unlinked entries stand, still are checked). A signed chain starts bound to
+    ``session_id`` (:func:`seed`), or unbound as written before chains were bound; one bound
+    to another session is a break. Without ``session_id`` (a state imported into an agent
+    without a session) a first signed link bound to some session is taken as it is (it then
+    binds nothing here: see :func:`bound_to`)."""
     previous = ""
+    unchecked = None  # a first link taken as it is
+    first = next((e for e in trail if e.chain is not None), None)
+    if key is not None and first is not None and (first.chain or "").startswith("hmac-"):
+        if session_id is not None and first.chain == _link(seed(session_id), first, key):
+            previous = seed(session_id)
+        elif session_id is None and first.chain != _link("", first, key):
+            unchecked = first
     seen_chain = seen_signed = False
     for i, entry in enumerate(trail):
         if entry.chain is None:
@@ -215,8 +264,8 @@ def check_chain(
         if seen_signed and not signed:
             return ChainProblem(i, "an unsigned link follows signed ones")
         seen_signed = seen_signed or signed
-        if signed and key is None:
-            previous = entry.chain  # cannot check a signed link without the key
+        if (signed and key is None) or entry is unchecked:
+            previous = entry.chain  # cannot check a signed link without the key (or seed)
             continue
         if entry.chain != _link(previous, entry, key if signed else None):
             return ChainProblem(i, "the entry or the one before it was changed, removed or moved")

@@ -76,6 +76,7 @@ __all__ = [
     "AgentPausedError",
     "AlreadyAnsweredError",
     "AnswerValidationError",
+    "CallTakenError",
     "ConfigurationError",
     "ContextWindowOverflowError",
     "ControlFlowSignal",
@@ -437,6 +438,19 @@ class AlreadyAnsweredError(ResumeError, SessionConflictError):
         super().__init__(message)
         self.interrupt_id = interrupt_id
         self.by = by
+
+
+class CallTakenError(SessionConflictError):
+    """A save would start a tool call that another session sharing its record (a fork of it,
+    or the session it was forked from) claimed first: nothing was written. ``key`` names the
+    call (as the agent made it) and ``holder`` the session that holds it."""
+
+    code = "call_taken"
+
+    def __init__(self, message: str, *, key: str, holder: str):
+        super().__init__(message)
+        self.key = key
+        self.holder = holder
 
 
 class SessionCorruptError(SessionError, StateFormatError):

@@ -139,7 +139,7 @@ def resume_plan(
     merged = merged.with_asked(
         q for q in asked.values() if q.expires_at is not None or q.escalate_after is not None
     )
-    audit = chained(agent._state.audit, audit, agent._key)  # each linked to the one before
+    audit = chained(agent._state.audit, audit, agent._key, agent.session_id)  # linked in order
     if message is not None:
         p = p.but(message=message if p.message is None else f"{p.message}\n\n{message}")
     from ._approval import run_decisions
@@ -157,9 +157,7 @@ def _by_question_id(session_id: str, answers: Mapping[str, JsonValue]) -> Mappin
     return {question_id_of(session_id, k): v for k, v in answers.items()}
 
 
-def _check_answered_before(
-    agent: Agent, answers: Mapping[str, JsonValue], pause: Any
-) -> None:
+def _check_answered_before(agent: Agent, answers: Mapping[str, JsonValue], pause: Any) -> None:
     """AlreadyAnsweredError for an answer to a question that is not pending and that someone
     answered (and settled) before: the first answer wins, whatever the door."""
     pending = set() if pause is None else {q.id for q in pause.interrupts}
@@ -392,7 +390,8 @@ def check_answers(
                 "ago; its answer is refused (it is settled by its deadline)",
                 question,
             )
-        if question.source == "in_doubt" and question.name != "ran_in_parent":  # (a schema)
+        shared = question.name in ("ran_in_parent", "ran_in_fork")  # (answered by a schema)
+        if question.source == "in_doubt" and not shared:
             from ._batch import in_doubt_problem
 
             problem = in_doubt_problem(value)

@@ -176,12 +176,22 @@ def edited_note(result: ToolResult, tool_input: Mapping[str, JsonValue]) -> Tool
 
 
 def session_decisions(
-    audit: Sequence[AuditEntry], signed: bool, conversation: Sequence[Message] = ()
+    audit: Sequence[AuditEntry],
+    signed: bool,
+    conversation: Sequence[Message] = (),
+    key: bytes | None = None,
+    session_id: str | None = None,
 ) -> dict[str, tuple[bool, str | None]]:
     """The decisions the audit trail remembers for the session: tool name -> (approve, the
     person's note). With ``signed`` (the agent has a signing key), only signed entries count,
-    and only those about a call of this ``conversation`` (an entry copied in from another
-    session is about none of its calls)."""
+    and only those about a call of this ``conversation``; given the ``key``, only in a trail
+    whose chain is bound to this session (``_audit.bound_to``): an entry copied in from
+    another session does not link into it, even where both models numbered calls alike."""
+    if signed and key is not None:
+        from .._audit import bound_to
+
+        if not bound_to(audit, key, session_id):
+            return {}
     calls = _call_ids(conversation) if signed else None
     out: dict[str, tuple[bool, str | None]] = {}
     for entry in audit:

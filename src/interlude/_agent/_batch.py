@@ -16,11 +16,12 @@ from .._interrupt import Interrupt, interrupt_id
 from .._messages import Json, Text, ToolResult, ToolUse
 from .._stream import ToolCallFinished, ToolCallStarted
 from .._tools import ToolContext
-from ..errors import RetryLimitError
+from ..errors import CallTakenError, RetryLimitError
 from ..hooks import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ..models import INVALID_JSON_KEY
 from ._approving import approve, invalid_input, noted
 from ._executor import LOCAL, Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
+from ._shared import shared_guard, starts_of
 from ._state import ToolBatch, ToolCall
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ async def _before_and_body(
     # again: the body runs again from the top.
     reused: ToolResult | None = None
     if cancel_message is None and call.phase in ("pending", "before"):
-        guard, reused = await _ran_in_parent(run, call)  # a fork: not again unless asked to
+        guard, reused = await shared_guard(run, call)  # shared with a fork: ask first
         if guard is not None:
             return run.put_call(call.but(phase="before")), [guard]
     lost = 0
@@ -342,7 +343,13 @@ async def _body(
         started = call.started(spec.clock(), *selected)
     call = run.put_call(started)
     if run.journal is not None:  # started, before the body: after a crash it is in doubt
-        await run.checkpoint()
+        try:
+            await run.checkpoint(starts_of(run, call))
+        except CallTakenError as exc:  # a fork of this session claimed the call first
+            from ._shared import ran_in_fork_question
+
+            call = run.put_call(call.but(phase="before"))
+            return call, [ran_in_fork_question(call.tool_use, exc.holder, spec.clock())]
     run.progressed = True
     if run.emit is not None:
         run.emit(ToolCallStarted(tool_use))
@@ -472,45 +479,6 @@ def _show_call(name: str, tool_input: object) -> str:
     except (TypeError, ValueError):
         shown = repr(tool_input)
     return f"{name} {shown}"
-
-
-async def _ran_in_parent(
-    run: StepContext, call: ToolCall
-) -> tuple[Interrupt | None, ToolResult | None]:
-    """In a forked session, a call the parent's record has a result for (when the fork was
-    made, or since: read from the parent's stored session now): the question to ask first,
-    or (answered) the result to take instead of running it (``"reuse"`` / ``"fail"``);
-    (None, None) to run it (any other session, another call, or answered ``"rerun"``)."""
-    from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
-
-    audit = run.agent._state.audit
-    ran = parent_results(audit)
-    if ran is None:
-        return None, None
-    if call.tool_use.id not in ran:  # it may have run in the parent since the fork was made
-        since = await parent_result_now(run.agent, audit[0], run.batch().message_index, call)
-        if since is None:
-            return None, None
-        ran = {**ran, call.tool_use.id: since}
-    use = call.active_use or call.tool_use
-    found, answer = run.progress.answers.lookup(
-        interrupt_id("in_doubt", call.tool_use.id, RAN_IN_PARENT), None
-    )
-    if not found:
-        first = audit[0].answer
-        parent = first.get("session") if isinstance(first, dict) else None
-        return ran_in_parent_question(
-            use, parent if isinstance(parent, str) else None, run.spec.clock()
-        ), None
-    if answer == "reuse":
-        from .._messages import tool_result_from_dict
-
-        recorded = ran[call.tool_use.id]
-        assert isinstance(recorded, dict)
-        return None, tool_result_from_dict(recorded, "the fork's parent result")
-    if answer == "fail":
-        return None, _error(use, "not run again in this fork (a person answered 'fail')")
-    return None, None
 
 
 IN_DOUBT_CHOICES = "'rerun', 'fail' or {'result': <what the tool returned>}"

@@ -128,12 +128,15 @@ def encode_state(
     }
 
 
-def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) -> Decoded:
+def decode_state(
+    data: Any, key: bytes | None = None, agent: str | None = None, session: str | None = None
+) -> Decoded:
     """The state in ``data``; StateFormatError (and nothing else, quickly) for anything that
     is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
     objects, NaN), nesting too deep to read, a pause that does not fit its conversation.
     With a signing ``key``, StateIntegrityError for a pause that is not signed with it for the
-    agent named ``agent`` (the loading agent's name; None for an unnamed agent)."""
+    agent named ``agent`` (the loading agent's name; None for an unnamed agent), and for an
+    audit trail signed for another session than ``session`` (the session it is loaded as)."""
     try:
         json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -141,7 +144,7 @@ def decode_state(data: Any, key: bytes | None = None, agent: str | None = None) 
     except RecursionError:
         raise StateFormatError("the state is nested too deeply to be a saved state") from None
     try:
-        return _decode_state(data, key, agent)
+        return _decode_state(data, key, agent, session)
     except RecursionError:
         raise StateFormatError("the state is nested too deeply to be a saved state") from None
 
@@ -167,12 +170,14 @@ def decode_stored(
         "audit": getattr(stored, "audit", None) or [],
     }
     try:
-        return decode_state(data, key, name)
+        return decode_state(data, key, name, stored.session_id if key is not None else None)
     except StateFormatError as exc:
         raise SessionCorruptError(f"session {stored.session_id!r}: {exc}") from None
 
 
-def _decode_state(data: Any, key: bytes | None, agent: str | None) -> Decoded:
+def _decode_state(
+    data: Any, key: bytes | None, agent: str | None, session: str | None = None
+) -> Decoded:
     d = _obj(data, "state")
     if d.get("format") != FORMAT:
         raise StateFormatError(f"not an Interlude agent state (format {_show(d.get('format'))})")
@@ -209,7 +214,7 @@ def _decode_state(data: Any, key: bytes | None, agent: str | None) -> Decoded:
     if key is not None:  # a signed agent's trail: its signed links must hold
         from .._audit import check_chain
 
-        broken = check_chain(audit, key)
+        broken = check_chain(audit, key, session)
         if broken is not None:
             raise StateIntegrityError(f"audit[{broken.index}]: {broken.problem}")
     return Decoded(messages, dict(agent_state), pause, list(tools), name, audit)

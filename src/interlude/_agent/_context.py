@@ -47,7 +47,7 @@ class StepContext(Protocol):
     progressed: bool
     save_state: bool
 
-    async def checkpoint(self) -> None: ...
+    async def checkpoint(self, starts: list[str] | None = None) -> None: ...
 
     async def ask(
         self, kind: type[E], scope: str, replay: bool, *args: Any

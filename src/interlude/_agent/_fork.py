@@ -190,29 +190,38 @@ async def fork_agent(parent: Agent, at: str, session_id: str | None, by: str | N
         if index < keep:
             ran.update(_results_after(messages, index, calls))
     key = parent._key
+    answer: dict[str, JsonValue] = {"session": parent.session_id, "checkpoint": point.id}
+    answer["ran"] = ran
+    if parent.session_id is not None:  # where each kept message was first recorded
+        from ._shared import lineage
+
+        kept = [[s, n] for s, n in lineage(standing.audit)] + [[parent.session_id, keep]]
+        answer["lineage"] = kept
     link = AuditEntry(
         interrupt_id="",
         name=FORK,
-        answer={"session": parent.session_id, "checkpoint": point.id, "ran": ran},
+        answer=answer,
         by=by or "unknown",
         at=parent.clock(),
         shown="",
     )
-    audit = chained((), [link], key)
+    store = parent.session_store
+    if store is None and session_id is not None:
+        raise ConfigurationError("session_id= is for an agent with a session store")
+    new_id = None
+    if store is not None:
+        new_id = session_id or f"{parent.session_id}.fork-{uuid.uuid4().hex[:8]}"
+    audit = chained((), [link], key, new_id)  # the fork's own trail, bound to it
     data = parent._saved_state()
     encoded = encode_state(
         messages[:keep], data, where, list(parent._tools), agent=parent.name, audit=audit, key=key
     )
-    store = parent.session_store
-    if store is None:
-        if session_id is not None:
-            raise ConfigurationError("session_id= is for an agent with a session store")
+    if store is None or new_id is None:
         fork = Agent.from_spec(parent.spec)
         fork.import_state(encoded)
     else:
         from ..sessions import fork_by_copy, fork_update
 
-        new_id = session_id or f"{parent.session_id}.fork-{uuid.uuid4().hex[:8]}"
         update = fork_update(encoded, keep)
         own = getattr(store, "fork", None)  # a store written elsewhere may lack it: copy
         if own is not None:

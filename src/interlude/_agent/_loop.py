@@ -142,7 +142,9 @@ class Run:
         from .._audit import chained
 
         audit = self.agent._state.audit
-        self.commit(audit=(*audit, *chained(audit, [entry], self.identity.key)))
+        self.commit(
+            audit=(*audit, *chained(audit, [entry], self.identity.key, self.agent.session_id))
+        )
 
     def session_decisions(self) -> Mapping[str, tuple[bool, str | None]]:
         """The approval decisions remembered for the session (see ``_approval``)."""
@@ -153,7 +155,13 @@ class Run:
 
             cached = self.decisions = (
                 len(audit),
-                session_decisions(audit, bool(self.identity.key), self.messages),
+                session_decisions(
+                    audit,
+                    bool(self.identity.key),
+                    self.messages,
+                    self.identity.key,
+                    self.agent.session_id,
+                ),
             )
         return cached[1]
 
@@ -162,8 +170,9 @@ class Run:
         step = self.step  # made as its named tuple's own ``__new__`` makes it, one call less
         return None if step is None else _tuple_new(Position, (step, [], self.progress))
 
-    async def checkpoint(self) -> None:
-        """Save where the run stands, if anything changed since the last save."""
+    async def checkpoint(self, starts: list[str] | None = None) -> None:
+        """Save where the run stands, if anything changed since the last save; ``starts``
+        names the tool calls this save starts that forks may share (``_shared``)."""
         if self.journal is not None:
             data, self.save_state = self.save_state, False
             if data:
@@ -177,6 +186,7 @@ class Run:
                 data=data,
                 hold=True,
                 if_changed=True,
+                starts=starts,
             )
 
     async def invoke(self, hooks: HookRegistry, event: HookEvent) -> list[Interrupt]:

@@ -51,6 +51,7 @@ class SessionLink:
     """Where an agent's state lives, how much of it is stored, and the claim of a run."""
 
     __slots__ = (
+        "_calls",
         "_chain",
         "_chained",
         "_held",
@@ -95,6 +96,7 @@ class SessionLink:
         self._held: dict[str, JsonValue] | None = None  # this process's claim, while it runs
         self._holding = False  # whether the stored claim is this run's
         self._inline: bool | None = None  # known once the store is open
+        self._calls: bool | None = None  # whether the store keeps call claims (once open)
         self._no_pending = False  # whether this link's last save left the pending index empty
         self._lock: asyncio.Lock | None = None
         self._renewer: Renewer | None = None
@@ -108,6 +110,16 @@ class SessionLink:
 
             store = self._store = open_store(store)
         return store
+
+    @property
+    def claims_calls(self) -> bool:
+        """Whether the store keeps claims on the tool calls forks share (``CallClaims``)."""
+        calls = self._calls
+        if calls is None:
+            from ..sessions import CallClaims
+
+            calls = self._calls = isinstance(self.store, CallClaims)
+        return calls
 
     async def read(self) -> StoredSession | None:
         """The stored session as the store holds it (None: there is none)."""
@@ -205,6 +217,7 @@ class SessionLink:
         data: bool = False,
         hold: bool = False,
         if_changed: bool = False,
+        starts: list[str] | None = None,
     ) -> None:
         """Store ``state``'s messages appended since the last save, ``position`` (a pause, a
         run's journal or none), its data if asked, and the claim: kept and renewed when
@@ -218,7 +231,7 @@ class SessionLink:
             await self.stop_renewing()
         lock = self._lock
         async with lock if lock is not None else contextlib.nullcontext():
-            await self._save(who, state, position, data, hold, if_changed)
+            await self._save(who, state, position, data, hold, if_changed, starts)
 
     async def _save(
         self,
@@ -228,6 +241,7 @@ class SessionLink:
         data: bool,
         hold: bool,
         if_changed: bool,
+        starts: list[str] | None = None,
     ) -> None:
         unsaveable: StateFormatError | None = None
         saved_state = None
@@ -259,7 +273,9 @@ class SessionLink:
             return
         claim = self._next_claim(hold)
         questions = [] if pause is None or not self.list_pending else pause.interrupts
-        update = self._update(who, new_messages, encoded, questions, saved_state, claim, audit)
+        update = self._update(
+            who, new_messages, encoded, questions, saved_state, claim, audit, starts
+        )
         audited = len(audit)
         self._pending_chain = digest
         if self._inline is None:
@@ -284,6 +300,7 @@ class SessionLink:
         saved_state: dict[str, object] | None,
         claim: dict[str, Any] | None,
         audit: Sequence[AuditEntry],
+        starts: list[str] | None = None,
     ) -> SessionUpdate:
         """What a save sends the store: the new messages and audit entries, the pause slot,
         the pending index (when it changes), the agent state if saved, and the claim."""
@@ -301,6 +318,7 @@ class SessionLink:
             claim,
             who.name if who.name != self.agent_name else None,
             [e.to_dict() for e in audit[self.audit_saved :]],
+            starts,
         )
 
     def _digest(self, items: Sequence[Message], new_messages: list[dict[str, Any]]) -> str:

@@ -178,7 +178,9 @@ def forget(agent: Agent, tool: str | None, by: str) -> None:
     entry = AuditEntry(
         interrupt_id="", name=FORGET, answer={"tool": tool}, by=by, at=agent.clock(), shown=""
     )
-    new = state.but(audit=(*state.audit, *chained(state.audit, [entry], agent._key)))
+    new = state.but(
+        audit=(*state.audit, *chained(state.audit, [entry], agent._key, agent.session_id))
+    )
     position = new.position
     if position is not None and position.progress.decisions:
         kept = {k: v for k, v in position.progress.decisions.items() if tool not in (None, k)}

@@ -23,6 +23,7 @@ from ._memory import MemoryStore
 from ._memory import select_pending as select_pending
 from ._protocol import (
     AnswerQueue,
+    CallClaims,
     InboxStore,
     Notification,
     NotificationOutbox,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnswerQueue",
+    "CallClaims",
     "FileStore",
     "InboxStore",
     "MemoryStore",

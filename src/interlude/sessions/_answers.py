@@ -10,6 +10,7 @@ from .._json import loads as strict_json
 from .._messages import JsonValue
 from ..errors import (
     AlreadyAnsweredError,
+    CallTakenError,
     SessionConflictError,
     SessionCorruptError,
     SessionError,
@@ -20,6 +21,7 @@ from ._protocol import RecordedAnswer
 __all__ = [
     "answer_entries",
     "answered_ids",
+    "call_taken",
     "check_version",
     "queued_first",
     "claim_deadline",
@@ -192,3 +194,14 @@ def reserved_by_other(reservation: object, owner: str, now: float) -> bool:
         return False
     until = reservation.get("until")
     return reservation.get("owner") != owner and _is_time(until) and until > now
+
+
+def call_taken(session_id: str, key: str, holder: str) -> CallTakenError:
+    """The refusal of a save of ``session_id`` that starts call ``key``, which ``holder``
+    claimed first (see ``CallClaims``)."""
+    return CallTakenError(
+        f"session {session_id!r}: the tool call {key} was claimed first by session {holder!r} "
+        "(forked from it, or it from this one); nothing was written",
+        key=key,
+        holder=holder,
+    )

@@ -20,7 +20,7 @@ from ..errors import (
     SessionCorruptError,
     StateFormatError,
 )
-from ._answers import claim_deadline
+from ._answers import call_taken, claim_deadline
 from ._file_answers import _RESERVED, FileAnswers
 from ._file_format import (
     NOFOLLOW,
@@ -30,6 +30,7 @@ from ._file_format import (
     lines,
     link_error,
     open_in,
+    parse_calls,
     parse_head,
     read_in,
     store_errors,
@@ -51,6 +52,7 @@ __all__ = ["FileStore"]
 
 _HEAD, _MESSAGES, _LOCK, _TEMP = "head.json", "messages.jsonl", ".lock", ".head.json.tmp"
 _AUDIT = "audit.jsonl"
+_CALLS, _CALLS_TEMP = "calls.json", ".calls.json.tmp"  # claims on calls asked in the session
 
 
 class FileStore(FileOutbox, FileAnswers):
@@ -63,7 +65,8 @@ class FileStore(FileOutbox, FileAnswers):
     how many bytes, belong to the session) and is replaced atomically (temporary file and
     ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock``
     file, a load a shared one, so the compare-and-swap holds across processes on one machine
-    (not on NFS).
+    (not on NFS). ``calls.json`` holds the claims on tool calls asked in the session
+    (:meth:`claim_call`), replaced atomically under the same exclusive lock.
 
     A crash between appending lines and replacing the head leaves extra lines past the head's
     counts: loads ignore them and the next save appending to that file truncates them. With
@@ -189,27 +192,37 @@ class FileStore(FileOutbox, FileAnswers):
         with self._locked(session_id, folder, exclusive=False, create=False) as dir_fd:
             if dir_fd is None:
                 return None
-            self._check_links(session_id, folder, dir_fd)
-            head = self._head(session_id, folder, dir_fd)
-            if head is None:
-                return None
-            parts = []
-            for name, size in (
-                (_MESSAGES, head.message_bytes if messages else 0),
-                (_AUDIT, head.audit_bytes),
-            ):
-                try:
-                    parts.append(read_in(session_id, folder, dir_fd, name, size) if size else b"")
-                except FileNotFoundError:
-                    parts.append(b"")
+            return self._read_held(session_id, folder, dir_fd, messages=messages)
+
+    def _read_held(
+        self, session_id: str, folder: Path, dir_fd: int, *, messages: bool
+    ) -> tuple[Path, Head, bytes, bytes] | None:
+        """:meth:`_read`'s reading, by a caller that holds the session's lock."""
+        self._check_links(session_id, folder, dir_fd)
+        head = self._head(session_id, folder, dir_fd)
+        if head is None:
+            return None
+        parts = []
+        for name, size in (
+            (_MESSAGES, head.message_bytes if messages else 0),
+            (_AUDIT, head.audit_bytes),
+        ):
+            try:
+                parts.append(read_in(session_id, folder, dir_fd, name, size) if size else b"")
+            except FileNotFoundError:
+                parts.append(b"")
         return folder, head, parts[0], parts[1]
 
     @store_errors
     async def load(self, session_id: str) -> StoredSession | None:
         read = self._read(session_id, messages=True)
-        if read is None:
-            return None
-        folder, head, raw, audit = read
+        return None if read is None else self._stored(session_id, *read)
+
+    @staticmethod
+    def _stored(
+        session_id: str, folder: Path, head: Head, raw: bytes, audit: bytes
+    ) -> StoredSession:
+        """The session of what :meth:`_read` read (parsed outside the lock)."""
         messages = lines(
             session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
         )
@@ -271,6 +284,11 @@ class FileStore(FileOutbox, FileAnswers):
                 )
             if audit and head is not None:  # may not answer what a recorded answer waits for
                 self._check_queue(session_id, folder, dir_fd, update)
+            if update.starts:  # may not start a call another session claimed
+                held = self._calls(session_id, folder, dir_fd)
+                for key in update.starts:
+                    if held.get(key, session_id) != session_id:
+                        raise call_taken(session_id, key, held[key])
             offset = 0 if head is None else head.message_bytes
             self._append(session_id, folder, dir_fd, _MESSAGES, offset, blob)
             audit_offset = 0 if head is None else head.audit_bytes
@@ -449,9 +467,48 @@ class FileStore(FileOutbox, FileAnswers):
 
         return await fork_by_copy(self, session_id, new_session_id, update)
 
+    def _calls(self, session_id: str, folder: Path, dir_fd: int) -> dict[str, str]:
+        """The claims on calls asked in the session (``calls.json``: call key -> the session
+        that holds it); we hold the session's lock."""
+        try:
+            raw = read_in(session_id, folder, dir_fd, _CALLS)
+        except FileNotFoundError:
+            return {}
+        return parse_calls(session_id, folder / _CALLS, raw)
+
+    @store_errors
+    async def claim_call(
+        self, key: str, session_id: str, *, origin: str
+    ) -> tuple[str, StoredSession | None]:
+        """Claim tool call ``key`` for ``session_id`` (see :class:`CallClaims`), under the
+        exclusive lock of session ``origin`` (the one a save of it takes, so the two take
+        turns across processes): ``origin`` read as :meth:`load` reads it, and the claim added
+        to its ``calls.json`` (replaced atomically) unless the call has a holder.
+
+        The claims live in ``origin``'s folder and go with it. When there is no session
+        ``origin`` (never saved, or deleted) nothing is recorded: the answer is
+        ``(session_id, None)`` (no save of it can start the call, and a session saved later
+        under that id starts with no claims, as after a delete)."""
+        check_session_id(session_id)
+        folder = self._folder(origin)
+        with self._locked(origin, folder, exclusive=True, create=False) as dir_fd:
+            if dir_fd is None:
+                return session_id, None
+            read = self._read_held(origin, folder, dir_fd, messages=True)
+            if read is None:
+                return session_id, None
+            held = self._calls(origin, folder, dir_fd)
+            holder = held.get(key)
+            if holder is None:
+                holder = held[key] = session_id
+                text = json.dumps(held).encode()
+                self._replace_head(origin, folder, dir_fd, text, (_CALLS_TEMP, _CALLS))
+        return holder, self._stored(origin, *read)
+
     async def delete(self, session_id: str) -> None:
-        """Remove the session. A session folder that is, or holds, a symbolic link is removed
-        too (the links themselves, never what they point to)."""
+        """Remove the session, with the claims on calls asked in it (``calls.json``). A session
+        folder that is, or holds, a symbolic link is removed too (the links themselves, never
+        what they point to)."""
         folder = self._folder(session_id)
         # A name no session id can have (ids do not start with '.'), so lists skip it.
         trash = self._root / f".deleted-{session_id}-{os.urandom(8).hex()}"

@@ -26,6 +26,7 @@ __all__ = [
     "link_error",
     "open_in",
     "parse_answers",
+    "parse_calls",
     "parse_head",
     "read_in",
     "store_errors",
@@ -186,6 +187,17 @@ def parse_answers(session_id: str, path: Path, raw: bytes) -> tuple[int, list[Re
             raise corrupt(session_id, path, f"has answer seq {answer.seq} out of order")
         found.append(answer)
     return d["last_seq"], found
+
+
+def parse_calls(session_id: str, path: Path, raw: bytes) -> dict[str, str]:
+    """The claims of a ``calls.json``: each call key with the session that holds it."""
+    try:
+        d: Any = strict_json(raw)
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(session_id, path, f"is not valid JSON ({exc})") from None
+    if not isinstance(d, dict) or not all(isinstance(v, str) for v in d.values()):
+        raise corrupt(session_id, path, "is not an object of call keys and session ids")
+    return d
 
 
 def link_error(session_id: str, path: Path) -> SessionCorruptError:

@@ -14,6 +14,7 @@ from ..errors import SessionConflictError, SessionCorruptError, StateFormatError
 from ._answers import (
     answer_entries,
     answered_ids,
+    call_taken,
     check_version,
     claim_deadline,
     conflict,
@@ -55,6 +56,21 @@ class _Record:
     answer_seq: int = 0  # the highest seq ever given: a cleared seq is never reused
     notifications: dict[str, str] = field(default_factory=dict)  # id -> JSON text
     reserved: dict[str, JsonValue] | None = None  # {"owner", "until"}: a worker's reservation
+
+
+def _stored(session_id: str, r: _Record) -> StoredSession:
+    return StoredSession(
+        session_id=session_id,
+        version=r.version,
+        format_version=r.format_version,
+        messages=[json.loads(m) for m in r.messages],
+        state=json.loads(r.state),
+        pause=json.loads(r.pause),
+        tools=list(r.tools),
+        claim=json.loads(r.claim),
+        agent=r.agent,
+        audit=[json.loads(a) for a in r.audit],
+    )
 
 
 def select_pending(entries: list[PendingInterrupt], query: PendingQuery) -> list[PendingInterrupt]:
@@ -102,6 +118,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Record] = {}
+        self._calls: dict[str, tuple[str, str]] = {}  # call key -> (holder, origin)
         self._lock = threading.Lock()
         self.bytes_written = 0
 
@@ -109,20 +126,7 @@ class MemoryStore:
         check_session_id(session_id)
         with self._lock:
             r = self._sessions.get(session_id)
-            if r is None:
-                return None
-            return StoredSession(
-                session_id=session_id,
-                version=r.version,
-                format_version=r.format_version,
-                messages=[json.loads(m) for m in r.messages],
-                state=json.loads(r.state),
-                pause=json.loads(r.pause),
-                tools=list(r.tools),
-                claim=json.loads(r.claim),
-                agent=r.agent,
-                audit=[json.loads(a) for a in r.audit],
-            )
+            return None if r is None else _stored(session_id, r)
 
     _saves_inline = True
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
@@ -146,6 +150,10 @@ class MemoryStore:
                 )
             if r is not None and r.answers:
                 self._check_queue(session_id, r, update)
+            for key in update.starts:
+                holder = self._calls.get(key, (session_id,))[0]
+                if holder != session_id:
+                    raise call_taken(session_id, key, holder)
             stored = 0 if r is None else len(r.messages)
             if update.first_index != stored:
                 raise SessionConflictError(
@@ -343,6 +351,19 @@ class MemoryStore:
         check_session_id(session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
+            for key in [k for k, (_, origin) in self._calls.items() if origin == session_id]:
+                del self._calls[key]
+
+    async def claim_call(
+        self, key: str, session_id: str, *, origin: str
+    ) -> tuple[str, StoredSession | None]:
+        """Claim tool call ``key`` for ``session_id`` (see :class:`CallClaims`)."""
+        check_session_id(session_id)
+        check_session_id(origin)
+        with self._lock:
+            holder = self._calls.setdefault(key, (session_id, origin))[0]
+            r = self._sessions.get(origin)
+            return holder, None if r is None else _stored(origin, r)
 
     # -- the notification outbox ---------------------------------------------------------------
 

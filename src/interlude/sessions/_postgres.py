@@ -27,7 +27,7 @@ from ..errors import (
     StateFormatError,
     StoreUnavailableError,
 )
-from ._answers import answered_ids, claim_deadline
+from ._answers import answered_ids, call_taken, claim_deadline
 from ._postgres_answers import PostgresAnswers, _corrupt
 from ._postgres_options import options as _options
 from ._postgres_options import redact as _redact
@@ -101,10 +101,13 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
     function (migration 6) does the compare-and-swap and adds and removes the rows, and on a
     conflict returns the session's version and message count, for the same
     SessionConflictError messages; its parameters go in binary (no escaping of JSON texts) and
-    the arrays a save leaves empty are left out. A load is one query, read in binary (a long
-    conversation's ``text[]`` needs no unescaping). Connections prepare each statement at its
-    first use (``prepare_threshold=0``). A cancelled save may still commit; load the
-    session to see where it stands.
+    the arrays a save leaves empty are left out. A save that answers questions or starts tool
+    calls (``SessionUpdate.starts``) first locks the session row and checks the recorded
+    answers and the call claims (``call_claims``, :meth:`claim_call`), in the same
+    transaction. A load is one query, read in binary (a long conversation's ``text[]`` needs
+    no unescaping). Connections prepare each statement at its first use
+    (``prepare_threshold=0``). A cancelled save may still commit; load the session to see
+    where it stands.
 
     A pooled connection is checked before use without a round trip (its socket has nothing to
     read while idle) and pinged, then replaced, when it has: so those a server restart killed
@@ -237,8 +240,11 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
             # Binary results: a long conversation's text[] needs no unescaping (twice as fast).
             cursor = await conn.execute(self._sql["load"], {"id": session_id}, binary=True)
             row = await cursor.fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._stored(session_id, row)
+
+    @staticmethod
+    def _stored(session_id: str, row: Any) -> StoredSession:
+        """The session of a row of the ``load`` query; SessionCorruptError if unreadable."""
         version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
         agent, texts, n, lo, hi, audit_texts, seqs = row[7:]
         texts = texts or []
@@ -327,6 +333,7 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
             "audit": audit,
             "applied": applied,
             "answered": answered,
+            "starts": update.starts,
         }
         version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(pause) + sum(map(len, pending))
@@ -342,9 +349,14 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
         sid = p["id"]
         try:
             async with self._pools.connection() as conn:
-                if p["answered"]:  # the queue checked and the save made in one transaction
+                if p["answered"] or p["starts"]:  # checked and saved in one transaction
                     async with conn.transaction():
-                        await self._check_queue(conn, p)
+                        locked = await conn.execute(self._sql["lock_session"], p)
+                        at = await locked.fetchone()
+                        if p["answered"]:
+                            await self._check_queue(conn, p)
+                        if p["starts"] and (at or (0, 0)) == (p["expected"], p["first"]):
+                            await self._check_starts(conn, p)  # (else: the swap's conflict)
                         cursor = await conn.execute(self._sql[p["statement"]], p)
                         row = await cursor.fetchone()
                 else:
@@ -355,6 +367,16 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
         if row is None or row[0] is None:
             raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
         return int(row[0])
+
+    async def _check_starts(self, conn: Any, p: dict[str, Any]) -> None:
+        """CallTakenError if another session holds a call the save starts (read after the
+        save locked its session row, which a claim on its calls share-locks: a claim that
+        committed before is seen, a later one waits for the save)."""
+        cursor = await conn.execute(self._sql["calls_taken"], p)
+        held = dict(await cursor.fetchall())
+        for key in p["starts"]:
+            if key in held:
+                raise call_taken(p["id"], key, held[key])
 
     @staticmethod
     def _conflict(
@@ -488,6 +510,36 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
 
     async def _delete(self, session_id: str) -> None:
         # Messages, pending and audit rows go with the session row (ON DELETE CASCADE), after
-        # any save holding that row commits.
-        async with self._pools.connection() as conn:
+        # any save holding that row commits; then, in a later statement (which sees the claims
+        # committed while the row was waited for), the claims on calls asked in the session.
+        async with self._pools.connection() as conn, conn.transaction():
             await conn.execute(self._sql["delete"], {"id": session_id})
+            await conn.execute(self._sql["delete_calls"], {"id": session_id})
+
+    async def claim_call(
+        self, key: str, session_id: str, *, origin: str
+    ) -> tuple[str, StoredSession | None]:
+        """Claim tool call ``key`` for ``session_id`` (see :class:`CallClaims`), in one
+        transaction: session ``origin``'s row share-locked (a save of it locks the row for
+        update: it committed before, or waits until this commits and then sees the claim), the
+        claim added unless the call has a holder, the holder read, ``origin`` read as
+        :meth:`load` reads it."""
+        check_session_id(session_id)
+        check_session_id(origin)
+        params = {"id": origin, "key": key, "holder": session_id}
+        holder, row = await self._run(
+            f"claim a call of session {origin!r}", self._claim_call, params
+        )
+        return holder, None if row is None else self._stored(origin, row)
+
+    async def _claim_call(self, p: dict[str, Any]) -> tuple[str, Any]:
+        """The holder of the call and the origin's ``load`` row (None: no such session)."""
+        q = self._sql
+        async with self._pools.connection() as conn, conn.transaction():
+            await conn.execute(q["share_session"], p)
+            held = None
+            while held is None:  # None only if a delete of the origin took the claim meanwhile
+                await conn.execute(q["claim_call"], p)
+                held = await (await conn.execute(q["call_holder"], p)).fetchone()
+            row = await (await conn.execute(q["load"], p, binary=True)).fetchone()
+        return str(held[0]), row

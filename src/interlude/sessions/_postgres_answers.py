@@ -55,8 +55,8 @@ class PostgresAnswers:
 
     async def _check_queue(self, conn: Any, p: dict[str, Any]) -> None:
         """AlreadyAnsweredError if the save answers a question a recorded answer waits for
-        (the session row locked first, as recording answers locks it: they take turns)."""
-        await conn.execute(self._sql["lock_session"], p)
+        (the caller locked the session row first, as recording answers locks it: they take
+        turns)."""
         rows = await (await conn.execute(self._sql["answers_for"], p)).fetchall()
         applied = set(p["applied"])
         for waiting in read_answer_rows(p["id"], rows):

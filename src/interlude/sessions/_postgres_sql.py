@@ -172,6 +172,14 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             END IF;
         END $$""",
     ),
+    (  # claims on tool calls that forked sessions share (CallClaims), by the session they were
+        # asked in (origin; not a foreign key: a claim may name a session not stored)
+        """CREATE TABLE IF NOT EXISTS {s}.call_claims (
+            key text COLLATE "C" PRIMARY KEY,
+            origin text COLLATE "C" NOT NULL,
+            holder text COLLATE "C" NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS call_claims_origin ON {s}.call_claims (origin)",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -227,9 +235,22 @@ ORDER BY p.expires_at, p.session_id, p.interrupt_id LIMIT %(limit)s"""
 # Locks the session row: callers recording answers for one session take turns.
 ANSWER_SEQ = """UPDATE {s}.sessions SET answer_seq = answer_seq + %(n)s WHERE id = %(id)s
 RETURNING answer_seq, version"""
-# A save that answers questions first locks the session row (as recording answers does), then
-# reads the answers waiting for those questions, in the save's transaction.
-LOCK_SESSION = "SELECT 1 FROM {s}.sessions WHERE id = %(id)s FOR UPDATE"
+# A save that answers questions or starts calls first locks the session row (as recording
+# answers does; where it stands tells whether the save's compare-and-swap can pass), then
+# reads the answers waiting for those questions and the claims on those calls, in the save's
+# transaction (READ COMMITTED: statements after the lock see what committed before it).
+LOCK_SESSION = """SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s
+FOR UPDATE"""
+CALLS_TAKEN = """SELECT key, holder FROM {s}.call_claims
+WHERE key = ANY(%(starts)s::text[]) AND holder <> %(id)s"""
+# A claim share-locks its origin's row: a save of the origin (which locks the row for update)
+# either committed before (and the claim's read of the origin holds it) or waits for the claim
+# to commit (and then sees it). Claims on calls of one origin do not wait for each other.
+SHARE_SESSION = "SELECT 1 FROM {s}.sessions WHERE id = %(id)s FOR SHARE"
+CLAIM_CALL = """INSERT INTO {s}.call_claims (key, origin, holder)
+VALUES (%(key)s, %(id)s, %(holder)s) ON CONFLICT (key) DO NOTHING"""
+CALL_HOLDER = "SELECT holder FROM {s}.call_claims WHERE key = %(key)s"
+DELETE_CALLS = "DELETE FROM {s}.call_claims WHERE origin = %(id)s"
 ANSWERS_FOR = """SELECT seq, interrupt_id, data FROM {s}.answers
 WHERE session_id = %(id)s AND interrupt_id = ANY(%(answered)s::text[]) ORDER BY seq"""
 ANSWER_TAKEN = """SELECT interrupt_id FROM {s}.answers
@@ -336,6 +357,11 @@ STATEMENTS: dict[str, LiteralString] = {
     "answer_seq": ANSWER_SEQ,
     "answer_taken": ANSWER_TAKEN,
     "lock_session": LOCK_SESSION,
+    "calls_taken": CALLS_TAKEN,
+    "share_session": SHARE_SESSION,
+    "claim_call": CLAIM_CALL,
+    "call_holder": CALL_HOLDER,
+    "delete_calls": DELETE_CALLS,
     "answers_for": ANSWERS_FOR,
     "add_answers": ADD_ANSWERS,
     "answers": ANSWERS,

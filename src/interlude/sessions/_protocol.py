@@ -29,6 +29,7 @@ from ..errors import InvalidSessionIdError, StateFormatError
 
 __all__ = [
     "AnswerQueue",
+    "CallClaims",
     "InboxStore",
     "Notification",
     "NotificationOutbox",
@@ -117,6 +118,9 @@ class SessionUpdate:
     applies (a worker's resume with them): a store with an answer queue removes them in the
     same transaction, so a recorded answer is gone only once a commit holds it; a store without
     one ignores them.
+    ``starts`` are the keys of tool calls this save starts in the session they were asked in
+    (:class:`CallClaims`): a store that keeps call claims refuses the whole save with
+    CallTakenError when another session holds one of them; a store without them ignores them.
     """
 
     expected_version: int
@@ -131,6 +135,7 @@ class SessionUpdate:
     agent: str | None = None
     audit: list[dict[str, JsonValue]] = field(default_factory=list)
     applied_answers: list[int] = field(default_factory=list)
+    starts: list[str] = field(default_factory=list)
 
 
 # A run's journal makes a SessionUpdate at every save; the dataclass's generated __init__ sets
@@ -149,6 +154,7 @@ _UPDATE_FIELDS = (
     "agent",
     "audit",
     "applied_answers",
+    "starts",
 )
 if tuple(f.name for f in fields(SessionUpdate)) != _UPDATE_FIELDS:  # pragma: no cover
     raise AssertionError("journal_update must set every field of SessionUpdate")
@@ -165,6 +171,7 @@ if tuple(f.name for f in fields(SessionUpdate)) != _UPDATE_FIELDS:  # pragma: no
     _set_agent,
     _set_audit,
     _set_applied_answers,
+    _set_starts,
 ) = (SessionUpdate.__dict__[name].__set__ for name in _UPDATE_FIELDS)
 _new_update = object.__new__
 
@@ -181,6 +188,7 @@ def journal_update(
     claim: dict[str, JsonValue] | None,
     agent: str | None,
     audit: list[dict[str, JsonValue]],
+    starts: list[str] | None = None,
 ) -> SessionUpdate:
     """``SessionUpdate`` of these fields and no applied answers, made three times faster than
     by its constructor (which is for everyone else: this one is positional)."""
@@ -197,6 +205,7 @@ def journal_update(
     _set_agent(update, agent)
     _set_audit(update, audit)
     _set_applied_answers(update, [])
+    _set_starts(update, [] if starts is None else starts)
     return update
 
 
@@ -480,6 +489,29 @@ class NotificationOutbox(Protocol):
 
     async def notifications(self, session_id: str) -> list[Notification]:
         """Every notification of a session, oldest first (ties by id)."""
+        ...
+
+
+@runtime_checkable
+class CallClaims(Protocol):
+    """Claims on tool calls that sessions share (a fork and the session it was forked from
+    hold the same calls up to the fork point): of the sessions that would run one such call,
+    the first to claim it runs it and the others ask a person first (``Agent.fork``).
+
+    A key names one call in the session it was asked in (the agent makes it; the store does not
+    interpret it). The session a call was asked in does not claim it: its save that starts the
+    call names it in ``SessionUpdate.starts`` and is refused (CallTakenError) if another
+    session holds it. Every other session claims it here first."""
+
+    async def claim_call(
+        self, key: str, session_id: str, *, origin: str
+    ) -> tuple[str, StoredSession | None]:
+        """Claim call ``key`` (asked in session ``origin``) for ``session_id`` unless another
+        session holds it. Returns the session that holds it (``session_id`` if it does now, or
+        already did) and session ``origin`` as stored (None if there is none), read in the same
+        atomic step: a save of ``origin`` either is in what is returned or comes after the
+        claim (and then sees it). Claims on calls asked in ``origin`` go with ``origin``
+        (``delete``)."""
         ...
 
 

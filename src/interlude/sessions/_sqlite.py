@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
@@ -22,7 +22,7 @@ from ..errors import (
     SessionError,
     StateFormatError,
 )
-from ._answers import answered_ids, claim_deadline, queued_first, read_answer_rows
+from ._answers import answered_ids, call_taken, claim_deadline, queued_first, read_answer_rows
 from ._protocol import (
     PendingInterrupt,
     PendingQuery,
@@ -48,6 +48,8 @@ __all__ = ["SQLiteStore"]
 _MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
 
 
+# What _read reads of a session: its row, its message rows (idx, data), its audit entries.
+_Read = tuple[Any, list[Any], list[dict[str, JsonValue]]]
 _dumps = json.JSONEncoder().encode  # json.dumps with its defaults, minus a call
 _new_row = tuple.__new__
 
@@ -162,29 +164,42 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
         check_session_id(session_id)
         # One read transaction, so the session row and its messages come from one snapshot.
         with self._transaction("BEGIN") as conn:
-            row = conn.execute(
-                "SELECT version, format_version, message_count, CAST(state AS BLOB), "
-                "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB), agent "
-                "FROM sessions WHERE id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            version, format_version, count, state_raw, pause_raw, tools_raw, claim_raw = row[:7]
-            agent = row[7]
-            for what, value in (
-                ("version", version),
-                ("format_version", format_version),
-                ("message_count", count),
-            ):
-                if not _is_int(value) or value < 0:
-                    raise _corrupt(session_id, f"{what} is {value!r}, not a count")
-            rows = conn.execute(
-                "SELECT idx, CAST(data AS BLOB) FROM messages "
-                "WHERE session_id = ? AND idx < ? ORDER BY idx",
-                (session_id, count),
-            ).fetchall()
-            audit = self._audit(conn, session_id)
+            read = self._read(conn, session_id)
+        return None if read is None else self._stored(session_id, *read)
+
+    def _read(self, conn: sqlite3.Connection, session_id: str) -> _Read | None:
+        """The session's row, its message rows and its audit entries, read in the caller's
+        transaction (:meth:`load`'s, or :meth:`claim_call`'s); None if there is no session."""
+        row = conn.execute(
+            "SELECT version, format_version, message_count, CAST(state AS BLOB), "
+            "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB), agent "
+            "FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        for what, value in (
+            ("version", row[0]),
+            ("format_version", row[1]),
+            ("message_count", row[2]),
+        ):
+            if not _is_int(value) or value < 0:
+                raise _corrupt(session_id, f"{what} is {value!r}, not a count")
+        rows = conn.execute(
+            "SELECT idx, CAST(data AS BLOB) FROM messages "
+            "WHERE session_id = ? AND idx < ? ORDER BY idx",
+            (session_id, row[2]),
+        ).fetchall()
+        return row, rows, self._audit(conn, session_id)
+
+    @staticmethod
+    def _stored(
+        session_id: str, row: Any, rows: list[Any], audit: list[dict[str, JsonValue]]
+    ) -> StoredSession:
+        """The session :meth:`_read` read (outside its transaction); SessionCorruptError if it
+        is unreadable."""
+        version, format_version, count, state_raw, pause_raw, tools_raw, claim_raw = row[:7]
+        agent = row[7]
         if not (agent is None or isinstance(agent, str)):
             raise _corrupt(session_id, f"agent is {agent!r}, not a name")
         if len(rows) != count or any(idx != i for i, (idx, _) in enumerate(rows)):
@@ -276,6 +291,8 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
                         raise self._conflict(conn, session_id, update)
                     if audit:  # may not answer what a recorded answer waits for
                         self._check_queue(conn, session_id, update)
+                    if update.starts:  # may not start a call another session claimed
+                        self._check_starts(conn, session_id, update.starts)
                     self._append(conn, session_id, update.first_index, messages, pending, audit)
                     if update.applied_answers:  # applied by this save: gone with it
                         conn.executemany(
@@ -319,6 +336,21 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
         for waiting in read_answer_rows(session_id, rows):
             if waiting.seq not in applied:
                 raise queued_first(session_id, waiting)
+
+    @staticmethod
+    def _check_starts(conn: sqlite3.Connection, session_id: str, starts: list[str]) -> None:
+        """CallTakenError if another session holds a call the save starts (read in the save's
+        ``BEGIN IMMEDIATE`` transaction: no claim can land in between)."""
+        held = dict(
+            conn.execute(
+                "SELECT key, holder FROM call_claims WHERE holder <> ? "
+                f"AND key IN ({', '.join('?' * len(starts))})",
+                (session_id, *starts),
+            ).fetchall()
+        )
+        for key in starts:
+            if key in held:
+                raise call_taken(session_id, key, held[key])
 
     @staticmethod
     def _swap(conn: sqlite3.Connection, session_id: str, update: SessionUpdate, row: _Row) -> bool:
@@ -535,4 +567,26 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             conn.execute("DELETE FROM audit WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM answers WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM notifications WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM call_claims WHERE origin = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    async def claim_call(
+        self, key: str, session_id: str, *, origin: str
+    ) -> tuple[str, StoredSession | None]:
+        """Claim tool call ``key`` for ``session_id`` (see :class:`CallClaims`), in one
+        ``BEGIN IMMEDIATE`` transaction: the claim added unless the call has a holder, the
+        holder read, and session ``origin`` read as :meth:`load` reads it. Writers take turns,
+        so a save of ``origin`` lands wholly before it (and is read) or after (and sees it)."""
+        check_session_id(session_id)
+        check_session_id(origin)
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            conn.execute(
+                "INSERT INTO call_claims (key, origin, holder) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO NOTHING",
+                (key, origin, session_id),
+            )
+            (holder,) = conn.execute(
+                "SELECT holder FROM call_claims WHERE key = ?", (key,)
+            ).fetchone()
+            read = self._read(conn, origin)
+        return holder, None if read is None else self._stored(origin, *read)

@@ -112,6 +112,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE sessions ADD COLUMN reserved_by TEXT",
         "ALTER TABLE sessions ADD COLUMN reserved_until REAL",
     ),
+    (  # claims on tool calls that forked sessions share (CallClaims), by the session they
+        # were asked in (origin): they go with it
+        """CREATE TABLE call_claims (
+            key TEXT PRIMARY KEY,
+            origin TEXT NOT NULL,
+            holder TEXT NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX call_claims_by_origin ON call_claims (origin)",
+    ),
 )
 
 # Sessions a worker has work for, each with when its oldest work became due: its first recorded

@@ -39,6 +39,10 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
   again when the lease runs out), settled (sent, retried later, failed for good, never
   due again), the open questions (asked, not closed by answered, expired or withdrawn), and
   gone with their session.
+- ``CallClaims`` (optional): claims on tool calls that a fork and the session it was forked
+  from share (``claim_call``): the first claim holds, a save that starts a call another session
+  holds is refused and writes nothing (``SessionUpdate.starts``), claims go with the session
+  the call was asked in, and a claim racing a save never misses it.
 
 An optional part's checks run when the store meets its protocol and are skipped otherwise; a
 test class may say instead which optional parts its store provides (``provides = (PendingIndex,)``),
@@ -52,6 +56,7 @@ from __future__ import annotations
 from ._answers import AnswerChecks
 from ._audit import AuditChecks
 from ._base import OPTIONAL, REQUIRED
+from ._calls import CallClaimChecks
 from ._corruption import CorruptionChecks
 from ._deadlines import DeadlineChecks
 from ._forking import ForkChecks
@@ -67,6 +72,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
 class SessionStoreConformance(
+    CallClaimChecks,
     ForkChecks,
     ReservationChecks,
     OutboxChecks,

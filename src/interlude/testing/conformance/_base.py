@@ -8,6 +8,7 @@ from typing import ClassVar, cast
 
 from ...sessions import (
     AnswerQueue,
+    CallClaims,
     InboxStore,
     NotificationOutbox,
     PendingIndex,
@@ -18,9 +19,9 @@ __all__ = ["OPTIONAL", "REQUIRED", "StoreHooks"]
 
 REQUIRED: tuple[type, ...] = (SessionStore,)
 """The parts every store provides: the session itself (load, save, list, delete)."""
-OPTIONAL: tuple[type, ...] = (AnswerQueue, PendingIndex, NotificationOutbox)
-"""The parts a store may provide: recorded answers, the index of pending questions, and the
-outbox of notifications."""
+OPTIONAL: tuple[type, ...] = (AnswerQueue, PendingIndex, NotificationOutbox, CallClaims)
+"""The parts a store may provide: recorded answers, the index of pending questions, the
+outbox of notifications, and claims on tool calls that forked sessions share."""
 
 
 class StoreHooks:
