@@ -27,7 +27,7 @@ def _app(built: list[str] | None = None) -> App:
     def ops(session: AgentSession) -> Agent:
         if built is not None:
             built.append(f"ops:{session.id}")
-        return Agent(ScriptedModel(["ops here"]), session=session.store, session_id=session.id)
+        return Agent(ScriptedModel(["ops here"] * 3), session=session.store, session_id=session.id)
 
     @app.agent("support")
     def support(session: AgentSession) -> Agent:
@@ -282,7 +282,7 @@ def test_an_app_agent_on_a_resumable_script_carries_on_in_a_new_process(tmp_path
         ran.append("act")
         return "ok"
 
-    def build_on(resumable: bool) -> App:
+    def build_on(resumable: bool | None) -> App:
         app = App()
 
         @app.agent("ops")
@@ -295,12 +295,14 @@ def test_an_app_agent_on_a_resumable_script_carries_on_in_a_new_process(tmp_path
         return app
 
     db = tmp_path / "s.db"
-    app = build_on(resumable=True)
-    [question] = app.start("ops", "s1", SQLiteStore(db))("go").interrupts
-    fresh = build_on(resumable=True).open("s1", SQLiteStore(db))  # as another process would
-    result = fresh.resume({question.id: True})
-    assert result.stop_reason == "end_turn" and str(result) == "done"
-    assert ran == ["act"]
+    for flag, session in ((True, "s1"), (None, "s3")):  # said, or left out: the obvious factory
+        ran.clear()
+        app = build_on(resumable=flag)
+        [question] = app.start("ops", session, SQLiteStore(db))("go").interrupts
+        fresh = build_on(resumable=flag).open(session, SQLiteStore(db))  # another process
+        result = fresh.resume({question.id: True})
+        assert result.stop_reason == "end_turn" and str(result) == "done", flag
+        assert ran == ["act"]
 
     plain = build_on(resumable=False)
     [question] = plain.start("ops", "s2", SQLiteStore(db))("go").interrupts

@@ -289,6 +289,8 @@ class App:
             raise ConfigurationError(
                 f"{where} returned an agent named {agent.name!r}; leave name= out, or give {name!r}"
             )
+        if getattr(agent.model, "resumable", False) is None:  # a ScriptedModel, not told
+            agent.model.resumable = True  # type: ignore[attr-defined]  # carries on anywhere
         return agent
 
 
@@ -309,8 +311,9 @@ def _describe(factory: object) -> str:
 
 
 def _warn_if_scripted(model: object, name: str) -> None:
-    """A warning for a ScriptedModel that starts its script over in every process, opened on a
-    conversation under way: it would ask for its first tool call again."""
+    """A warning for a ScriptedModel built with ``resumable=False`` (it starts its script over
+    in every process), opened on a conversation under way: it would ask for its first tool
+    call again."""
     if getattr(model, "resumable", None) is False:  # a ScriptedModel that starts over
         import warnings
 

@@ -74,10 +74,11 @@ class ScriptedModel:
 
     By default the script starts at its first turn in every process. With ``resumable=True``
     it plays the turn that fits the conversation it is sent instead: turn *n* for a
-    conversation that holds *n* replies of the model so far. Use that for an agent an
-    :class:`~interlude.App` factory builds, which a fresh process builds anew to carry a paused
-    session on (the default would start the script over and ask for the first tool call
-    again); a call for the same conversation then gets the same turn again.
+    conversation that holds *n* replies of the model so far; a call for the same conversation
+    then gets the same turn again. An :class:`~interlude.App` makes the model of every agent
+    its factories build resumable unless it was built with ``resumable=False``: a fresh
+    process builds the agent anew to carry a paused session on, and a script started over
+    would ask for the first tool call again.
     """
 
     def __init__(
@@ -86,10 +87,12 @@ class ScriptedModel:
         *,
         usage: Usage | None = None,
         native_output: bool = True,
-        resumable: bool = False,
+        resumable: bool | None = None,
     ) -> None:
         self.native_output = native_output
         self.resumable = resumable
+        """Whether it plays the turn that fits the conversation (None: not said; off, unless
+        an App builds the agent)."""
         self._turns = list(turns)
         self._usage = usage or Usage(10, 5)
         for i, turn in enumerate(self._turns):
