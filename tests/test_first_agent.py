@@ -23,7 +23,7 @@ def _blocks(kind: str) -> list[str]:
 def test_the_first_agent_guide_runs_as_written(tmp_path: Path) -> None:
     [code] = _blocks("python")
     install, start, answer = _blocks("bash")
-    assert install.strip().endswith("pip install -q 'interlude-agents[cli,server]'")
+    assert install.strip().endswith("pip install -q -e '../interlude[cli,server]'")
     (tmp_path / "myapp.py").write_text(code, encoding="utf-8")
     (tmp_path / ".venv").symlink_to(sys.prefix, target_is_directory=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INTERLUDE_", "OPENAI_"))}
