@@ -255,3 +255,20 @@ def test_a_fork_in_a_later_round_finds_the_calls_the_model_gave_the_same_ids() -
     fork.model = later.model
     assert str(fork.resume({asked[1]: False})) == "Finished: error: not approved"
     assert RUNS == [] and later.count == 1
+
+
+def test_a_tool_result_of_structured_data_is_summed_up_in_the_history() -> None:
+    """A tool that returns a list (or an object) is a JSON block, not text: its checkpoint's
+    summary shows the data, not an empty ``success:`` (issue 35, item 15)."""
+    from interlude import Agent, ToolUse, tool
+    from interlude.testing import ScriptedModel
+
+    @tool
+    def find() -> list[dict[str, object]]:
+        """Find tickets."""
+        return [{"id": 7, "title": "printer"}, {"id": 9, "title": "vpn"}]
+
+    agent = Agent(ScriptedModel([[ToolUse("t1", "find", {})], "ok"]), tools=[find])
+    agent("go")
+    [result] = [c for c in agent.checkpoints() if c.kind == "tool_result"]
+    assert result.summary.startswith('success: [{"id": 7, "title": "printer"}')

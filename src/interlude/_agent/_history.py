@@ -89,6 +89,24 @@ def _short(value: object, limit: int = 72) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+def _result_text(result: ToolResult) -> str:
+    """What a tool result says: its text, else its structured data as JSON (a tool that
+    returned a list or an object), else what kinds of blocks it holds."""
+    import json
+
+    from .._frozen import thaw
+    from .._messages import Json
+
+    if result.text:
+        return result.text
+    data = [b.value for b in result.content if isinstance(b, Json)]
+    if data:
+        shown = [thaw(v) for v in data]
+        return json.dumps(shown[0] if len(shown) == 1 else shown, ensure_ascii=False)
+    kinds = sorted({type(b).__name__.lower() for b in result.content})
+    return f"({', '.join(kinds)})" if kinds else "(empty)"
+
+
 def _said(reason: object) -> str:
     """A question's reason as a line: its text, or the text of its ``question`` or
     ``message`` field (a reason of details shows what it asks, not its JSON)."""
@@ -108,7 +126,7 @@ def _message_checkpoint(index: int, message: Message) -> Checkpoint:
         summary = " ".join(p for p in (_short(text) if text else "", calls) if p)
         return Checkpoint(f"m{index}", "model_reply", None, summary or "(empty reply)", index)
     if results:
-        shown = "; ".join(f"{r.status}: {_short(r.text, 40)}" for r in results)
+        shown = "; ".join(f"{r.status}: {_short(_result_text(r), 40)}" for r in results)
         return Checkpoint(f"m{index}", "tool_result", None, shown, index)
     return Checkpoint(f"m{index}", "prompt", None, _short(text) or "(no text)", index)
 
