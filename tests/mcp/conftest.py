@@ -228,11 +228,11 @@ def time_server() -> Iterator[Callable[..., McpServer]]:
         server.close()
 
 
-TASK_SERVER = str(Path(__file__).with_name("task_server.py"))
+TASK_SERVER = str(Path(__file__).resolve().parents[2] / "examples" / "mcp_task_server.py")
 
 
 class TaskHttp:
-    """tests/mcp/task_server.py (a task-capable server on the official SDK) serving streamable
+    """examples/mcp_task_server.py (a task-capable server on the official SDK) serving streamable
     HTTP from a subprocess: the tasks live there, whichever client process asks about them."""
 
     def __init__(self, log: ServerLog, env: dict[str, str]) -> None:

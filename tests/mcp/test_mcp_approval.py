@@ -97,3 +97,35 @@ def test_a_rule_that_is_not_a_rule_is_refused_at_once() -> None:
     for bad in (True, 3, [1], [""], b"x"):
         with pytest.raises(ConfigurationError, match="'always', 'never' or a list"):
             require_approval(bad)  # type: ignore[arg-type]
+
+
+def test_a_misspelt_keyword_is_refused() -> None:
+    """Before, "alwyas" was taken as the name of a tool, so no MCP tool was gated."""
+    from interlude.errors import ConfigurationError
+
+    for typo in ("alwyas", "Always", "delete_note", ""):
+        with pytest.raises(ConfigurationError) as refused:
+            require_approval(typo)  # type: ignore[arg-type]
+        message = str(refused.value)
+        assert f"got the string {typo!r}" in message
+        assert "'always', 'never', a function of a tool's annotations or a list" in message
+
+
+def test_a_tool_name_no_server_lists_is_refused_before_anything_runs(
+    stdio: Callable[..., McpServer], server_log
+) -> None:
+    """A rule naming a tool the agent's MCP servers do not list would never ask (before: the
+    run went ahead, and delete_note ran without a question)."""
+    from interlude.errors import ConfigurationError
+
+    agent = make_agent(stdio(), require_approval(["delete_notes", "read_note"]))
+    with pytest.raises(ConfigurationError) as refused:
+        agent("Tidy my notes")
+    message = str(refused.value)
+    assert message.startswith(
+        "require_approval names 'delete_notes', which no MCP server of this agent lists, so it "
+        "would never ask; the agent's MCP tools are ['add', 'append_note', "
+    )
+    assert "'delete_note'" in message and "'local_echo'" not in message
+    assert server_log.lines() == []  # nothing ran
+    assert not agent.is_paused and agent.messages == []

@@ -3,12 +3,13 @@ the TypeScript SDK, so it speaks the handshake-era protocol), over stdio and str
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
 
 from interlude import Agent, ToolCallFinished, ToolCallProgress, ToolUse
-from interlude.mcp import McpServer
+from interlude.mcp import Elicitation, McpServer
 from interlude.testing import ScriptedModel
 
 ASK = ToolUse("e1", "trigger-elicitation-request", {})
@@ -163,3 +164,78 @@ def test_the_python_reference_time_server(time_server, protocol: str) -> None:
     assert now.status == "success" and now.content[0].value["timezone"] == "Europe/Lisbon"
     assert converted.status == "success"
     assert converted.content[0].value["target"]["datetime"].endswith("21:00:00+09:00")
+
+
+RESEARCH = "simulate-research-query"
+"""server-everything's task tool: listed with execution.taskSupport "required" (2025-11-25)."""
+
+
+async def test_a_tool_that_requires_a_task_is_called_as_one(
+    everything: Callable[..., McpServer],
+) -> None:
+    """The call asks for a task (``task`` in the tools/call params), polls tasks/get (its status
+    messages are progress events) and fetches tasks/result (before: every call failed with
+    -32601 "requires task augmentation")."""
+    server = everything()
+    tools = {t.name: t for t in await server.list_tools()}
+    call = ToolUse("r1", RESEARCH, {"topic": "tides"})
+    agent = Agent(ScriptedModel([[call], "Researched."]), tools=list(tools.values()))
+    events = [e async for e in agent.stream_async("Research the tides")]
+    [result] = agent.messages[2].content
+    assert result.status == "success", result.text
+    assert result.text.startswith("# Research Report: tides")
+    assert "Stage 4: Generating report" in result.text
+    stages = [e.message for e in events if isinstance(e, ToolCallProgress)]
+    assert stages and all(m is not None and m.endswith("...") for m in stages), stages
+    assert tools[RESEARCH].as_task and not tools["echo"].as_task
+
+
+def test_a_task_s_question_pauses_the_run(everything: Callable[..., McpServer]) -> None:
+    """A 2025-11-25 task asks on tasks/result (the question carries the task's id): it is an
+    interrupt; at the pause the task is cancelled, and on resume the tool is called again, the
+    new task asks again and gets the stored answer."""
+    call = ToolUse("r2", RESEARCH, {"topic": "python", "ambiguous": True})
+    agent = Agent(ScriptedModel([[call], "Researched."]), tools=everything().tools())
+    paused = agent("Research python")
+    [question] = paused.interrupts
+    assert question.tool_use == call and question.name.startswith("elicitation:")
+    assert question.reason["server"] == "everything"
+    assert question.reason["message"].startswith('The research query "python" could have')
+    assert str(agent.resume({question.id: {"interpretation": "snake"}})) == "Researched."
+    [result] = agent.messages[2].content
+    assert result.status == "success", result.text
+    assert result.text.startswith("# Research Report: python (snake)")
+
+
+def test_the_elicitation_callback_answers_a_task_s_question(
+    everything: Callable[..., McpServer],
+) -> None:
+    asked: list[str] = []
+
+    def clarify(question: Elicitation) -> object:
+        asked.append(question.message)
+        return {"interpretation": "comedy"}
+
+    call = ToolUse("r3", RESEARCH, {"topic": "python", "ambiguous": True})
+    server = everything(elicitation=clarify)
+    agent = Agent(ScriptedModel([[call], "Researched."]), tools=server.tools())
+    assert str(agent("Research python")) == "Researched."  # no pause
+    assert len(asked) == 1 and asked[0].startswith('The research query "python"')
+    assert agent.messages[2].content[0].text.startswith("# Research Report: python (comedy)")
+
+
+def test_without_task_support_a_tool_that_requires_a_task_is_left_out(
+    everything: Callable[..., McpServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """tasks=False: the model is never offered a tool it could not call (before: the tool was
+    offered, and every call of it failed)."""
+    with caplog.at_level(logging.WARNING, logger="interlude.mcp"):
+        names = [t.name for t in everything(tasks=False).tools()]
+    assert RESEARCH not in names and "echo" in names
+    [warning] = [r for r in caplog.records if r.name == "interlude.mcp"]
+    assert warning.levelno == logging.WARNING
+    assert warning.getMessage() == (
+        "MCP server 'everything' lists 'simulate-research-query', which runs only as a task "
+        "(execution.taskSupport 'required'), but task support is off (McpServer(tasks=False)): "
+        "the tool is left out"
+    )

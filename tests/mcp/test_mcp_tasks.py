@@ -1,4 +1,4 @@
-"""MCP Tasks: a tool call the server runs as a task (tests/mcp/task_server.py, built on the
+"""MCP Tasks: a tool call the server runs as a task (examples/mcp_task_server.py, built on the
 official SDK's extension API, over streamable HTTP in its own process).
 
 What the task asks pauses the run as an interrupt; the answer goes back with ``tasks/update``
@@ -7,6 +7,7 @@ recovers without the tool running twice; a stale or duplicate answer is refused.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -275,3 +276,42 @@ def test_a_copy_of_the_pause_answered_twice_runs_the_task_once(
     assert second.messages[2].content[0].text == "booked 2 seats for Hamlet"
     lines = server_log.lines()
     assert lines.count("tasks/update") == 1 and lines.count("book start Hamlet") == 1
+
+
+async def test_a_task_that_asks_to_be_polled_in_eleven_days_ends_at_the_task_timeout(
+    task_http: Callable[..., TaskHttp], server_log: ServerLog
+) -> None:
+    """A lying server: the task stays working and asks for a pollInterval of 1e9 ms (11.6
+    days). The wait is capped by the task's deadline (task_timeout), so the call ends within
+    seconds with an error result (before: one tasks/get, then asleep for 11.6 days)."""
+    server = task_http(MCP_TEST_POLL_INTERVAL="1e9")
+    tasks = McpServer.http(server.url, name="tasks", task_timeout=1.5)
+    stall = ToolUse("s1", "stall", {})
+    agent = Agent(ScriptedModel([[stall], "Gave up."]), tools=await tasks.list_tools())
+    started = time.monotonic()
+    result = await asyncio.wait_for(agent.invoke_async("stall"), 30)
+    took = time.monotonic() - started
+    await tasks.aclose()
+    assert str(result) == "Gave up."
+    [outcome] = agent.messages[2].content
+    assert outcome.status == "error"
+    assert outcome.text.startswith("gave up on task ")
+    assert "of 'stall' on MCP server 'tasks' after 1.5 s (task_timeout): it was still " in (
+        outcome.text
+    )
+    # the test server has no tasks/cancel: the model is told the task may still run
+    assert outcome.text.endswith(
+        "it may still be running on the server, and its result is not fetched"
+    )
+    assert 1.5 <= took < 10, took
+    lines = server_log.lines()
+    assert lines.count("stall start") == 1
+    assert 2 <= lines.count("tasks/get working") <= 3, lines  # not one, then a nap of days
+
+
+def test_task_timeout_must_be_positive() -> None:
+    from interlude.errors import ConfigurationError
+
+    for bad in (0, -1.0):
+        with pytest.raises(ConfigurationError, match="task_timeout must be"):
+            McpServer.http("http://127.0.0.1:1/mcp", task_timeout=bad)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from ..errors import ConfigurationError
-from ..hooks import BeforeToolCallEvent, HookRegistry
+from ..hooks import BeforeInvocationEvent, BeforeToolCallEvent, HookRegistry
 from ._tool import McpTool, ToolAnnotations
 
 __all__ = ["RequireApproval", "require_approval"]
@@ -33,17 +33,26 @@ class RequireApproval:
     """A hook provider: before an MCP tool that ``when`` picks, the run pauses with an
     interrupt named ``name``; the answer ``True`` (or ``{"approve": true, ...}``) runs the
     call, anything else cancels it (the model sees ``"not approved"``, with the answer's
-    ``note`` if it has one). Other tools are left alone."""
+    ``note`` if it has one). Other tools are left alone.
+
+    A string other than ``"always"`` and ``"never"`` is refused (a misspelt keyword must not
+    gate nothing); tool names go in a list. A tool name that none of the agent's MCP tools has
+    is refused when the agent starts a run, before anything runs (see :meth:`check_names`)."""
 
     def __init__(self, when: Rule = _destructive, *, name: str = "approve") -> None:
         self.names: frozenset[str] | None = None
         """The tools picked by name (server's names), or None: picked by ``when``."""
+        if isinstance(when, str) and when not in ("always", "never"):
+            raise ConfigurationError(
+                f"require_approval got the string {when!r}: a rule is 'always', 'never', a "
+                f"function of a tool's annotations or a list of tool names (such as [{when!r}])"
+            )
         if when == "always":
             when = _always
         elif when == "never":
             when = _never
-        elif isinstance(when, str) or not callable(when):
-            names = [when] if isinstance(when, str) else _names(when)
+        elif not callable(when):
+            names = _names(when)
             if names is None or not all(isinstance(n, str) and n for n in names):
                 raise ConfigurationError(
                     f"require_approval takes a function of a tool's annotations, 'always', "
@@ -55,7 +64,23 @@ class RequireApproval:
         self.name = name
 
     def register_hooks(self, registry: HookRegistry) -> None:
+        registry.add_callback(BeforeInvocationEvent, self.check_names)
         registry.add_callback(BeforeToolCallEvent, self.check)
+
+    def check_names(self, event: BeforeInvocationEvent) -> None:
+        """Refuse to start a run when a named tool is none of the agent's MCP tools: a rule
+        that names a tool no server lists (a typo, a renamed tool) would never ask."""
+        if self.names is None:
+            return
+        tools = event.agent.tools.values()
+        listed = sorted({t.remote_name for t in tools if isinstance(t, McpTool)})
+        unknown = sorted(self.names.difference(listed))
+        if unknown:
+            raise ConfigurationError(
+                f"require_approval names {', '.join(map(repr, unknown))}, which no MCP server "
+                f"of this agent lists, so it would never ask; the agent's MCP tools are "
+                f"{listed!r}"
+            )
 
     def check(self, event: BeforeToolCallEvent) -> None:
         tool = event.tool
@@ -88,6 +113,6 @@ def _names(value: object) -> list[object] | None:
 def require_approval(when: Rule = _destructive, *, name: str = "approve") -> RequireApproval:
     """Ask a person before running an MCP tool that ``when`` picks: by default the destructive
     ones; ``hooks=[require_approval(lambda a: not a.read_only)]``, ``require_approval(
-    ["delete_file", "move_file"])`` (by the server's tool names), ``"always"`` or
-    ``"never"``."""
+    ["delete_file", "move_file"])`` (by the server's tool names, each of which an MCP tool of
+    the agent must have), ``"always"`` or ``"never"``; any other string is refused."""
     return RequireApproval(when, name=name)

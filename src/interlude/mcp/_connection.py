@@ -31,6 +31,9 @@ class Connection:
         self.stop = asyncio.Event()
         self.alive = True
         self.calls: set[ActiveCall] = set()
+        self.task_calls: dict[str, ActiveCall] = {}
+        """The 2025-11-25 tasks whose ``tasks/result`` is in flight, by id: the questions the
+        server sends for one (marked with its id) go to that call."""
         self.task: asyncio.Task[None] | None = None
         self.session_gone = False
         """The HTTP server answered that it does not know this session (it restarted)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ from .._messages import JsonValue
 from ..errors import ConfigurationError, McpServerError
 from ._connection import Connection, describe, is_lost, needs_back_channel, watch_session
 from ._elicit import Elicitation
+from ._tasks import TASK_TIMEOUT
 from ._thread import _OPEN, block_on, call_in_thread, run_in_thread
 from ._tool import ActiveCall, McpTool, QuestionWithdrawn, UrlElicitationRequired
 
 if TYPE_CHECKING:
     import mcp.types
+    from mcp_types import Task
 
     import mcp
 
@@ -29,6 +32,7 @@ ElicitationHandler: TypeAlias = Callable[
 """Answers a server's question in process: an answer (see ``_elicit``), or None to pause."""
 
 _CALL: contextvars.ContextVar[ActiveCall | None] = contextvars.ContextVar("mcp_call", default=None)
+_log = logging.getLogger("interlude.mcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,13 @@ class McpServer:
     handshake-era one for good once a tool asks a question mid-call (``ctx.elicit``), which
     only that protocol carries. A handshake-era session runs one call at a time, so that each
     question the server asks belongs to the call in flight (see docs/mcp.md).
+
+    ``tasks`` (on unless False) lets the server run calls as tasks: the tasks extension is
+    advertised, and a tool listed with ``execution.taskSupport`` "required" or "optional"
+    (MCP 2025-11-25) is called asking for a task. A tool that requires a task the connection
+    cannot ask for (``tasks=False``, or a server without task-augmented calls) is left out of
+    the tools, with a warning on the ``interlude.mcp`` logger. ``task_timeout`` bounds how long
+    one run of a tool follows its task (seconds; an hour unless given, None for no bound).
     """
 
     def __init__(
@@ -77,6 +88,8 @@ class McpServer:
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
         max_output: int | None = 200_000,
+        tasks: bool = True,
+        task_timeout: float | None = TASK_TIMEOUT,
     ) -> None:
         import importlib.util
 
@@ -86,6 +99,12 @@ class McpServer:
             )
         if protocol not in ("auto", "legacy"):
             raise ConfigurationError(f"protocol must be 'auto' or 'legacy', got {protocol!r}")
+        if task_timeout is not None and not task_timeout > 0:
+            raise ConfigurationError(
+                f"task_timeout must be a number of seconds above 0 or None, got {task_timeout!r}"
+            )
+        self.tasks = bool(tasks)
+        self.task_timeout = task_timeout
         self.protocol = protocol
         self._transport = transport
         self.name = name
@@ -114,6 +133,8 @@ class McpServer:
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
         max_output: int | None = 200_000,
+        tasks: bool = True,
+        task_timeout: float | None = TASK_TIMEOUT,
     ) -> McpServer:
         """A server run as ``command args...``, spoken to over its stdin and stdout (named,
         unless ``name`` is given, after its first argument not starting with ``-``). It does
@@ -132,6 +153,8 @@ class McpServer:
             protocol=protocol,
             connect_timeout=connect_timeout,
             max_output=max_output,
+            tasks=tasks,
+            task_timeout=task_timeout,
         )
 
     @classmethod
@@ -146,6 +169,8 @@ class McpServer:
         protocol: Literal["auto", "legacy"] = "auto",
         connect_timeout: float | None = 60.0,
         max_output: int | None = 200_000,
+        tasks: bool = True,
+        task_timeout: float | None = TASK_TIMEOUT,
     ) -> McpServer:
         """A server at a streamable HTTP endpoint (``http://host:port/mcp``)."""
         if not url.startswith(("http://", "https://")):
@@ -159,6 +184,8 @@ class McpServer:
             protocol=protocol,
             connect_timeout=connect_timeout,
             max_output=max_output,
+            tasks=tasks,
+            task_timeout=task_timeout,
         )
 
     def __repr__(self) -> str:
@@ -184,7 +211,8 @@ class McpServer:
             try:
                 while True:
                     page = await conn.client.list_tools(cursor=cursor)
-                    found.extend(McpTool(self, t, prefix + t.name) for t in page.tools)
+                    offered = (self._offered(conn, t, prefix) for t in page.tools)
+                    found.extend(tool for tool in offered if tool is not None)
                     cursor = page.next_cursor
                     if not cursor:
                         return found
@@ -198,6 +226,35 @@ class McpServer:
                     f"MCP server {self.name!r} did not list its tools: {describe(exc)}"
                 ) from exc
         raise AssertionError("unreachable")
+
+    def _offered(self, conn: Connection, remote: mcp.types.Tool, prefix: str) -> McpTool | None:
+        """``remote`` as a tool for the model, called asking for a task where its
+        ``execution.taskSupport`` (2025-11-25) allows one and this connection can; None for a
+        tool that requires a task this connection cannot ask for (left out, with a warning)."""
+        support = None if remote.execution is None else remote.execution.task_support
+        if support not in ("required", "optional"):
+            return McpTool(self, remote, prefix + remote.name)
+        from ._task_wire import augment_problem
+
+        assert conn.client is not None
+        client = conn.client
+        problem = (
+            augment_problem(client.session, client.server_capabilities)
+            if self.tasks
+            else "task support is off (McpServer(tasks=False))"
+        )
+        if problem is None:
+            return McpTool(self, remote, prefix + remote.name, as_task=True)
+        if support == "optional":
+            return McpTool(self, remote, prefix + remote.name)
+        _log.warning(
+            "MCP server %r lists %r, which runs only as a task (execution.taskSupport "
+            "'required'), but %s: the tool is left out",
+            self.name,
+            remote.name,
+            problem,
+        )
+        return None
 
     # --- connection (on the MCP loop) -----------------------------------------------------
 
@@ -268,9 +325,15 @@ class McpServer:
         from ._task_wire import TasksExtension
 
         async def on_elicit(ctx: Any, params: mcp.types.ElicitRequestParams) -> Any:
-            call = _CALL.get()
-            if call is None and len(conn.calls) == 1:  # a server request outside the call's task
-                call = next(iter(conn.calls))
+            from ._task_wire import related_task
+
+            task = related_task(params)  # a 2025-11-25 task's question: to its tasks/result
+            if task is not None:
+                call = conn.task_calls.get(task)
+            else:
+                call = _CALL.get()
+                if call is None and len(conn.calls) == 1:  # asked outside the call's asyncio task
+                    call = next(iter(conn.calls))
             from mcp.types import INVALID_REQUEST, ErrorData
 
             if call is None:  # asked outside any call: refused, not answered for the user
@@ -287,7 +350,7 @@ class McpServer:
             "read_timeout_seconds": self.timeout,
             "cache": None,
             "mode": "legacy" if self._needs_legacy else self.protocol,
-            "extensions": [TasksExtension()],
+            "extensions": [TasksExtension()] if self.tasks else [],
         }
         if isinstance(transport, _Stdio):
             params = StdioServerParameters(
@@ -380,32 +443,77 @@ class McpServer:
                 conn.leave(call)
                 _CALL.reset(token)
 
-    async def _task_request(self, request: Any, result_type: Any) -> Any:
-        """Send a ``tasks/*`` request (on the MCP loop, connecting if need be). A refusal
-        from the server stays an ``MCPError``; a server out of reach is McpServerError."""
+    async def _task_request(
+        self, request: Any, result_type: Any, *, read_timeout: float | None = None
+    ) -> Any:
+        """Send a ``tasks/*`` request (connecting if need be), waiting ``read_timeout`` seconds at
+        most (None: the server's ``timeout``). A refusal from the server stays an
+        ``MCPError``; a server out of reach is McpServerError."""
+
+        async def send(conn: Connection) -> Any:
+            assert conn.client is not None
+            session = conn.client.session
+            return await session.send_request(request, result_type, read_timeout)
+
+        return await run_in_thread(self._on_session(send, request.method))
+
+    async def _start_task(
+        self, name: str, arguments: dict[str, JsonValue], read_timeout: float | None
+    ) -> Task:
+        """Call tool ``name`` asking for a task (2025-11-25 task augmentation): the task."""
+        from ._task_wire import start_augmented
+
+        async def send(conn: Connection) -> Task:
+            assert conn.client is not None
+            return await start_augmented(conn.client.session, name, arguments, read_timeout)
+
+        task: Task = await run_in_thread(self._on_session(send, "tools/call"))
+        return task
+
+    async def _task_result(
+        self, task_id: str, call: ActiveCall, read_timeout: float | None
+    ) -> mcp.types.CallToolResult:
+        """``tasks/result`` of a 2025-11-25 task (on the MCP loop): the server holds it until
+        the task ends, and sends the task's questions meanwhile; they go to ``call``."""
+        from mcp_types import CallToolResult
+
+        from ._task_wire import result_request
+
+        async def send(conn: Connection) -> CallToolResult:
+            assert conn.client is not None
+            conn.task_calls[task_id] = call
+            try:
+                request = result_request(task_id)
+                return await conn.client.session.send_request(request, CallToolResult, read_timeout)
+            finally:
+                conn.task_calls.pop(task_id, None)
+
+        result: CallToolResult = await self._on_session(send, "tasks/result")
+        return result
+
+    async def _on_session(self, send: Callable[[Connection], Awaitable[Any]], method: str) -> Any:
+        """``send(conn)`` on the open connection (on the MCP loop), errors sorted out: a
+        refusal stays an ``MCPError``; a server out of reach is McpServerError."""
         from mcp.shared.exceptions import MCPError
 
-        async def send() -> Any:
-            conn = await self._connected()
-            if conn.client is None:
-                raise McpServerError(f"MCP server {self.name!r} is not connected")
-            try:
-                return await conn.client.session.send_request(request, result_type)
-            except MCPError as exc:
-                if not is_lost(exc):
-                    raise
+        conn = await self._connected()
+        if conn.client is None:
+            raise McpServerError(f"MCP server {self.name!r} is not connected")
+        try:
+            return await send(conn)
+        except MCPError as exc:
+            if not is_lost(exc):
+                raise
+            conn.stop.set()
+            raise McpServerError(
+                f"MCP server {self.name!r} is not reachable ({describe(exc)})"
+            ) from exc
+        except Exception as exc:
+            if conn.session_gone or is_lost(exc):
                 conn.stop.set()
-                raise McpServerError(
-                    f"MCP server {self.name!r} is not reachable ({describe(exc)})"
-                ) from exc
-            except Exception as exc:
-                if conn.session_gone or is_lost(exc):
-                    conn.stop.set()
-                raise McpServerError(
-                    f"MCP server {self.name!r} failed a {request.method} request ({describe(exc)})"
-                ) from exc
-
-        return await run_in_thread(send())
+            raise McpServerError(
+                f"MCP server {self.name!r} failed a {method} request ({describe(exc)})"
+            ) from exc
 
     # --- closing --------------------------------------------------------------------------
 

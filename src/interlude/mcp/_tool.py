@@ -6,9 +6,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from .._messages import JsonValue, Text, ToolResult, ToolUse
 from .._tools import ToolContext, ToolSpec
@@ -30,6 +30,8 @@ __all__ = [
     "UrlElicitationRequired",
     "result_from_mcp",
 ]
+
+T = TypeVar("T")
 
 _URL_ROUNDS = 10
 """How often one run of a tool may be sent again after the user visited the pages a server
@@ -70,8 +72,10 @@ class McpTool:
     """One tool of an :class:`~interlude.mcp.McpServer`, run on the server when called.
 
     ``annotations`` holds the server's hints; ``idempotent`` (read by recovery: a call in
-    doubt after a crash runs again without asking) follows them. A server that cannot be
-    reached gives the model an error result naming it; the next call connects again.
+    doubt after a crash runs again without asking) follows them. ``as_task`` says whether a
+    call asks the server for a task (the tool's ``execution.taskSupport``, MCP 2025-11-25). A
+    server that cannot be reached gives the model an error result naming it; the next call
+    connects again.
     """
 
     def __init__(
@@ -79,8 +83,11 @@ class McpTool:
         server: McpServer,
         remote: mcp.types.Tool,
         name: str,
+        *,
+        as_task: bool = False,
     ) -> None:
         self.server = server
+        self.as_task = as_task
         self.remote_name = remote.name
         """The tool's name on the server (``name`` may carry a prefix)."""
         self._name = name
@@ -116,13 +123,16 @@ class McpTool:
 
         A server that runs the call as a task (the tasks extension) is polled until the task
         ends; what the task asks pauses the run, and its answers go back with ``tasks/update``
-        on resume, in any process (see ``_tasks``)."""
+        on resume, in any process (see ``_tasks``). A tool called ``as_task`` asks for a task
+        (2025-11-25), followed the same way."""
         from ._task_wire import TaskStarted
-        from ._tasks import follow_task, pending_task
+        from ._tasks import follow_task, pending_task, start_task
 
         kept = pending_task(context, self.server.name)
         if kept is not None:  # resumed after a pause on a task: the tool is not called again
             return await follow_task(self, tool_use, context, str(kept["task"]), kept)
+        if self.as_task:
+            return await start_task(self, tool_use, context)
         asked: dict[str, int] = {}
         for _ in range(_URL_ROUNDS):
             try:
@@ -146,8 +156,22 @@ class McpTool:
     async def _run_once(
         self, tool_use: ToolUse, context: ToolContext, asked: dict[str, int]
     ) -> mcp.types.CallToolResult:
+        def send(call: ActiveCall) -> Coroutine[Any, Any, mcp.types.CallToolResult]:
+            return self.server._call(self.remote_name, tool_use.input, call)
+
+        return await self._converse(send, tool_use, context, asked)
+
+    async def _converse(
+        self,
+        send: Callable[[ActiveCall], Coroutine[Any, Any, T]],
+        tool_use: ToolUse,
+        context: ToolContext,
+        asked: dict[str, int],
+    ) -> T:
+        """Run ``send(call)`` on the MCP loop and answer the questions the server asks on
+        ``call`` meanwhile; an interrupt ends the request and leaves its question unanswered."""
         call = ActiveCall(asyncio.get_running_loop(), context.report_progress)
-        future = call_in_thread(self.server._call(self.remote_name, tool_use.input, call))
+        future = call_in_thread(send(call))
         future.add_done_callback(call.finished)
         try:
             while True:

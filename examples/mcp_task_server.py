@@ -1,5 +1,6 @@
-"""A task-capable MCP server for the tests, built on the official SDK's extension API:
-``python task_server.py PORT`` serves streamable HTTP.
+"""A task-capable MCP server (a small box office) for the docs' MCP Tasks example and the
+tests, built on the official SDK's extension API: ``python examples/mcp_task_server.py PORT``
+serves streamable HTTP on 127.0.0.1.
 
 The SDK (mcp 2.3.0) ships the tasks types (``mcp_types.Task``, ``GetTaskRequestParams``, ...)
 and the extension seams (``mcp.server.extension.Extension``: new methods, a ``tools/call``
@@ -10,7 +11,8 @@ in the background; ``tasks/get`` shows its state (with ``inputRequests`` while i
 
 Each event is appended as a line to the file named by ``MCP_TEST_LOG`` (if set); when
 ``MCP_TEST_UPDATE_MARKER`` names a file, it is written as a ``tasks/update`` is taken.
-``MCP_TEST_TASK_TTL`` (milliseconds) sets how long a task is kept.
+``MCP_TEST_TASK_TTL`` (milliseconds) sets how long a task is kept; ``MCP_TEST_POLL_INTERVAL``
+(milliseconds) the ``pollInterval`` every task reports (a lying server says 1e9: eleven days).
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ from mcp_types import (
     TextContent,
 )
 
-TASK_TOOLS = {"book", "crunch", "survey"}
+TASK_TOOLS = {"book", "crunch", "survey", "stall"}
 TTL_MS = int(os.environ.get("MCP_TEST_TASK_TTL", "600000"))
+POLL_MS = int(float(os.environ.get("MCP_TEST_POLL_INTERVAL", "100")))
 
 
 def log(line: str) -> None:
@@ -79,7 +82,7 @@ class _Task:
             "createdAt": self.created,
             "lastUpdatedAt": self.updated,
             "ttl": TTL_MS,
-            "pollInterval": 100,
+            "pollInterval": POLL_MS,
         }
         if self.message is not None:
             out["statusMessage"] = self.message
@@ -165,6 +168,13 @@ async def crunch(seconds: float) -> str:
         task.message = f"{(i + 1) * 100 // steps}%"
     log("crunch done")
     return f"crunched for {seconds} s"
+
+
+async def stall() -> str:
+    """Never finishes: the task stays ``working`` for ever, as a task."""
+    log("stall start")
+    await asyncio.Event().wait()
+    return "unreachable"
 
 
 class Tasks(Extension):
@@ -278,7 +288,7 @@ def _dump(result: Any) -> dict[str, Any]:
 
 
 server = MCPServer("tasks", log_level="CRITICAL", extensions=[Tasks()])
-for _fn in (book, survey, crunch):
+for _fn in (book, survey, crunch, stall):
     server.add_tool(_fn)
 
 if __name__ == "__main__":
