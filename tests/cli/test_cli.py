@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -713,17 +714,30 @@ def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
     assert shown["stopped"] and not shown["paused"] and shown["running"] is None
     [listed] = run(tmp_path, "sessions", "--json", env=env).json()
     assert (listed["session"], listed["state"], listed["questions"]) == ("crash", "stopped", 0)
-    assert "interlude recover crash" in run(tmp_path, "show", "crash", env=env).ok().stdout
+    # The recover command show suggests names the --app that has the session's agent.
+    told = run(tmp_path, "show", "crash", "--app", "user_agent:app", env=env).ok().stdout
+    assert "  interlude recover --app user_agent:app crash" in told.splitlines(), told
+    without = run(tmp_path, "show", "crash", env=env).ok().stdout
+    assert "interlude recover" not in without and "add --app MODULE:ATTR" in without, without
     refused = run(
         tmp_path, "answer", "crash", first["id"], "true", "--app", "user_agent:app", env=env
     )
-    assert_one_line_error(refused, "stopped", "interlude recover crash")
+    assert_one_line_error(refused, "stopped", "interlude recover --app user_agent:app crash")
 
     recovered = run(
         tmp_path, "recover", "crash", "--app", "user_agent:app", "--json", env=env
     ).json()
     [doubt] = recovered["interrupts"]
     assert doubt["name"] == "in_doubt" and doubt["input"]["to"] == "ana@example.com"
+    # The answer show suggests for it is one it takes ("fail", not true), and works as printed
+    # (in a copy of this folder: the answer below is the one this session gets).
+    told = run(tmp_path, "show", "crash", "--app", "user_agent:app", env=env).ok().stdout
+    [suggested] = [c for c in printed_commands(told) if c[0] == "answer"]
+    assert suggested[-2:] == [doubt["id"], '"fail"'], told
+    copy = tmp_path.parent / f"{tmp_path.name}-copy"
+    shutil.copytree(tmp_path, copy)
+    failed = run(copy, *suggested, env=env).ok().stdout
+    assert "<- error: the tool call was interrupted" in failed, failed
     given = json.dumps({"result": "sent to ana@example.com"})
     next_q = run(
         tmp_path,

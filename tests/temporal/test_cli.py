@@ -157,7 +157,9 @@ def test_pending_answer_and_show_against_workflows(
     table = cli(*at, "pending", "--task-queue", queue)
     assert table.returncode == 0, str(table)
     assert row["short_id"] in table.stdout and wid in table.stdout
-    assert f"answer --temporal {temporal_address} SESSION ID" in table.stdout
+    # the command to answer it, ready to run
+    told = f" answer --temporal {temporal_address} {wid} {row['short_id']} true\n"
+    assert told in table.stdout, table.stdout
 
     shown = cli(*at, "show", wid)
     assert shown.returncode == 0, str(shown)

@@ -12,9 +12,12 @@ if TYPE_CHECKING:
 __all__ = ["inbox_routes"]
 
 
-def inbox_routes(app: App | None, backend: object, people: People) -> list[BaseRoute]:
-    """The A2A routes of ``app``'s agents on the inbox's store, for the inbox's people; none
-    without an App, without a session store (Temporal) or without the ``[a2a]`` extra."""
+def inbox_routes(
+    app: App | None, backend: object, people: People, *, public_url: str | None = None
+) -> list[BaseRoute]:
+    """The A2A routes of ``app``'s agents on the inbox's store, for the inbox's people, their
+    cards naming ``public_url`` (see :func:`a2a_routes`); none without an App, without a
+    session store (Temporal) or without the ``[a2a]`` extra."""
     from ..operate import StoreBackend
 
     if app is None or not isinstance(backend, StoreBackend):
@@ -24,4 +27,4 @@ def inbox_routes(app: App | None, backend: object, people: People) -> list[BaseR
     except ImportError:  # no [a2a] extra: the inbox alone
         return []
 
-    return routes_for(app, backend.store, people)
+    return routes_for(app, backend.store, people, public_url=public_url)

@@ -31,6 +31,7 @@ def a2a_routes(
     agents: Iterable[str] | None = None,
     descriptions: Mapping[str, str] | None = None,
     prefix: str = PREFIX,
+    public_url: str | None = None,
 ) -> list[BaseRoute]:
     """The A2A routes of ``app``'s agents (``agents``: some of them; default every agent,
     graphs and swarms are not served): ``{prefix}/{name}/`` takes JSON-RPC requests,
@@ -40,11 +41,24 @@ def a2a_routes(
     for the inbox, ``{token: name}``) makes every request need ``Authorization: Bearer
     <token>`` (401 otherwise; the card stays public and declares the scheme), and the audit
     names the token's person as who answered; ``None`` serves without authentication (tests,
-    a loopback or a gateway that authenticates). ``descriptions`` gives the cards' texts."""
+    a loopback or a gateway that authenticates). ``descriptions`` gives the cards' texts.
+
+    A card names the agent's URL under ``public_url``, the URL the server's root is reached at
+    from outside (``https://agents.example.com``, with any path prefix a proxy adds); without
+    it, under the address the server is bound to (the listening socket's, never the request's
+    ``Host`` header, which any client sets)."""
     from ..operate import People
 
     auth = None if tokens is None else People(tokens)
-    return routes_for(app, store, auth, agents=agents, descriptions=descriptions, prefix=prefix)
+    return routes_for(
+        app,
+        store,
+        auth,
+        agents=agents,
+        descriptions=descriptions,
+        prefix=prefix,
+        public_url=public_url,
+    )
 
 
 def routes_for(
@@ -55,9 +69,12 @@ def routes_for(
     agents: Iterable[str] | None = None,
     descriptions: Mapping[str, str] | None = None,
     prefix: str = PREFIX,
+    public_url: str | None = None,
 ) -> list[BaseRoute]:
     """:func:`a2a_routes` for ``auth``'s people (None: no authentication)."""
     from ..operate import check_queue
+
+    base = _public_base(public_url)
 
     if isinstance(store, str):
         from ..sessions import open_store
@@ -72,7 +89,7 @@ def routes_for(
             Mount(
                 f"{prefix}/{name}",
                 routes=[
-                    Route(CARD_PATH, _card_endpoint(name, text, auth), methods=["GET"]),
+                    Route(CARD_PATH, _card_endpoint(name, text, auth, base), methods=["GET"]),
                     Route("/", _rpc_endpoint(handler, auth), methods=["POST"]),
                 ],
             )
@@ -87,13 +104,21 @@ def create_a2a_app(
     tokens: Mapping[str, Any] | None,
     agents: Iterable[str] | None = None,
     descriptions: Mapping[str, str] | None = None,
+    public_url: str | None = None,
 ) -> Starlette:
     """A Starlette application serving only the A2A routes (see :func:`a2a_routes`);
     ``interlude serve`` mounts the same routes next to the inbox."""
     from starlette.applications import Starlette
 
     return Starlette(
-        routes=a2a_routes(app, store, tokens=tokens, agents=agents, descriptions=descriptions)
+        routes=a2a_routes(
+            app,
+            store,
+            tokens=tokens,
+            agents=agents,
+            descriptions=descriptions,
+            public_url=public_url,
+        )
     )
 
 
@@ -114,11 +139,45 @@ def _rpc_endpoint(handler: AgentTasks, auth: People | None) -> Any:
     return rpc
 
 
-def _card_endpoint(name: str, description: str, auth: People | None) -> Any:
+def _public_base(public_url: str | None) -> str | None:
+    """``public_url`` without its trailing slash, checked (None stays None)."""
+    if public_url is None:
+        return None
+    from urllib.parse import urlsplit
+
+    from ..errors import ConfigurationError
+
+    parts = urlsplit(public_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+        raise ConfigurationError(
+            f"public_url is the http(s) URL the server is reached at, got {public_url!r}"
+        )
+    return public_url.rstrip("/")
+
+
+def _bound_address(scope: Mapping[str, Any]) -> str:
+    """``scheme://host:port`` of the socket the request came in on (the ASGI ``server``),
+    followed by the server's root path: what a card names when no public URL is set."""
+    scheme = scope.get("scheme", "http")
+    host, port = scope.get("server") or ("localhost", None)
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and (scheme, port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    root: str = scope.get("app_root_path", "")
+    return f"{scheme}://{host}{root}"
+
+
+def _card_endpoint(name: str, description: str, auth: People | None, base: str | None) -> Any:
+    """The card of agent ``name``; its URL is ``base`` (or the bound address) followed by the
+    agent's path under the application (its mount), never taken from the request's headers."""
+
     async def card(request: Request) -> Response:
         from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 
-        url = str(request.url.replace(query="")).removesuffix(CARD_PATH.lstrip("/"))
+        scope = request.scope
+        mount = scope.get("root_path", "").removeprefix(scope.get("app_root_path", ""))
+        url = f"{base or _bound_address(scope)}{mount}/"
         return JSONResponse(agent_card_to_dict(agent_card(name, description, url, auth)))
 
     return card

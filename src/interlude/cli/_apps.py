@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .. import App
     from ..operate import Opened
 
-__all__ = ["BUILT_IN_APP", "_load_app", "_session_agent"]
+__all__ = ["BUILT_IN_APP", "_app_agents", "_load_app", "_session_agent"]
 
 BUILT_IN_APP = "the built-in demo app"
 
@@ -86,6 +86,12 @@ def _session_agent(args: argparse.Namespace) -> Opened:
             f"{_what(exc)}",
             session=args.session,
         ) from None
+
+
+def _app_agents(spec: str | None) -> frozenset[str]:
+    """The names of the agents (graphs, swarms) the ``--app`` registers (the built-in demo
+    app's without one): the sessions the commands a command suggests can carry on."""
+    return frozenset(_load_app(spec)[0].names)
 
 
 def _load_app(spec: str | None) -> tuple[App, str]:

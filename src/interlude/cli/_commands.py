@@ -14,9 +14,10 @@ from .._json import loads as strict_json
 from .._result import AgentResult
 from .._sync import run_sync
 from ..errors import AlreadyAnsweredError, InterludeError, ResumeError
-from ._apps import _session_agent
+from ._apps import _app_agents, _session_agent
 from ._errors import CliError, _run, _what
-from ._render import Output, program, short_id
+from ._hints import app_flag, program, short_id, store_flag
+from ._render import Output
 from ._stores import _await, _decode, _live_claim, _refuse_if_running, _store
 
 if TYPE_CHECKING:
@@ -129,7 +130,9 @@ def _pending(args: argparse.Namespace, out: Output) -> int:
         newer_than=None if args.newer_than is None else now - args.newer_than,
     )
     entries = run_sync(store.pending_interrupts(query))
-    out.pending(entries, now, args.store)
+    # the answer command shown is for a session the app in use can carry on
+    agents = None if out.json_mode or not entries else _app_agents(args.app)
+    out.pending(entries, now, args.store, agents=agents)
     return 0
 
 
@@ -150,7 +153,8 @@ def _answer(args: argparse.Namespace, out: Output) -> int:
     if opened.needs_recovery:
         raise CliError(
             f"session {args.session!r} holds a run that stopped before it finished; carry it "
-            f"on first: {program()} recover {args.session}",
+            f"on first: {program()} recover{store_flag(args.store)}{app_flag(args.app)} "
+            f"{args.session}",
             session=args.session,
         )
     _answered_first(args, opened, answer, by)
@@ -285,7 +289,7 @@ def _show(args: argparse.Namespace, out: Output) -> int:
     if "interlude.orchestration" in stored.state:  # a graph's or swarm's session
         from ._graphs import show_graph
 
-        return show_graph(out, args.session, stored)
+        return show_graph(out, args.session, stored, args.store, _hinted(args, out))
     messages, pause = _decode(stored)
     out.show(
         args.session,
@@ -297,8 +301,16 @@ def _show(args: argparse.Namespace, out: Output) -> int:
         agent=stored.agent,
         audit=list(stored.audit),
         chain=_audit_chain(args.session, list(stored.audit)),
+        store=args.store,
+        agents=_hinted(args, out),
     )
     return 0
+
+
+def _hinted(args: argparse.Namespace, out: Output) -> frozenset[str]:
+    """The agents of the app in use, for the commands ``show`` suggests (none with --json:
+    it suggests none, and imports no --app)."""
+    return frozenset() if out.json_mode else _app_agents(args.app)
 
 
 def _audit_chain(session_id: str, audit: list[Any]) -> str:

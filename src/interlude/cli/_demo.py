@@ -15,13 +15,14 @@ from .. import Agent, AgentSession, App, ToolResult, ToolUse, tool
 from ..hooks import BeforeToolCallEvent
 from ..models import model_from_string
 from ..testing import FunctionModel, ModelRequest
+from ._defaults import DEMO_AGENT
 
 if TYPE_CHECKING:
     from ..sessions import SessionStore
 
 __all__ = ["NAME", "PROMPT", "app", "build", "choose_model"]
 
-NAME = "demo"
+NAME = DEMO_AGENT
 PROMPT = "Free some disk space: clean up the old log files in /var/log/app."
 RISKY = {"delete_files"}
 

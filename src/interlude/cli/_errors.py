@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import InterludeError, ResumeError, SessionConflictError, SessionError
-from ._render import Output, show_command
+from ._hints import show_command
+from ._render import Output
 
 T = TypeVar("T")
 

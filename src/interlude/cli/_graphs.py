@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import ResumeError
 from ._errors import CliError, _what
-from ._render import Output, _app_flag, _interrupt_json, _named, _shown, program, show_command
+from ._hints import answer_hints, app_flag, show_command, store_flag
+from ._render import Output
+from ._words import _interrupt_json, _named, _shown
 
 if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Swarm
@@ -71,12 +73,16 @@ def graph_outcome(out: Output, session_id: str, result: MultiAgentResult, store:
     for i in result.interrupts:
         out._say(f"  {_named(i)}: {_shown(i)}")
         out._say(f"    id: {i.id}", "dim")
-    out._say(f"\nAnswer: {program()} answer{_app_flag(out.app)} {session_id} ID JSON", "dim")
+    out._say("\nAnswer with:")
+    out.hints(answer_hints(session_id, result.interrupts, store_flag(store) + app_flag(out.app)))
 
 
-def show_graph(out: Output, session_id: str, stored: StoredSession) -> int:
+def show_graph(
+    out: Output, session_id: str, stored: StoredSession, store: str, agents: frozenset[str]
+) -> int:
     """``show SESSION`` on a graph's session: its state of play and its questions, node by
-    node (read from the store: no --app needed)."""
+    node (read from the store: no --app needed), and the commands that carry it on (the app
+    in use has ``agents``)."""
     from ..multiagent import read_record
 
     record = read_record(stored)
@@ -100,8 +106,7 @@ def show_graph(out: Output, session_id: str, stored: StoredSession) -> int:
     if state == "running":
         out._say(
             f"A run is in progress, or stopped before it finished (nodes started: "
-            f"{', '.join(record.started)}); a stopped one is carried on with "
-            f"`{program()} recover{_app_flag(out.app)} {session_id}`.",
+            f"{', '.join(record.started)}); if it stopped, carry it on as below.",
             "yellow",
         )
     elif not record.questions:
@@ -114,4 +119,6 @@ def show_graph(out: Output, session_id: str, stored: StoredSession) -> int:
     out._say(
         f"Each node's agent keeps its conversation in session {session_id}:node:<node>.", "dim"
     )
+    if state == "running" or record.questions:
+        out.next_steps(session_id, stored.agent, store, list(record.questions), agents)
     return 0

@@ -3,8 +3,8 @@ show, list, discard or delete sessions; serve the web inbox and run workers.
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE),
 ``--app module:attribute`` (default: $INTERLUDE_APP, else the built-in demo app) and ``--json``
-for scripts, before or after the command's name. Only ``demo`` creates a store; the other
-commands report a store that does not exist. With ``--temporal HOST:PORT`` (or
+for scripts, before or after the command's name. Only ``demo`` and ``run`` create a store;
+the other commands report a store that does not exist. With ``--temporal HOST:PORT`` (or
 $INTERLUDE_TEMPORAL; ``--namespace``), ``pending``, ``answer`` and ``show`` work on agent
 workflows of ``interlude.temporal`` instead (the session is the workflow id), and
 ``temporal-worker`` runs a worker for the ``--app`` (see ``_temporal``).
@@ -24,8 +24,8 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable
-from typing import NoReturn, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import Literal, NoReturn, TypeAlias
 
 from ..errors import InterludeError
 from ._commands import (
@@ -42,7 +42,7 @@ from ._commands import (
 )
 from ._errors import CliError as CliError
 from ._errors import _run as _run  # re-exported, as CliError: imported from here
-from ._operate import _serve, _worker
+from ._operate import _serve, _worker, serve_limit_options
 from ._render import Output
 from ._stores import DEFAULT_STORE
 from ._temporal import (
@@ -85,6 +85,7 @@ def run(argv: list[str] | None = None) -> int:
             Output(json_mode=True).error_json(str(exc))
         return 2
     out = Output(json_mode=args.json, app=args.app)
+    _say_if_app_ignored(args, out)
     try:
         return int(_command(args)(args, out))
     except CliError as exc:
@@ -102,28 +103,76 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> Callable[..., int]:
-    """The command to run: its Temporal form with ``--temporal`` (refused for the commands that
-    only work on a store, unless the option comes from $INTERLUDE_TEMPORAL)."""
+    """The command to run: its Temporal form (``ON_TEMPORAL``) with ``--temporal`` (refused
+    for the commands that only work on a store, unless the option comes from
+    $INTERLUDE_TEMPORAL)."""
     if not args.temporal:
         return args.command  # type: ignore[no-any-return]
-    on_temporal: Callable[..., int] | None = getattr(args, "on_temporal", None)
+    on_temporal = ON_TEMPORAL.get(args.command_name)
     if on_temporal is not None:
         return on_temporal
     if args.temporal != os.environ.get("INTERLUDE_TEMPORAL"):
 
         def refuse(args: argparse.Namespace, out: Output) -> int:
             raise CliError(
-                "--temporal works with demo, pending, answer, show, serve and temporal-worker; "
-                "this command works on a session store (--store)"
+                f"--temporal works with {_listed(ON_TEMPORAL)}; {args.command_name} works on "
+                "a session store (--store)"
             )
 
         return refuse
     return args.command  # type: ignore[no-any-return]
 
 
+ON_TEMPORAL: dict[str, Callable[..., int]] = {
+    "demo": temporal_demo,
+    "pending": temporal_pending,
+    "answer": temporal_answer,
+    "show": temporal_show,
+    "serve": _serve,
+    "temporal-worker": temporal_worker,
+}
+"""The commands that take ``--temporal``, and what each runs then (on agent workflows)."""
+
+USES_APP: dict[str, Literal["runs", "names"]] = {
+    "run": "runs",
+    "answer": "runs",
+    "expire": "runs",
+    "recover": "runs",
+    "fork": "runs",
+    "discard": "runs",
+    "serve": "runs",
+    "worker": "runs",
+    "temporal-worker": "runs",
+    "pending": "names",
+    "show": "names",
+    "history": "names",
+}
+"""The commands that honour ``--app``: they build the session's agents with it ("runs"), or
+name it in the commands they suggest ("names"). The others say that they ignore it."""
+
+
+def _say_if_app_ignored(args: argparse.Namespace, out: Output) -> None:
+    """A command that does not honour ``--app`` says so on stderr (when the option was
+    given, not taken from $INTERLUDE_APP), and suggests none."""
+    name, app = args.command_name, args.app
+    if app is None or name in USES_APP or app == os.environ.get("INTERLUDE_APP"):
+        return
+    out.app = None
+    if name == "demo":  # says what to run instead
+        return
+    print(f"interlude: {name} ignores --app {app}", file=sys.stderr)
+
+
+def _listed(names: Iterable[str]) -> str:
+    names = list(names)
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 APP_HELP = (
-    "module:attribute naming the interlude.App whose agents run sessions (answer, recover, "
-    "discard); the module is imported from this folder or the Python path. Default: "
+    "module:attribute naming the interlude.App whose agents run sessions: "
+    f"{_listed(n for n, use in USES_APP.items() if use == 'runs')} build agents with it; "
+    f"{_listed(n for n, use in USES_APP.items() if use == 'names')} name it in the commands "
+    "they suggest. The module is imported from this folder or the Python path. Default: "
     "$INTERLUDE_APP, else the built-in demo app"
 )
 STORE_HELP = (
@@ -135,7 +184,7 @@ STORE_HELP = (
 )
 
 TEMPORAL_HELP = (
-    "HOST:PORT of a Temporal server: pending, answer and show then work on agent workflows "
+    f"HOST:PORT of a Temporal server: {_listed(ON_TEMPORAL)} then work on agent workflows "
     "(interlude.temporal), the session being the workflow id. Default: $INTERLUDE_TEMPORAL"
 )
 
@@ -159,7 +208,10 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     """The options every command takes, given before the command's name."""
     # --store and --json go before the command or after it; after it, they win.
     parser.add_argument(
-        "--store", default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE), help=STORE_HELP
+        "--store",
+        metavar="URL",
+        default=os.environ.get("INTERLUDE_STORE", DEFAULT_STORE),
+        help=STORE_HELP,
     )
     parser.add_argument(
         "--app",
@@ -198,7 +250,7 @@ def _command_parser(
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.set_defaults(command=fn)
+    p.set_defaults(command=fn, command_name=name)
     hidden = argparse.SUPPRESS  # each is explained once, by `interlude --help`
     p.add_argument("--store", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=hidden)
@@ -217,7 +269,7 @@ EXAMPLES = {
     "recover": "interlude recover --app myapp:app invoice-8",
     "show": "interlude show demo-1",
     "history": "interlude history demo-1",
-    "fork": "interlude fork --app myapp:app demo-1 --at m3 --as demo-1-retry",
+    "fork": "interlude fork --app myapp:app demo-1 --at d2dbbf05 --as demo-1-retry --by ana",
     "sessions": "interlude sessions --json",
     "discard": "interlude discard demo-1",
     "delete": "interlude delete demo-1 --with-audit",
@@ -250,6 +302,15 @@ def _task_queue_option(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--task-queue", metavar="QUEUE", help=help)
 
 
+def _session_argument(p: argparse.ArgumentParser, help: str = "the session's id") -> None:
+    """SESSION: every command names a session the same way (``args.session``)."""
+    p.add_argument("session", metavar="SESSION", help=help)
+
+
+def _by_option(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--by", metavar="NAME", help=f"{help} (default: your OS user name)")
+
+
 def _agent_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--agent",
@@ -268,7 +329,6 @@ def _run_commands(sub: _Commands) -> None:
     _task_queue_option(
         demo, f"with --temporal: the task queue to start it on ({DEFAULT_TASK_QUEUE})"
     )
-    demo.set_defaults(on_temporal=temporal_demo)
 
     run = _command_parser(
         sub,
@@ -277,7 +337,7 @@ def _run_commands(sub: _Commands) -> None:
         "start a session of your own agent (--app) on a prompt, or carry one on with a new one",
     )
     run.add_argument("agent_name", metavar="AGENT", help="the agent's name in the --app")
-    run.add_argument("session", metavar="SESSION", help="the session id (new, or not waiting)")
+    _session_argument(run, "the session's id (new, or not waiting)")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask the agent")
 
     pending = _command_parser(sub, "pending", _pending, "list the interrupts waiting for an answer")
@@ -286,35 +346,34 @@ def _run_commands(sub: _Commands) -> None:
     pending.add_argument("--older-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
     pending.add_argument("--newer-than", type=_duration, help="e.g. 30s, 10m, 2h, 1d")
     _task_queue_option(pending, "with --temporal: only workflows on this task queue")
-    pending.set_defaults(on_temporal=temporal_pending)
 
     _answer_command(sub)
 
     expire = _command_parser(
         sub, "expire", _expire, "settle a session's questions whose deadline passed, and carry on"
     )
-    expire.add_argument("session")
+    _session_argument(expire)
     _agent_option(expire)
 
     recover = _command_parser(
         sub, "recover", _recover, "carry on a run whose process stopped before it finished"
     )
-    recover.add_argument("session")
+    _session_argument(recover)
     _agent_option(recover)
 
 
 def _answer_command(sub: _Commands) -> None:
     answer = _command_parser(sub, "answer", _answer, "answer an interrupt and carry the session on")
-    answer.add_argument("session")
+    _session_argument(answer)
     answer.add_argument(
-        "interrupt_id", help="the interrupt's id, or the short id `interlude pending` shows"
+        "interrupt_id",
+        metavar="QUESTION",
+        help="the question's id, or the short id `pending` and `history` show",
     )
-    answer.add_argument("answer", help='the answer as JSON: true, false, "text", {"k": 1}')
     answer.add_argument(
-        "--by",
-        metavar="NAME",
-        help="who answers, for the session's audit trail (default: your OS user name)",
+        "answer", metavar="ANSWER", help='the answer as JSON: true, false, "text", {"k": 1}'
     )
+    _by_option(answer, "who answers, for the session's audit trail")
     answer.add_argument(
         "--shown",
         metavar="DIGEST",
@@ -322,7 +381,6 @@ def _answer_command(sub: _Commands) -> None:
         '"shown"): refused if the session\'s question differs',
     )
     _agent_option(answer)
-    answer.set_defaults(on_temporal=temporal_answer)
 
 
 def _session_commands(sub: _Commands) -> None:
@@ -330,8 +388,7 @@ def _session_commands(sub: _Commands) -> None:
     show = _command_parser(
         sub, "show", _show, "show a session's conversation, pause and audit trail"
     )
-    show.add_argument("session")
-    show.set_defaults(on_temporal=temporal_show)
+    _session_argument(show)
 
     _command_parser(sub, "sessions", _sessions, "list the sessions in the store and their state")
 
@@ -340,15 +397,22 @@ def _session_commands(sub: _Commands) -> None:
     history = _command_parser(
         sub, "history", history_command, "list a session's checkpoints (its steps), oldest first"
     )
-    history.add_argument("session")
+    _session_argument(history)
     fork = _command_parser(
         sub, "fork", fork_command, "make a new session standing at a checkpoint of another"
     )
-    fork.add_argument("session")
-    fork.add_argument("--at", required=True, metavar="ID", help="a checkpoint id (history)")
+    _session_argument(fork, "the session to fork (it does not change)")
+    fork.add_argument(
+        "--at",
+        required=True,
+        metavar="CHECKPOINT",
+        help="a checkpoint's id as `history` lists it (a question's short id, as `pending` "
+        "shows it, or its full id)",
+    )
     fork.add_argument(
         "--as", dest="new", metavar="NEW", help="the new session's id (default: made from it)"
     )
+    _by_option(fork, "who forks, for the new session's audit trail")
     _agent_option(fork)
 
     discard = _command_parser(
@@ -357,13 +421,13 @@ def _session_commands(sub: _Commands) -> None:
         _discard,
         "drop a session's pause (or stopped run): its open tool calls become cancelled",
     )
-    discard.add_argument("session")
+    _session_argument(discard)
     _agent_option(discard)
 
     delete = _command_parser(
         sub, "delete", _delete, "delete a session from the store (refused while a run holds it)"
     )
-    delete.add_argument("session")
+    _session_argument(delete)
     delete.add_argument(
         "--with-audit",
         action="store_true",
@@ -394,18 +458,7 @@ def _service_commands(sub: _Commands) -> None:
         help="also run a worker in this process: it carries sessions on once answered",
     )
     serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
-    serve.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        help="seconds a client has to send a request's headers before it is cut off (10)",
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=int,
-        default=1000,
-        help="connections held at once; more are closed at once (1000)",
-    )
+    serve_limit_options(serve)
     serve.add_argument(
         "--signing-key-env",
         metavar="VAR",
@@ -414,7 +467,6 @@ def _service_commands(sub: _Commands) -> None:
     )
     _notify_options(serve, "with --worker: ")
     _task_queue_option(serve, "with --temporal: only workflows on this task queue")
-    serve.set_defaults(on_temporal=_serve)
 
     worker = _command_parser(
         sub,
@@ -433,7 +485,6 @@ def _service_commands(sub: _Commands) -> None:
         "run agents of the --app as Temporal workflows (needs --temporal), until Ctrl-C",
     )
     _task_queue_option(temporal, f"the task queue to poll ({DEFAULT_TASK_QUEUE})")
-    temporal.set_defaults(on_temporal=temporal_worker)
 
 
 def _duration(text: str) -> float:

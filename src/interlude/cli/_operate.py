@@ -12,13 +12,51 @@ from typing import TYPE_CHECKING, Any
 from ._apps import _load_app
 from ._commands import _operator
 from ._errors import CliError
-from ._render import Output, program
+from ._hints import program
+from ._render import Output
 from ._stores import _store
 
 if TYPE_CHECKING:
     from types import FrameType
 
-__all__ = ["_serve", "_worker"]
+__all__ = ["_serve", "_worker", "serve_limit_options"]
+
+
+def serve_limit_options(serve: argparse.ArgumentParser) -> None:
+    """``serve``'s guards against clients that hold the server (docs/inbox.md, Commands) and
+    the URL it is reached at. The defaults are ``interlude.server``'s (not imported here:
+    the parser works without the [server] extra)."""
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send a request's headers before it is cut off (10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a request's body has to arrive, else 408 and the connection closed (30)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        help="connections held at once; more are closed at once (1000)",
+    )
+    serve.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=100,
+        help="connections held at once from one client address; more are closed at once "
+        "(100; behind a proxy every client is the proxy)",
+    )
+    serve.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL this server is reached at (https://inbox.example.com), named by the "
+        "A2A agent cards (default: the address it listens on)",
+    )
 
 
 def _serve(args: argparse.Namespace, out: Output) -> int:
@@ -37,6 +75,11 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         raise CliError(
             f"--header-timeout takes seconds > 0 and --max-connections a number >= 1, got "
             f"{args.header_timeout} and {args.max_connections}"
+        )
+    if not args.body_timeout > 0 or args.max_client_connections < 1:
+        raise CliError(
+            f"--body-timeout takes seconds > 0 and --max-client-connections a number >= 1, "
+            f"got {args.body_timeout} and {args.max_client_connections}"
         )
     if getattr(args, "temporal", None):
         if args.worker:
@@ -69,7 +112,13 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
         if not key:
             raise CliError(f"--signing-key-env {args.signing_key_env}: that variable is not set")
     asgi = create_app(
-        store, app, tokens=tokens, worker=args.worker, poll=args.poll, signing_key=key
+        store,
+        app,
+        tokens=tokens,
+        worker=args.worker,
+        poll=args.poll,
+        signing_key=key,
+        **_limits(args),
     )
     url = _url(args)
     out.serving(url, made, tokens.get(made or "", ""), args.store, worker=args.worker)
@@ -93,7 +142,7 @@ def _serve_temporal(args: argparse.Namespace, out: Output) -> int:
     asyncio.run(_connect(args))  # one line now if it cannot be reached, not on every request
     queue = getattr(args, "task_queue", None)
     backend = TemporalInbox(args.temporal, namespace=args.namespace, task_queue=queue)
-    asgi = create_app(backend, tokens=tokens, poll=args.poll)
+    asgi = create_app(backend, tokens=tokens, poll=args.poll, **_limits(args))
     url = _url(args)
     if out.json_mode:
         info = {"url": url, "login": f"{url}/login", "token": made, "temporal": args.temporal}
@@ -115,6 +164,17 @@ def _serve_temporal(args: argparse.Namespace, out: Output) -> int:
         sys.stdout.flush()
     _run_server(args, asgi)
     return 0
+
+
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``create_app``'s options from ``serve``'s flags."""
+    from urllib.parse import urlsplit
+
+    url = args.public_url
+    parts = urlsplit(url or "")
+    if url is not None and (parts.scheme not in ("http", "https") or not parts.netloc):
+        raise CliError(f"--public-url takes the http(s) URL this server is reached at, got {url}")
+    return {"public_url": url, "body_timeout": args.body_timeout}
 
 
 def _tokens(args: argparse.Namespace) -> dict[str, str]:
@@ -156,6 +216,7 @@ def _run_server(args: argparse.Namespace, asgi: Any) -> None:
         port=args.port,
         header_timeout=args.header_timeout,
         max_connections=args.max_connections,
+        max_client_connections=args.max_client_connections,
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=3,

@@ -4,56 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .._messages import Image, Json, Message, Reasoning, Text, ToolResult, ToolUse
+from ._hints import Hint, answer_hints, app_flag, app_missing, program, short_id, store_flag
+from ._words import (
+    _age,
+    _decisions_and_votes,
+    _interrupt_json,
+    _named,
+    _shown,
+    _state_words,
+    _transcript,
+    audit_line,
+    claim_words,
+)
 
 if TYPE_CHECKING:
     from .. import AgentResult, Interrupt
     from .._agent import Position
+    from .._messages import Message
     from ..sessions import PendingInterrupt
 
-__all__ = ["Output", "audit_line", "claim_words", "program", "short_id", "show_command"]
+__all__ = ["Output"]
 
 ROW_WIDTH = 120  # `interlude pending` keeps its rows this narrow
-
-
-def program() -> str:
-    """How to run this command again from the same folder, for the commands it suggests.
-
-    ``interlude`` when that name on PATH is this installation's; otherwise the way this
-    process was started: ``.venv/bin/interlude`` when run by that path without activating the
-    venv, ``.venv/bin/python -m interlude`` for ``-m``. A path inside the current folder is
-    shown relative to it, as the user typed it."""
-    import os
-    import shutil
-
-    here = os.path.dirname(os.path.abspath(sys.executable))  # a venv's bin, links unresolved
-    on_path = shutil.which("interlude")
-    if on_path is not None and os.path.dirname(os.path.abspath(on_path)) == here:
-        return "interlude"
-    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
-    if os.path.basename(argv0) in ("interlude", "interlude.exe"):
-        return _as_typed(argv0)
-    if shutil.which("python3") == sys.executable or shutil.which("python") == sys.executable:
-        return f"{os.path.basename(sys.executable)} -m interlude"
-    return f"{_as_typed(sys.executable)} -m interlude"
-
-
-def _as_typed(path: str) -> str:
-    """``path`` quoted for a shell; relative (``./x``-free) when it lies inside this folder."""
-    import os
-    import shlex
-
-    if os.path.isabs(path):
-        rel = os.path.relpath(path)
-        if not rel.startswith(os.pardir):
-            path = rel
-    elif os.sep not in path:
-        path = os.path.join(os.curdir, path)  # a bare name in this folder is not on PATH
-    return shlex.quote(path)
 
 
 def _printable(text: str) -> str:
@@ -164,18 +141,28 @@ class Output:
         self._say(
             "\nThe pause is saved in the store; this process can end now. From any other process:"
         )
-        flag = _store_flag(store)
-        me = program()
-        self._say(f"  {me} pending{flag}")
-        for i in result.interrupts:
-            self._say(f"  {me} answer{flag}{_app_flag(self.app)} {session_id} {i.id} true", "cyan")
-        self._say("(answer false, or any JSON, to decline)", "dim")
+        flags = store_flag(store) + app_flag(self.app)
+        self._say(f"  {program()} pending{flags}")
+        self.hints(answer_hints(session_id, result.interrupts, flags))
+
+    def hints(self, lines: list[Hint]) -> None:
+        """Print suggested commands (see ``_hints``)."""
+        for line, style in lines:
+            self._say(line, style)
 
     def pending(
-        self, entries: list[PendingInterrupt], now: float, store: str, *, flags: str | None = None
+        self,
+        entries: list[PendingInterrupt],
+        now: float,
+        store: str,
+        *,
+        flags: str | None = None,
+        agents: frozenset[str] | None = None,
     ) -> None:
         """``flags``: the options naming where the sessions are, for the answer command shown
-        (default: ``--store``'s, unless it is the default store)."""
+        (default: ``--store``'s, unless it is the default store, and ``--app``'s); ``agents``:
+        the agents of the app in use, when it matters (the sessions of others are answered
+        with another --app, which is said)."""
         if self.json_mode:
             self._json(
                 [
@@ -193,7 +180,7 @@ class Output:
         if not entries:
             self._say("No interrupts are waiting for an answer.")
             return
-        where = _store_flag(store) if flags is None else flags
+        where = store_flag(store) + app_flag(self.app) if flags is None else flags
         head = ("ID", "SESSION", "NAME", "AGE", "WHAT WAS SHOWN")
         rows = [
             (
@@ -212,12 +199,33 @@ class Output:
             room = max(ROW_WIDTH - len(line), 20)
             what = r[4] if len(r[4]) <= room else r[4][: room - 3] + "..."
             self._say((line + what).rstrip(), "bold" if r is head else None)
-        self._say(
-            f"\nAnswer: {program()} answer{where}{_app_flag(self.app)} SESSION ID "
-            "true|false|JSON"
-            " (pending --json lists all in full)",
-            "dim",
-        )
+        self._pending_hints(entries, where, agents, expire=flags is None)
+
+    def _pending_hints(
+        self,
+        entries: list[PendingInterrupt],
+        flags: str,
+        agents: frozenset[str] | None,
+        *,
+        expire: bool,
+    ) -> None:
+        """How to answer one of the questions listed (the first that the app in use can
+        run), in full; and which sessions need another --app."""
+        usable = [e for e in entries if agents is None or e.agent in agents]
+        others = [e for e in entries if agents is not None and e.agent not in agents]
+        self._say()
+        if usable:
+            first = usable[0]
+            where = "the first" if first is entries[0] else f"{first.session_id}'s"
+            self._say(
+                f"Answer a question with its SESSION and ID, e.g. {where} (pending --json "
+                "lists them in full):",
+                "dim",
+            )
+            question = [first.interrupt]
+            self.hints(answer_hints(first.session_id, question, flags, expire=expire, short=True))
+        for agent in dict.fromkeys(e.agent for e in others):
+            self._say(f"({app_missing(agent, agents or frozenset(), self.app)})", "dim")
 
     def sessions(self, rows: list[dict[str, Any]]) -> None:
         if self.json_mode:
@@ -263,9 +271,12 @@ class Output:
         agent: str | None = None,
         audit: list[dict[str, Any]] | None = None,
         chain: str | None = None,
+        store: str = "",
+        agents: frozenset[str] = frozenset(),
     ) -> None:
         """A session: its conversation, state of play and audit trail (answers given), with
-        what its chain says (``chain``)."""
+        what its chain says (``chain``), then the command that carries it on (``store``: the
+        --store it is in; ``agents``: the agents of the app in use)."""
         audit = audit or []
         interrupts = [] if pause is None else pause.interrupts
         stopped = pause is not None and not interrupts and claim is None
@@ -298,11 +309,7 @@ class Output:
         if claim is not None:
             self._say(f"\nA run is in progress: {claim_words(claim)}.", "yellow")
         elif stopped:
-            self._say(
-                "\nA run stopped before it finished (its process ended); carry it on with "
-                f"`{program()} recover{_app_flag(self.app)} {session_id}`.",
-                "yellow",
-            )
+            self._say("\nA run stopped before it finished (its process ended).", "yellow")
         elif pause is None:
             self._say("\nNot paused.")
         else:
@@ -314,6 +321,40 @@ class Output:
                     names = f": {', '.join(voters)}" if voters else ""
                     self._say(f"    {len(voters)} of {i.quorum} approvals{names}")
                 self._say(f"    id: {i.id}", "dim")
+        self._decisions_and_trail(decisions, audit, chain)
+        if claim is None and (stopped or interrupts):
+            self.next_steps(session_id, agent, store, interrupts, agents)
+
+    def next_steps(
+        self,
+        session_id: str,
+        agent: str | None,
+        store: str,
+        questions: list[Interrupt],
+        agents: frozenset[str],
+    ) -> None:
+        """The commands that carry a session of ``agent`` on: answer its ``questions``, or,
+        with none, recover its stopped run (in words when the app in use, whose ``agents``
+        these are, lacks its agent)."""
+        missing = app_missing(agent, agents, self.app)
+        if missing is not None:
+            what = "answer it" if questions else "carry it on"
+            self._say(f"\nTo {what}: {missing}.", "dim")
+            return
+        flags = store_flag(store) + app_flag(self.app)
+        if questions:
+            self._say("\nAnswer with:")
+            self.hints(answer_hints(session_id, questions, flags))
+        else:
+            self._say("\nCarry it on with:")
+            self._say(f"  {program()} recover{flags} {shlex.quote(session_id)}", "cyan")
+
+    def _decisions_and_trail(
+        self,
+        decisions: dict[str, dict[str, Any]],
+        audit: list[dict[str, Any]],
+        chain: str | None,
+    ) -> None:
         if decisions:
             self._say("\nRemembered decisions:", "bold")
             for tool, d in sorted(decisions.items()):
@@ -346,8 +387,8 @@ class Output:
             self._say("A worker in this process carries sessions on once answered.", "dim")
         else:
             self._say(
-                f"Answers are recorded; run `{program()} worker{_store_flag(store)}"
-                f"{_app_flag(self.app)}` to carry sessions on (or serve --worker).",
+                f"Answers are recorded; run `{program()} worker{store_flag(store)}"
+                f"{app_flag(self.app)}` to carry sessions on (or serve --worker).",
                 "dim",
             )
         self._say("Ctrl-C stops.", "dim")
@@ -365,192 +406,3 @@ class Output:
         self._say(f"worker: carried on {handled} session(s).")
         for session_id, why in failed.items():
             self._say(f"  session {session_id}: failed: {why}", "red")
-
-
-def _decisions_and_votes(
-    pause: Position | None, audit: list[dict[str, Any]]
-) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[Any, tuple[str, ...]]]]:
-    """The approval decisions remembered (as ``Agent.decisions`` gives them, every audit entry
-    counted: ``show`` has no signing key) and the votes so far toward a quorum."""
-    from .._agent import remembered_decisions
-    from .._audit import AuditEntry
-    from ..errors import StateFormatError
-
-    entries = []
-    for entry in audit:
-        try:
-            entries.append(AuditEntry.from_dict(entry))
-        except StateFormatError:
-            continue  # the chain line reports a damaged trail
-    run = {} if pause is None else pause.progress.decisions
-    votes = {} if pause is None else dict(pause.progress.votes)
-    return remembered_decisions(entries, run, False), votes
-
-
-def audit_line(entry: dict[str, Any]) -> str:
-    """One audit entry in words: ``2026-11-23 17:40:02  ana answered approve: true  (shown
-    sha256:1a2b3c4d)``."""
-    at = entry.get("at")
-    when = _clock(at) if isinstance(at, int | float) else "(no time)"
-    name = entry.get("name") or entry.get("interrupt_id") or "?"
-    answer = json.dumps(entry.get("answer"), ensure_ascii=False)
-    if len(answer) > 80:
-        answer = answer[:77] + "..."
-    by = entry.get("by") or "unknown"
-    if entry.get("expired"):
-        line = f"{when}  {name} expired unanswered: {answer}"
-    else:
-        line = f"{when}  {by} answered {name}: {answer}"
-        vote = entry.get("vote")
-        if isinstance(vote, list) and len(vote) == 2:
-            line += f" (vote {vote[0]} of {vote[1]})"
-    shown = entry.get("shown")
-    if isinstance(shown, str) and shown:
-        algorithm, _, digest = shown.rpartition(":")
-        line += f"  (shown {algorithm + ':' if algorithm else ''}{digest[:8]})"
-    return line
-
-
-def show_command(session_id: str, store: str) -> str:
-    """The command that shows a session."""
-    return f"{program()} show{_store_flag(store)} {session_id}"
-
-
-def short_id(interrupt_id: str) -> str:
-    """The 8-character id ``interlude pending`` shows and ``interlude answer`` accepts."""
-    import hashlib
-
-    return hashlib.sha256(interrupt_id.encode()).hexdigest()[:8]
-
-
-def claim_words(claim: dict[str, Any], now: float | None = None) -> str:
-    """Who holds a run claim, since when and until when, in words."""
-    import time
-
-    now = time.time() if now is None else now
-    parts = [f"held by {claim.get('owner') or 'an unnamed process'}"]
-    since = claim.get("since")
-    if isinstance(since, int | float):
-        parts.append(f"since {_clock(since)} ({_age(now - since)} ago)")
-    expires = claim.get("expires_at")
-    if isinstance(expires, int | float):
-        parts.append(
-            f"its claim runs out at {_clock(expires)} (in {_age(expires - now)}) unless renewed"
-        )
-    return ", ".join(parts)
-
-
-def _clock(when: float) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when))
-
-
-def _state_words(state: str, questions: int) -> str:
-    if state == "paused":
-        return f"paused: {questions} question{'' if questions == 1 else 's'}"
-    return {"stopped": "stopped run", "running": "running", "idle": "idle"}.get(state, state)
-
-
-def _app_flag(app: str | None) -> str:
-    """`` --app X`` unless no --app is in use, or it comes from $INTERLUDE_APP."""
-    import os
-    import shlex
-
-    if app is None or app == os.environ.get("INTERLUDE_APP"):
-        return ""
-    return f" --app {shlex.quote(app)}"
-
-
-def _store_flag(store: str) -> str:
-    return "" if store == _default_store() else f" --store '{store}'"
-
-
-def _default_store() -> str:
-    import os
-
-    from ._defaults import DEFAULT_STORE
-
-    return os.environ.get("INTERLUDE_STORE", DEFAULT_STORE)
-
-
-def node_of(i: Interrupt) -> str | None:
-    """The node of a graph (or swarm) that asked ``i`` ("writer"; "outer/inner" through a
-    nested one), None for an agent's own question."""
-    if not any(u.id.startswith("node:") for u in i.via):
-        return None  # the usual case: interlude.multiagent is not imported for it
-    from ..multiagent import describe_node
-
-    return describe_node(i)
-
-
-def _interrupt_json(i: Interrupt) -> dict[str, Any]:
-    node = node_of(i)
-    return {
-        "id": i.id,
-        "name": i.name,
-        **({"node": node} if node is not None else {}),
-        "reason": i.reason,
-        "source": i.source,
-        "tool": None if i.tool_use is None else i.tool_use.name,
-        "input": None if i.tool_use is None else i.tool_use.input,
-        "shown": i.digest,
-        "response_schema": i.response_schema,
-        "expires_at": i.expires_at,
-        **({"default": i.default} if i.has_default else {}),
-    }
-
-
-def _named(i: Interrupt) -> str:
-    """A question's name, with the node that asked it ("city (node writer)")."""
-    node = node_of(i)
-    return i.name if node is None else f"{i.name} (node {node})"
-
-
-def _shown(i: Interrupt) -> str:
-    what = "" if i.tool_use is None else f"{i.tool_use.name} {json.dumps(i.tool_use.input)}"
-    reason = "" if i.reason is None else json.dumps(i.reason, ensure_ascii=False)
-    shown = " - ".join(x for x in (what, reason) if x) or "(no details)"
-    if i.expires_at is not None:
-        import time
-
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.expires_at))
-        passed = i.expires_at <= time.time()  # first, so that a narrow row keeps it
-        shown = (
-            f"[expired {when}: settle with expire] {shown}"
-            if passed
-            else (f"[deadline {when}] {shown}")
-        )
-    return shown
-
-
-def _age(seconds: float) -> str:
-    seconds = max(seconds, 0.0)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
-
-
-def _transcript(messages: list[Message]) -> Iterator[str]:
-    for m in messages:
-        for block in m.content:
-            if isinstance(block, Text) and block.text:
-                yield f"{m.role}: {block.text}"
-            elif isinstance(block, ToolUse):
-                yield f"  -> {block.name} {json.dumps(block.input)}"
-            elif isinstance(block, ToolResult):
-                yield f"  <- {block.status}: {_result_text(block)}"
-            elif isinstance(block, Reasoning):
-                yield f"  (thinking) {block.text[:80]}"
-            elif isinstance(block, Image):
-                yield f"{m.role}: [image {block.media_type}]"
-
-
-def _result_text(result: ToolResult) -> str:
-    parts = [
-        b.text if isinstance(b, Text) else json.dumps(b.value) if isinstance(b, Json) else "[image]"
-        for b in result.content
-    ]
-    text = " ".join(parts)
-    return text if len(text) <= 160 else text[:157] + "..."

@@ -11,7 +11,7 @@ from .._sync import run_sync
 from ..errors import InterludeError
 from ._defaults import DEFAULT_STORE
 from ._errors import CliError
-from ._render import claim_words
+from ._words import claim_words
 
 if TYPE_CHECKING:
     from .._agent import Position

@@ -24,14 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ResumeError
 from ._errors import CliError, _what
-from ._render import (
-    Output,
-    _interrupt_json,
-    _shown,
-    _transcript,
-    audit_line,
-    program,
-)
+from ._hints import answer_hints, program
+from ._render import Output
+from ._words import _interrupt_json, _shown, _transcript, audit_line
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowExecutionDescription, WorkflowHandle
@@ -351,8 +346,7 @@ def _outcome(out: Output, args: argparse.Namespace, workflow_id: str, outcome: A
     for i in interrupts:
         out._say(f"  {i.name}: {_shown(i)}")
         out._say(f"    id: {i.id}", "dim")
-    for i in interrupts:
-        out._say(f"  {program()} answer{_flags(args)} {workflow_id} {i.id} true", "cyan")
+    out.hints(answer_hints(workflow_id, interrupts, _flags(args), expire=False))
 
 
 # --- show ---------------------------------------------------------------------------------------

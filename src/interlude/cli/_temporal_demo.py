@@ -15,7 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CliError, _what
-from ._render import Output, _interrupt_json, _shown, program
+from ._hints import answer_hints, program
+from ._render import Output
 from ._temporal import (
     CONNECT_WAIT,
     DEFAULT_TASK_QUEUE,
@@ -25,6 +26,7 @@ from ._temporal import (
     _require,
     _where,
 )
+from ._words import _interrupt_json, _shown
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -170,6 +172,4 @@ def _report(out: Output, args: argparse.Namespace, workflow_id: str, got: dict[s
     )
     me, flags = program(), _flags(args)
     out._say(f"  {me}{flags} pending")
-    for i in questions:
-        out._say(f"  {me}{flags} answer {workflow_id} {i.id} true", "cyan")
-    out._say("(answer false, or any JSON, to decline)", "dim")
+    out.hints(answer_hints(workflow_id, questions, "", lead=flags, expire=False))

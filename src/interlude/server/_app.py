@@ -12,12 +12,15 @@ from starlette.middleware import Middleware
 
 from ..errors import ConfigurationError
 from ._doors import DEFAULT_DOORS, Door
+from ._limits import BODY_TIMEOUT
 
 if TYPE_CHECKING:
     import jinja2
+    from starlette.types import Scope
 
     from ..operate import App, InboxBackend
     from ..sessions import InboxStore
+    from ._auth import Auth
     from ._state import ServerState
 
 __all__ = ["create_app", "stop_streams"]
@@ -34,6 +37,8 @@ def create_app(
     stream_seconds: float = 300.0,
     signing_key: bytes | str | None = None,
     doors: Sequence[Door] = DEFAULT_DOORS,
+    public_url: str | None = None,
+    body_timeout: float = BODY_TIMEOUT,
 ) -> Starlette:
     """The inbox on ``store`` (a store, a store URL, or an :class:`InboxBackend` such as
     ``interlude.temporal.TemporalInbox`` for paused Temporal workflows) as a Starlette
@@ -50,6 +55,13 @@ def create_app(
     checked against them: a forged or unsigned pause is refused (409), its schema never used.
     ``doors`` are the other doors served beside the inbox (``server._doors.Door``: routes for
     the App, the backend and the tokens' people): by default AG-UI and A2A, with an App.
+    ``public_url``, the URL the server is reached at from outside, is what the A2A cards name
+    (without it, the address the server is bound to: never a request's ``Host`` header).
+
+    A request with a body must name someone (a bearer token, a session cookie) before any of
+    it is read (401; ``POST /login`` excepted), and the body must arrive within
+    ``body_timeout`` seconds (408) and be at most 1 MiB (413). Signing out ends the cookie on
+    the server too: a copy of it is refused afterwards.
 
     The worker is supervised: if it stops with an error it is logged at once and started again
     after a backoff; ``GET /healthz`` says whether the store answers and the worker runs (503
@@ -63,12 +75,12 @@ def create_app(
     from ._auth import Auth
     from ._events import Hub, event_routes
     from ._health import health_routes, outage
-    from ._limits import BodyLimit
     from ._pages import history_routes, page_routes
     from ._state import ServerState
 
     backend = _backend(store, signing_key, app)
     _check_options(backend, app, worker=worker, poll=poll)
+    _check_limits(public_url, body_timeout)
     auth = Auth(tokens, secret)
     state = ServerState(
         backend=backend,
@@ -80,14 +92,43 @@ def create_app(
     state.hub = Hub(state)
     state.app = app
     routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes(), *history_routes()]
+    people = auth.people
     starlette = Starlette(
-        routes=[*routes, *(r for door in doors for r in door(app, backend, auth.people))],
-        middleware=[Middleware(BodyLimit)],
+        routes=[*routes, *(r for door in doors for r in door(app, backend, people, public_url))],
+        middleware=_middleware(auth, body_timeout),
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
     )
     starlette.state.interlude = state
     return starlette
+
+
+def _middleware(auth: Auth, body_timeout: float) -> list[Middleware]:
+    """The request body's limits (who must be named first, how long, how large), then the
+    sign-out that ends a session on the server."""
+    from ._auth import SignOut
+    from ._limits import BodyLimit
+
+    return [
+        Middleware(BodyLimit, timeout=body_timeout, admit=_admit(auth)),
+        Middleware(SignOut, auth=auth),
+    ]
+
+
+_OPEN_POSTS = frozenset({"/login"})
+"""The paths a request with a body may take without naming anyone (the token is the body)."""
+
+
+def _admit(auth: Auth) -> Callable[[Scope], bool]:
+    """Whether a request with a body may have it read: it names someone (a known bearer token
+    or a valid session cookie), or it goes to an open path (signing in)."""
+    from starlette.datastructures import Headers
+
+    def admit(scope: Scope) -> bool:
+        path = scope["path"].removeprefix(scope.get("root_path", ""))
+        return path in _OPEN_POSTS or auth.names_someone(Headers(scope=scope))
+
+    return admit
 
 
 def _backend(
@@ -120,6 +161,20 @@ def _check_options(backend: InboxBackend, app: App | None, *, worker: bool, poll
         raise ConfigurationError("create_app(worker=True) needs the App whose agents it runs")
     if not poll > 0:
         raise ConfigurationError(f"poll is a number of seconds > 0, got {poll!r}")
+
+
+def _check_limits(public_url: str | None, body_timeout: float) -> None:
+    """Refuse a ``public_url`` that is not an http(s) URL and a ``body_timeout`` not > 0."""
+    from urllib.parse import urlsplit
+
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise ConfigurationError(
+                f"public_url is the http(s) URL the server is reached at, got {public_url!r}"
+            )
+    if not body_timeout > 0:
+        raise ConfigurationError(f"body_timeout is a number of seconds > 0, got {body_timeout!r}")
 
 
 def _templates() -> jinja2.Environment:

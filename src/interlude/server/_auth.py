@@ -5,10 +5,11 @@ Tokens map a secret to an approver name and the groups they are in (``{"token": 
 groups say which questions they may answer. The browser never
 keeps the token: logging in trades it for a cookie holding the approver's name, a fingerprint of
 the token, the time, a random nonce and an HMAC over them under a key of this server process.
-Revoking a token (removing it from the map) ends its cookies too; signing out does not revoke a
-copy of the cookie (it is stateless), which stays valid until it expires. Forms carry a CSRF
-token: an HMAC of the cookie and the form's purpose, so a page on another site cannot post an
-answer in the approver's name.
+Revoking a token (removing it from the map) ends its cookies too. Signing out ends that cookie
+on the server as well: its nonce is remembered (until the cookie would have expired anyway), so
+a copy of it is refused from then on (``SignOut`` sees the sign-out in the response). Forms
+carry a CSRF token: an HMAC of the cookie and the form's purpose, so a page on another site
+cannot post an answer in the approver's name.
 """
 
 from __future__ import annotations
@@ -23,11 +24,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 from ..errors import ConfigurationError
 from ..operate import TOKENS_ENV as ENV
 from ..operate import People, Person, check_tokens, load_tokens, people
 
-__all__ = ["COOKIE", "Approver", "Auth", "Person", "check_tokens", "load_tokens", "people"]
+__all__ = [
+    "COOKIE",
+    "Approver",
+    "Auth",
+    "Person",
+    "SignOut",
+    "check_tokens",
+    "load_tokens",
+    "people",
+]
 
 COOKIE = "interlude_session"
 PRE_COOKIE = "interlude_login"
@@ -70,6 +84,9 @@ class Auth:
             )
         self._by_fingerprint = {_fingerprint(t): p for t, p in self._tokens.items()}
         self._secret = secret if secret is not None else os.urandom(32)
+        self._signed_out: dict[str, int] = {}
+        """The nonces of the cookies signed out, with their issue times (forgotten once such
+        a cookie would have expired anyway)."""
 
     def _mac(self, *parts: str) -> str:
         message = "\x1f".join(parts).encode("utf-8")
@@ -98,7 +115,7 @@ class Auth:
 
     def from_cookie(self, cookie: str | None, now: float | None = None) -> Approver | None:
         """The approver a session cookie names, if its MAC verifies, it is not older than
-        12 hours and its token is still configured."""
+        12 hours, it was not signed out and its token is still configured."""
         if not cookie:
             return None
         parts = cookie.split(".")
@@ -106,6 +123,8 @@ class Auth:
             return None
         who, fp, issued, nonce, mac = parts
         if not hmac.compare_digest(mac, self._mac("cookie", who, fp, issued, nonce)):
+            return None
+        if nonce in self._signed_out:
             return None
         try:
             age = (time.time() if now is None else now) - int(issued)
@@ -117,6 +136,24 @@ class Auth:
             return None
         return Approver(name, cookie, person.groups)
 
+    def sign_out(self, cookie: str, now: float | None = None) -> None:
+        """End the session of ``cookie``: from now on :meth:`from_cookie` refuses it, and
+        every copy of it. Only a cookie that is valid now is remembered."""
+        if self.from_cookie(cookie, now) is None:
+            return
+        issued, nonce = cookie.split(".")[2:4]
+        clock = time.time() if now is None else now
+        self._signed_out = {n: at for n, at in self._signed_out.items() if clock - at <= COOKIE_TTL}
+        self._signed_out[nonce] = int(issued)
+
+    def names_someone(self, headers: Headers) -> bool:
+        """Whether a request's headers name someone: a known bearer token, or a session cookie
+        :meth:`from_cookie` accepts (what a request must show before its body is read)."""
+        if self.bearer(headers.get("authorization")) is not None:
+            return True
+        cookie = cookie_parser(headers.get("cookie", "")).get(COOKIE)
+        return self.from_cookie(cookie) is not None
+
     def csrf(self, bound_to: str, purpose: str) -> str:
         """The CSRF token of a form for ``purpose``, bound to a cookie value."""
         return self._mac("csrf", bound_to, purpose)
@@ -127,3 +164,39 @@ class Auth:
             and bool(bound_to)
             and hmac.compare_digest(presented, self.csrf(bound_to, purpose))
         )
+
+
+class SignOut:
+    """ASGI middleware: a response that clears the session cookie (signing out) ends the
+    session of the cookie the request carried on the server too (:meth:`Auth.sign_out`), so
+    a copy of that cookie is refused afterwards. It acts before the response is sent."""
+
+    def __init__(self, app: ASGIApp, auth: Auth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cookie = None
+        if scope["type"] == "http":
+            cookie = cookie_parser(Headers(scope=scope).get("cookie", "")).get(COOKIE)
+        if not cookie:
+            await self.app(scope, receive, send)
+            return
+
+        async def watching(message: Message) -> None:
+            if message["type"] == "http.response.start" and _clears_session(message):
+                self.auth.sign_out(cookie)
+            await send(message)
+
+        await self.app(scope, receive, watching)
+
+
+def _clears_session(start: Message) -> bool:
+    """Whether a response start sets the session cookie to expire now."""
+    for name, value in start.get("headers", []):
+        if name.lower() != b"set-cookie":
+            continue
+        first, *attributes = (a.strip() for a in value.decode("latin-1").lower().split(";"))
+        if first.startswith(f"{COOKIE}=") and "max-age=0" in attributes:
+            return True
+    return False

@@ -14,18 +14,24 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .._messages import Image, Json, Reasoning, Text, ToolResult, ToolUse
-from ..operate import WorkflowView
+from ..operate import SessionView, WorkflowView
 from ._api import error_for
 from ._approval_form import answer_of, form_of
 from ._auth import COOKIE, COOKIE_TTL, PRE_COOKIE, Approver
 from ._forms import FormError
 from ._health import health_line
 from ._output import UnsafeJson, check_posted, scrub
-from ._questions import clock_text, decision_lines, question_item, short_id, worded
+from ._questions import (
+    clock_text,
+    decision_lines,
+    question_item,
+    short_id,
+    shown_summary,
+    worded,
+)
 from ._views import fingerprint, node_of, shown_digest
 
 if TYPE_CHECKING:
-    from .._interrupt import Interrupt
     from .._messages import Message
     from ..sessions import PendingInterrupt
     from ._state import ServerState
@@ -83,16 +89,6 @@ def _age(seconds: float) -> str:
     return f"{int(seconds)}s"
 
 
-def _summary(i: Interrupt) -> str:
-    parts = []
-    if i.tool_use is not None:
-        parts.append(json.dumps(i.tool_use.input, ensure_ascii=False))
-    if i.reason is not None:
-        parts.append(json.dumps(i.reason, ensure_ascii=False))
-    text = " - ".join(parts)
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
 async def pending_rows(
     state: ServerState, groups: Collection[str] | None = None
 ) -> tuple[list[dict[str, Any]], str]:
@@ -108,11 +104,11 @@ async def pending_rows(
             {
                 "session": e.session_id,
                 "agent": e.agent,
-                "name": worded(i.reason)[0] or i.name,
+                "name": worded(i.reason, i.tool_use)[0] or i.name,
                 "node": node_of(i),
                 "short": short_id(i.id),
                 "tool": None if i.tool_use is None else i.tool_use.name,
-                "summary": _summary(i),
+                "summary": shown_summary(i),
                 "age": _age(now - e.raised_at),
                 "expires_at": i.expires_at,
                 "expired": i.expires_at is not None and i.expires_at <= now,
@@ -293,7 +289,7 @@ async def session_page(
         question_item(view, i, approver.groups, now, by.get(i.id)) for i in view.interrupts
     ]
     notice = None
-    if request.query_params.get("answered") and error is None:
+    if request.query_params.get("answered") and error is None and _waits(view):
         notice = state.backend.taken
     workflow = view.workflow if isinstance(view, WorkflowView) else None
     return _render(
@@ -315,6 +311,25 @@ async def session_page(
         applies=state.backend.applies,
         workflow=workflow,
     )
+
+
+def _waits(view: SessionView) -> bool:
+    """Whether an answer just given still waits to be carried on: recorded for a worker, or
+    its run going now. Once the run has ended or paused again, the banner saying so goes."""
+    return bool(view.recorded) or view.running
+
+
+_ICON: list[bytes] = []
+
+
+async def favicon(request: Request) -> Response:
+    """The inbox's icon (asked for by every browser, signed in or not: it holds no data)."""
+    if not _ICON:
+        from importlib.resources import files
+
+        _ICON.append(files("interlude.server").joinpath("static/favicon.ico").read_bytes())
+    headers = {"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"}
+    return Response(_ICON[0], media_type="image/x-icon", headers=headers)
 
 
 async def answer(request: Request) -> Response:
@@ -371,6 +386,7 @@ async def answer(request: Request) -> Response:
 
 def page_routes() -> list[Route]:
     return [
+        Route("/favicon.ico", favicon, methods=["GET"]),
         Route("/login", login_page, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),

@@ -1,13 +1,14 @@
-"""A pending question as the session page shows it to one approver: what was shown, who may
-answer (and whether this approver may, now), the votes so far toward a quorum, escalation,
-and the form to answer with."""
+"""A pending question as the pages show it to one approver: what was shown (in words: its
+title, a sentence, the details that say more than the call), who may answer (and whether this
+approver may, now), the votes so far toward a quorum, escalation, and the form to answer
+with."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._approval_form import REMEMBER, form_of
@@ -15,10 +16,19 @@ from ._views import node_of, shown_digest
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
-    from .._messages import JsonValue
+    from .._messages import JsonValue, ToolUse
     from ..operate import SessionView
 
-__all__ = ["clock_text", "decision_lines", "question_item", "short_id", "votes_line", "worded"]
+__all__ = [
+    "clock_text",
+    "decision_lines",
+    "plain",
+    "question_item",
+    "short_id",
+    "shown_summary",
+    "votes_line",
+    "worded",
+]
 
 
 def clock_text(when: float) -> str:
@@ -43,7 +53,7 @@ def question_item(
     """What the session page needs of question ``i`` for an approver in ``groups``."""
     from ..operate import who_may_answer
 
-    title, sentence, details = worded(i.reason)
+    title, sentence, details = worded(i.reason, i.tool_use)
     voters = view.votes.get(i.id, (None, ()))[1]
     return {
         "interrupt": i,
@@ -57,7 +67,7 @@ def question_item(
         "input_json": None
         if i.tool_use is None
         else json.dumps(i.tool_use.input, indent=2, ensure_ascii=False),
-        "reason_json": details,
+        "reason_json": None if details is None else _json(details),
         "schema_json": None
         if i.response_schema is None
         else json.dumps(i.response_schema, indent=2, ensure_ascii=False),
@@ -87,22 +97,84 @@ def decision_lines(decisions: Mapping[str, Mapping[str, JsonValue]]) -> list[str
     return lines
 
 
-def worded(reason: object) -> tuple[str | None, str | None, str | None]:
-    """How a person reads a question's reason: (a title, a sentence, details as JSON). Short
-    text is the title, longer text the sentence; an object's ``question`` (or ``message``) is
-    the title and the rest of it the details; anything else is details."""
+def worded(
+    reason: object, tool_use: ToolUse | None = None
+) -> tuple[str | None, str | None, object | None]:
+    """How a person reads a question's reason: (a title, a sentence, details). Short text is
+    the title, longer text the sentence; an object's ``question`` (or ``message``) is the
+    title and the rest of it the details, less what the page shows already (a ``tool`` that
+    names the call's tool, a field the call's input holds with the same value); anything else
+    is details."""
     if isinstance(reason, str) and reason.strip():
         text = reason.strip()
         return (text, None, None) if len(text) <= 120 else (None, text, None)
     if reason is None:
         return None, None, None
-    if isinstance(reason, dict):
+    if isinstance(reason, Mapping):
+        rest = _unshown(reason, tool_use)
         for key in ("question", "message"):
             value = reason.get(key)
             if isinstance(value, str) and value.strip():
-                rest = {k: v for k, v in reason.items() if k != key}
-                return value.strip(), None, _json(rest) if rest else None
-    return None, None, _json(reason)
+                rest.pop(key, None)
+                return value.strip(), None, rest or None
+        return None, None, rest or None
+    return None, None, reason
+
+
+def _unshown(reason: Mapping[str, object], tool_use: ToolUse | None) -> dict[str, object]:
+    """The fields of ``reason`` the page does not show already with the call."""
+    if tool_use is None:
+        return dict(reason)
+    given = tool_use.input
+    return {
+        k: v
+        for k, v in reason.items()
+        if not (k == "tool" and v == tool_use.name) and not (k in given and given[k] == v)
+    }
+
+
+def shown_summary(i: Interrupt, limit: int = 160) -> str:
+    """What question ``i`` shows, in a line for the list (whose other columns have its title
+    and tool): the call's input, a long reason's sentence, and the details, in words."""
+    _, sentence, details = worded(i.reason, i.tool_use)
+    parts = [] if i.tool_use is None or not i.tool_use.input else [plain(i.tool_use.input)]
+    parts += [p for p in (sentence, None if details is None else plain(details)) if p]
+    return _cut(" - ".join(parts), limit)
+
+
+def plain(value: object, limit: int = 160) -> str:
+    """A JSON value in words, for a line: ``key: value, ...`` for an object, ``2 items: a,
+    b`` for a list, text as itself; cut at ``limit`` characters (built no further)."""
+    text = ""
+    for piece in _pieces(value, top=True):
+        text += piece[: limit + 1]
+        if len(text) > limit:
+            break
+    return _cut(" ".join(text.split()), limit)
+
+
+def _pieces(value: object, *, top: bool = False) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        yield ("" if value else "(empty)") if top else "("
+        for n, (key, item) in enumerate(value.items()):
+            yield f"{', ' if n else ''}{key}: "
+            yield from _pieces(item)
+        yield "" if top else ")"
+    elif isinstance(value, Sequence):
+        count = len(value)
+        yield f"{count} item{'' if count == 1 else 's'}: " if top and count else "["
+        for n, item in enumerate(value):
+            yield ", " if n else ""
+            yield from _pieces(item)
+        yield "" if top and count else "]"
+    else:
+        yield json.dumps(value, ensure_ascii=False)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _json(value: object) -> str:
