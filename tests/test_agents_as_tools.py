@@ -29,6 +29,7 @@ from interlude.errors import (
 )
 from interlude.hooks import BeforeToolCallEvent
 from interlude.testing import FunctionModel, ModelRequest, ScriptedModel
+from tests.support.processes import ROOT
 
 KEY = b"a signing key of at least 16 bytes"
 
@@ -577,10 +578,10 @@ def test_golden_nested_sub_agent_pause_loads_and_resumes():
 
 CHILD = """
 import json, sys
-sys.path.insert(0, {tests!r})
-import test_agents_as_tools as t
+from tests import test_agents_as_tools as t
 print(json.dumps(t.child(json.load(sys.stdin))))
 """
+"""Run from the repository root, where ``tests`` is importable."""
 
 
 def build_for_process(job: dict[str, Any], store: Any = None) -> tuple[Agent, Ops, ScriptedModel]:
@@ -626,9 +627,9 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(job: dict[str, Any]) -> dict[str, Any]:
-    tests = os.path.dirname(os.path.abspath(__file__))
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD.format(tests=tests)],
+        [sys.executable, "-c", CHILD],
+        cwd=ROOT,
         input=json.dumps(job),
         capture_output=True,
         text=True,

@@ -498,7 +498,7 @@ async def run_through(model: Any) -> str:
 
 async def test_openai_overflow_error_is_reduced_and_retried():
     from interlude.models.openai import OpenAIModel
-    from models.openai_server import OpenAIServer, context_overflow_reply, text_reply
+    from tests.models.openai_server import OpenAIServer, context_overflow_reply, text_reply
 
     server = OpenAIServer().start()
     try:
@@ -515,7 +515,7 @@ async def test_openai_overflow_error_is_reduced_and_retried():
 
 async def test_anthropic_overflow_error_is_reduced_and_retried():
     from interlude.models.anthropic import AnthropicModel
-    from models.anthropic_server import AnthropicServer, context_overflow, text_turn
+    from tests.models.anthropic_server import AnthropicServer, context_overflow, text_turn
 
     with AnthropicServer() as server:
         server.queue(context_overflow(), text_turn("short enough"))
@@ -531,7 +531,7 @@ async def test_anthropic_overflow_error_is_reduced_and_retried():
 
 async def test_bedrock_overflow_error_is_reduced_and_retried(monkeypatch: pytest.MonkeyPatch):
     from interlude.models.bedrock import BedrockModel
-    from models.bedrock_server import BedrockServer, context_overflow, text_reply
+    from tests.models.bedrock_server import BedrockServer, context_overflow, text_reply
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
@@ -550,7 +550,7 @@ async def test_bedrock_overflow_error_is_reduced_and_retried(monkeypatch: pytest
 
 async def test_ollama_overflow_error_is_reduced_and_retried():
     from interlude.models.ollama import OllamaModel
-    from models.ollama_server import OllamaServer, context_overflow, text_reply
+    from tests.models.ollama_server import OllamaServer, context_overflow, text_reply
 
     with OllamaServer() as server:
         server.add(context_overflow(), text_reply("short enough"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from test_layering import LAYERS, layer_of
+from tests.test_layering import LAYERS, layer_of
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "interlude"

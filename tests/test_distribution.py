@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import tomllib
 from importlib import metadata
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.processes import ROOT
+
 HINT = re.compile(r"pip install ['\"]?interlude(\[|['\"\s]|$)")
 
 

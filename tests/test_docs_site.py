@@ -4,11 +4,10 @@ reference lists every name ``interlude`` exports, and every reference page is in
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import interlude
+from tests.support.processes import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
 SUBPACKAGES = {"errors", "hooks", "models"}
 

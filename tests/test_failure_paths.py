@@ -121,9 +121,12 @@ async def test_caller_cancelled_during_the_claim_puts_the_stored_pause_back() ->
     store = HookedStore()
     paused = await asyncio.to_thread(make(store, [[ToolUse("t1", "record", {"item": "a"})]]), "go")
     agent = await asyncio.to_thread(make, store, ["done"])
-    store.delay = 0.05
+    inside = asyncio.Event()
+    store.delay = 0.05  # the save waits there, on this loop, once it has started
+    store.on_save = lambda update: inside.set()  # the claim's save: the first
     caller = asyncio.ensure_future(agent.resume_async({paused.interrupts[0].id: True}))
-    await asyncio.sleep(0.01)  # inside the claim's save
+    await asyncio.wait_for(inside.wait(), 60)  # inside the claim's save
+    store.on_save = None
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller

@@ -7,10 +7,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import free_port, wait_for, wait_for_port
+from tests.support.processes import ROOT
+
 README = ROOT / "README.md"
 CI_RUN = ROOT / ".ci" / "run"
 DEMO = ROOT / "examples" / "demo.py"
@@ -184,17 +187,13 @@ def test_the_readme_s_browser_command_serves_the_inbox_and_its_worker_answers(
     """The README's inbox line, in a folder like a fresh clone (plus a free port): the token it
     prints opens the API, an answer given there is applied by the worker in that process."""
     import json
-    import socket
-    import time
     import urllib.request
 
     pytest.importorskip("uvicorn")
     env = _a_fresh_clone_s_folder(tmp_path)
     line = [code.strip() for _, code in _blocks("bash")][2]
     assert line == ".venv/bin/interlude demo && .venv/bin/interlude serve --worker", line
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         ["bash", "-c", f"{line} --port {port}"],
         cwd=tmp_path,
@@ -222,11 +221,7 @@ def test_the_readme_s_browser_command_serves_the_inbox_and_its_worker_answers(
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.loads(response.read())
 
-        for _ in range(200):  # the server listens shortly after it says so
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+        wait_for_port(port, what="the server (it listens shortly after it says so)")
         status, pending = call("/api/pending")
         assert status == 200
         (question,) = pending["pending"] if isinstance(pending, dict) else pending
@@ -234,11 +229,14 @@ def test_the_readme_s_browser_command_serves_the_inbox_and_its_worker_answers(
             f"/api/sessions/{question['session']}/answers", {"answers": {question["id"]: True}}
         )
         assert status == 202
-        for _ in range(100):  # the worker in the serving process carries the session on
-            _, view = call(f"/api/sessions/{question['session']}")
-            if not view["interrupts"] and view["audit"]:
-                break
-            time.sleep(0.05)
+        views: list[Any] = []
+
+        def carried_on() -> bool:  # the worker in the serving process carries the session on
+            views.append(call(f"/api/sessions/{question['session']}")[1])
+            return not views[-1]["interrupts"] and bool(views[-1]["audit"])
+
+        wait_for(carried_on, what="the worker to carry the answered session on", every=0.05)
+        view = views[-1]
         assert view["audit"][0]["answer"] is True and not view["interrupts"]
     finally:
         proc.terminate()

@@ -118,10 +118,10 @@ async def test_closing_the_stream_early_stops_the_run_and_keeps_agent_usable(ass
         async for event in stream:
             if isinstance(event, ToolCallStarted):
                 break
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15  # not the tool's 30 s
     assert_valid(agent)
     assert agent.messages[-1].content[0].status == "error"
-    result = await asyncio.wait_for(agent.invoke_async("again"), 5)
+    result = await asyncio.wait_for(agent.invoke_async("again"), 15)
     assert str(result) == "fresh start"
     assert_valid(agent)
 
@@ -145,7 +145,7 @@ def test_cancel_from_another_thread_during_long_async_tool(assert_valid):
     agent = Agent(model, tools=[long_job])
 
     def canceller():
-        if started.wait(5):
+        if started.wait(60):
             agent.cancel()
 
     thread = threading.Thread(target=canceller)
@@ -153,8 +153,8 @@ def test_cancel_from_another_thread_during_long_async_tool(assert_valid):
     t0 = time.monotonic()
     result = agent("start the job")
     elapsed = time.monotonic() - t0
-    thread.join(5)
-    assert elapsed < 5
+    thread.join(60)
+    assert elapsed < 15  # not the tool's 30 s
     assert result.stop_reason == "cancelled"
     assert result.interrupts == []
     assert finished == []
@@ -185,9 +185,9 @@ async def test_cancel_from_another_task_during_invoke_async(assert_valid):
         ScriptedModel([[ToolUse("t1", "wait_forever", {})], "next"]), tools=[wait_forever]
     )
     running = asyncio.create_task(agent.invoke_async("go"))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 60)
     agent.cancel()
-    result = await asyncio.wait_for(running, 5)
+    result = await asyncio.wait_for(running, 15)  # not the tool's 30 s
     assert result.stop_reason == "cancelled"
     assert str(result) == ""
     assert_valid(agent)
@@ -246,9 +246,9 @@ async def test_cancel_in_sequential_batch_skips_remaining_tools(assert_valid):
     uses = [ToolUse(f"s{n}", "step", {"n": n}) for n in (1, 2, 3)]
     agent = Agent(ScriptedModel([uses, "next"]), tools=[step], tool_executor="sequential")
     running = asyncio.create_task(agent.invoke_async("go"))
-    await asyncio.wait_for(second_started.wait(), 5)
+    await asyncio.wait_for(second_started.wait(), 60)
     agent.cancel()
-    result = await asyncio.wait_for(running, 5)
+    result = await asyncio.wait_for(running, 15)  # not the tool's 30 s
     assert result.stop_reason == "cancelled"
     assert ran == [1, 2]
     assert_valid(agent)
@@ -270,9 +270,9 @@ async def test_cancel_during_model_call_drops_the_half_reply(assert_valid):
 
     agent = Agent(FunctionModel(reply))
     running = asyncio.create_task(agent.invoke_async("first"))
-    await asyncio.wait_for(in_model.wait(), 5)
+    await asyncio.wait_for(in_model.wait(), 60)
     agent.cancel()
-    result = await asyncio.wait_for(running, 5)
+    result = await asyncio.wait_for(running, 15)  # not the model's 30 s
     assert result.stop_reason == "cancelled"
     assert result.message is None
     assert agent.messages == [Message("user", [Text("first")])]
@@ -303,18 +303,16 @@ def test_cancel_from_thread_while_sync_tool_runs(assert_valid):
     agent = Agent(ScriptedModel([[ToolUse("t1", "blocking", {})], "bye"]), tools=[blocking])
 
     def canceller():
-        if started.wait(5):
+        if started.wait(60):
             agent.cancel()
-            time.sleep(0.2)
-            release.set()  # let the worker thread finish either way
 
     thread = threading.Thread(target=canceller)
     thread.start()
     try:
-        result = agent("go")
+        result = agent("go")  # returns cancelled while the tool's thread still blocks
     finally:
-        release.set()
-        thread.join(5)
+        release.set()  # then the worker thread may finish
+        thread.join(60)
     assert result.stop_reason == "cancelled"
     assert_valid(agent)
     assert agent.messages[-1].content[0].status == "error"

@@ -2,7 +2,6 @@
 
 import asyncio
 import threading
-import time
 from typing import Literal
 
 import pydantic
@@ -235,11 +234,15 @@ def test_successful_tool_has_no_exception_in_after_hook():
 async def test_sync_tool_runs_in_worker_thread_and_does_not_block_the_loop():
     where = {}
 
+    running = threading.Event()  # the tool has started
+    ticked = threading.Event()  # the loop ticked five times since
+
     @tool
     def blocking() -> str:
-        """Blocks for a while."""
+        """Blocks until the loop has ticked five times (it cannot, if the tool blocks it)."""
         where["thread"] = threading.get_ident()
-        time.sleep(0.3)
+        running.set()
+        ticked.wait(30)
         return "slept"
 
     ticks = 0
@@ -249,7 +252,13 @@ async def test_sync_tool_runs_in_worker_thread_and_does_not_block_the_loop():
         nonlocal ticks
         while not stop.is_set():
             ticks += 1
+            if running.is_set() and ticks - during[0] >= 5:
+                ticked.set()
+            if not running.is_set():
+                during[0] = ticks
             await asyncio.sleep(0.01)
+
+    during = [0]  # the tick count when the tool started
 
     ticking = asyncio.create_task(ticker())
     await asyncio.sleep(0)
@@ -262,24 +271,27 @@ async def test_sync_tool_runs_in_worker_thread_and_does_not_block_the_loop():
     await ticking
     assert result.stop_reason == "end_turn"
     assert where["thread"] != threading.get_ident()
-    assert loop_ticks >= 5, f"the event loop only ticked {loop_ticks} times during a 0.3s tool"
+    assert loop_ticks >= 5 and ticked.is_set(), f"the loop only ticked {loop_ticks} times"
 
 
 async def test_concurrent_sync_sleep_does_not_delay_async_tool():
     finished = {}
 
+    async_done = threading.Event()
+
     @tool
     def slow_sync() -> str:
-        """Sleeps in a thread."""
-        time.sleep(0.5)
-        finished["sync"] = time.monotonic()
+        """Blocks its thread until the async tool has finished (it could not, if blocked)."""
+        finished["waited"] = async_done.wait(30)
+        finished["sync"] = len(finished)
         return "sync done"
 
     @tool
     async def quick_async() -> str:
         """Finishes quickly."""
         await asyncio.sleep(0.01)
-        finished["async"] = time.monotonic()
+        finished["async"] = len(finished)
+        async_done.set()
         return "async done"
 
     model = ScriptedModel(
@@ -287,7 +299,7 @@ async def test_concurrent_sync_sleep_does_not_delay_async_tool():
     )
     agent = Agent(model, tools=[slow_sync, quick_async])
     await agent.invoke_async("go")
-    assert finished["sync"] - finished["async"] > 0.3
+    assert finished["waited"] and finished["async"] < finished["sync"]  # async first
     assert [r.text for r in results_of(agent)] == ["sync done", "async done"]
 
 

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-if importlib.util.find_spec("a2a") is None:  # skip, or fail where services are required
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        raise RuntimeError("INTERLUDE_REQUIRE_SERVICES=1 but a2a-sdk (the [a2a] extra) is missing")
-    pytest.skip("the [a2a] extra (a2a-sdk) is not installed", allow_module_level=True)
+from tests.support.extras import require_extras
 
-from a2a.client import Client
+require_extras("a2a", extra="a2a")
+
+from a2a.client import Client  # noqa: E402
 
 
 @pytest.fixture

@@ -6,45 +6,28 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from a2a_apps import build_app
-from a2a_wire import TOKENS
 
 from interlude.a2a import create_a2a_app
 from interlude.errors import ConfigurationError
 from interlude.server import create_app
+from tests.support.serving import serving
+
+from .apps import build_app
+from .wire import TOKENS
 
 CARD = "/a2a/ops/.well-known/agent-card.json"
 
 
 @contextmanager
 def served(asgi: Any) -> Iterator[int]:
-    """``asgi`` on a real uvicorn on a free loopback port, until the block ends."""
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="error", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    """``asgi`` on a real uvicorn on a free loopback port, until the block ends: its port."""
+    with serving(asgi, log_level="error") as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def card_url(port: int, host: str = "evil.example") -> str:

@@ -3,20 +3,22 @@ at the top and go back to the same remote task, one and two levels deep, the too
 
 from __future__ import annotations
 
-import asyncio
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 from a2a.types import GetTaskRequest, ListTasksRequest
-from a2a_apps import build_app, effects
-from a2a_wire import BASE, COMPLETED, TOKEN, TOKENS, sdk_client
 
 from interlude import Agent, ToolUse
 from interlude.a2a import RemoteAgent, create_a2a_app
 from interlude.errors import InterruptExpiredError
 from interlude.sessions import open_store
 from interlude.testing import ScriptedModel
+from tests.support import wait_for
+
+from .apps import build_app, effects
+from .wire import BASE, COMPLETED, TOKEN, TOKENS, sdk_client
 
 
 def remote(asgi: object, agent: str) -> RemoteAgent:
@@ -153,8 +155,9 @@ async def test_a_remote_deadline_passes_at_the_top_and_remotely(
     top, _ = top_agent(remote(served, "forms"), "forms")
     asked = {q.name: q for q in (await top.invoke_async("Clean")).interrupts}
     assert asked["ticket"].response_schema == {"type": "integer"}
-    assert asked["note"].expires_at is not None  # the remote deadline, kept
-    await asyncio.sleep(0.3)
+    deadline = asked["note"].expires_at
+    assert deadline is not None  # the remote deadline, kept
+    wait_for(lambda: time.time() > deadline, what="the note's deadline to pass")
     with pytest.raises(InterruptExpiredError):  # refused at the top already
         await top.resume_async({asked["note"].id: "late"})
     done = await top.resume_async({asked["ticket"].id: 42})

@@ -3,7 +3,6 @@ as messages on the same task, tasks read from the sessions by any app instance, 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -12,8 +11,13 @@ import pytest
 from a2a.client import Client
 from a2a.types import GetTaskRequest, ListTasksRequest, Part
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
-from a2a_apps import build_app, effects
-from a2a_wire import (
+
+from interlude.a2a import create_a2a_app
+from interlude.sessions import open_store
+from tests.support import wait_for
+
+from .apps import build_app, effects
+from .wire import (
     BASE,
     COMPLETED,
     INPUT_REQUIRED,
@@ -24,9 +28,6 @@ from a2a_wire import (
     sdk_client,
     send,
 )
-
-from interlude.a2a import create_a2a_app
-from interlude.sessions import open_store
 
 
 def serve(db: str, *, signed: bool = False, tokens: dict[str, str] | None = TOKENS) -> object:
@@ -186,8 +187,10 @@ async def test_an_expired_question_refuses_its_answer(
     client = await sdk_client(serve(db), "forms")
     closing.append(client)
     task = await send(client, Part(text="Clean up"))
-    asked = {q["name"]: q["id"] for q in questions(task)}
-    await asyncio.sleep(0.3)
+    shown = {q["name"]: q for q in questions(task)}
+    asked = {name: q["id"] for name, q in shown.items()}
+    deadline = shown["note"]["expires_at"]
+    wait_for(lambda: time.time() > deadline, what="the note's deadline to pass")
     before = await stored(db, task.id)
     with pytest.raises(InvalidParamsError, match="InterruptExpiredError"):
         await send(

@@ -1,5 +1,8 @@
-// Drives an Interlude AG-UI endpoint with @ag-ui/client's HttpAgent (run by conftest.drive).
-// argv[2]: {"url", "token", "threadId", "runs": [...]}; each run is one of
+// Drives an Interlude AG-UI endpoint with @ag-ui/client's HttpAgent (harness.py's Client).
+// A spec is {"url", "token", "threadId", "runs": [...]}: one HttpAgent does the runs in order.
+// With a spec as argv[2], it does that one and exits; without, it reads one spec per line on
+// stdin and answers each with one line (so Node starts, and loads @ag-ui/client, once).
+// Each run is one of
 //   {"prompt": "text"}                       a user message, then runAgent()
 //   {"answer": <payload>}                    every pending interrupt resolved with the payload
 //                                            (its metadata echoed), through buildResumeArray
@@ -11,8 +14,7 @@ const path = require("path");
 const { randomUUID } = require("crypto");
 const client = require(path.join(process.env.AGUI_NODE_MODULES, "@ag-ui/client"));
 
-async function main() {
-  const spec = JSON.parse(process.argv[2]);
+async function drive(spec) {
   const agent = new client.HttpAgent({
     url: spec.url,
     headers: { Authorization: `Bearer ${spec.token}` },
@@ -73,7 +75,24 @@ async function main() {
       .map((m) => m.content);
     out.push(seen);
   }
-  process.stdout.write(JSON.stringify(out));
+  return out;
+}
+
+async function main() {
+  if (process.argv[2] !== undefined) {
+    process.stdout.write(JSON.stringify(await drive(JSON.parse(process.argv[2]))));
+    return;
+  }
+  const lines = require("readline").createInterface({ input: process.stdin });
+  for await (const line of lines) {
+    let answer;
+    try {
+      answer = { runs: await drive(JSON.parse(line)) };
+    } catch (e) {
+      answer = { error: String(e && e.stack ? e.stack : e) };
+    }
+    process.stdout.write(JSON.stringify(answer) + "\n");
+  }
 }
 
 main().catch((e) => {

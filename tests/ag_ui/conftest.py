@@ -1,58 +1,65 @@
-"""Fixtures of the AG-UI tests: @ag-ui/client installed from npm, ``interlude serve``."""
+"""Fixtures of the AG-UI tests: @ag-ui/client from npm driven by one Node process, ``interlude
+serve`` shared by the tests that only talk to it, or started per test for a test about the
+process (killed, restarted, configured otherwise)."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
-import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from agui_harness import CLIENT_VERSION, Served, require_service
 
+from tests.support.npm import npm_install
 
-def _npm_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "interlude-tests", f"ag-ui-client-{CLIENT_VERSION}")
+from .harness import CLIENT_VERSION, Client, Served
 
 
 @pytest.fixture(scope="session")
-def node_modules() -> str:
-    """The node_modules folder holding @ag-ui/client, installed once per version (skips, or
-    fails in CI, without node or npm)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        require_service("node and npm are needed for @ag-ui/client")
-    prefix = _npm_cache()
-    entry = prefix / "node_modules/@ag-ui/client/package.json"
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:  # one install at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not entry.is_file():
-            packages = [f"@ag-ui/client@{CLIENT_VERSION}", f"@ag-ui/core@{CLIENT_VERSION}"]
-            npm_install = [str(npm), "install", "--prefix", str(prefix), "--no-audit"]
-            done = subprocess.run(
-                [*npm_install, "--no-fund", *packages],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if done.returncode != 0 or not entry.is_file():
-                require_service(f"npm could not install @ag-ui/client: {done.stderr[-500:]}")
-    return str(prefix / "node_modules")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """@ag-ui/client (installed once per version; skips, or fails in CI, without node or npm)
+    in one Node process for the whole session."""
+    node_modules = npm_install(
+        f"ag-ui-client-{CLIENT_VERSION}",
+        [f"@ag-ui/client@{CLIENT_VERSION}", f"@ag-ui/core@{CLIENT_VERSION}"],
+        "@ag-ui/client/package.json",
+    )
+    running = Client(str(node_modules), tmp_path_factory.mktemp("agui-node"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="session")
+def _shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served(tmp_path_factory.mktemp("agui-served")).start()
+    yield served
+    served.kill()
+
+
+@pytest.fixture
+def served(_shared_server: Served) -> Served:
+    """``interlude serve`` for the session, its paid log emptied for this test. Its store
+    holds every test's threads: each test has threads of its own (``thread``)."""
+    _shared_server.paid.unlink(missing_ok=True)
+    return _shared_server
+
+
+@pytest.fixture
+def thread() -> str:
+    """A thread id no other test uses."""
+    return f"th-{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    """Starts ``interlude serve`` processes (all killed at the end) on ``tmp_path/s.db``."""
+    """Starts ``interlude serve`` processes of this test alone, one after another on one store
+    (``tmp_path/s.db``); ``env`` adds to their environment. All are killed at the end."""
     made: list[Served] = []
 
     def start(**env: str) -> Served:
-        served = Served(tmp_path / "s.db", {"AGUI_LOG": str(tmp_path / "paid.log"), **env})
-        made.append(served.start())
-        return served
+        served = Served(tmp_path, **env)
+        made.append(served)
+        return served.start()
 
     yield start
     for served in made:

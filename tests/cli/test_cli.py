@@ -1,7 +1,9 @@
-"""The ``interlude`` command, driven as a user drives it: one subprocess per command.
+"""The ``interlude`` command, driven as a user drives it: each command as a process of its own
+would run it (in this process, through ``interlude.cli.main``: see ``running``), and as real
+processes where the test is about a process (the console script, a kill, a race).
 
 Every test runs in its own ``tmp_path`` (the default store, ``.interlude/demo.db``, lands
-there). Independent commands run concurrently to keep the suite fast.
+there).
 """
 
 from __future__ import annotations
@@ -9,122 +11,39 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import shutil
 import sqlite3
-import subprocess
 import sys
-import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from models.openai_server import OpenAIServer, error_reply, tool_reply  # tests/ is on sys.path
+from tests.models.openai_server import OpenAIServer, error_reply, tool_reply
+from tests.support import postgres
+from tests.support.cli import (
+    CLI,
+    INTERRUPT_KEYS,
+    Ran,
+    as_a_process,
+    cli_env,
+    run,
+    run_many,
+    run_processes,
+)
 
-HERE = Path(__file__).resolve().parent
-CLI = [sys.executable, "-m", "interlude"]
+from .running import start_user_session, user_env
+
 PATHS = [f"/var/log/app/app-2026-0{i}.log" for i in range(1, 4)]
-INTERRUPT_KEYS = {
-    "id",
-    "name",
-    "reason",
-    "source",
-    "tool",
-    "input",
-    "shown",
-    "response_schema",
-    "expires_at",
-}
 RESULT_KEYS = {"session", "stop_reason", "reply", "interrupts"}
 SHOW_KEYS = {"session", "messages", "paused", "interrupts", "state", "version"}
 UNREACHABLE = "postgresql://postgres@127.0.0.1:1/test"
-PG_DSN = os.environ.get("INTERLUDE_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-# --- running the command --------------------------------------------------------------------
-
-
-@dataclass
-class Ran:
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def __str__(self) -> str:
-        return (
-            f"$ {shlex.join(self.argv)}\n-> exit {self.returncode}\n"
-            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
-        )
-
-    def ok(self) -> Ran:
-        assert self.returncode == 0, str(self)
-        assert "Traceback" not in self.stderr, str(self)
-        return self
-
-    def json(self) -> Any:
-        self.ok()
-        return json.loads(self.stdout)
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("INTERLUDE_STORE", "FORCE_COLOR", "USER_AGENT_OUTBOX"):
-        env.pop(name, None)
-    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1")
-    # As in an activated venv: `interlude` on PATH is this installation's, so the commands the
-    # CLI suggests read `interlude ...` (test_readme covers the venv that is not activated).
-    bin_dir = os.path.dirname(os.path.abspath(sys.executable))
-    env["PATH"] = os.pathsep.join(p for p in (bin_dir, env.get("PATH", "")) if p)
-    env.update(extra)
-    return env
-
-
-def _user_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of a user whose own agent module (user_agent.py) is importable."""
-    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
-    return _env(PYTHONPATH=path, USER_AGENT_OUTBOX=str(tmp_path / "outbox.jsonl"))
-
-
-def start_user_session(session_id: str, *extra: str) -> list[str]:
-    """The command (run with _user_env) that starts a user_agent session in the default store."""
-    return [sys.executable, "-m", "user_agent", "sqlite:///.interlude/demo.db", session_id, *extra]
-
-
-def run_many(
-    cwd: Path, *commands: Sequence[str], env: dict[str, str] | None = None, cli: bool = True
-) -> list[Ran]:
-    """Run the commands concurrently (each ``interlude ARGS...`` unless ``cli=False``)."""
-    argvs = [[*CLI, *c] if cli else list(c) for c in commands]
-    procs = [
-        subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env or _env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for argv in argvs
-    ]
-    done = []
-    for argv, proc in zip(argvs, procs, strict=True):
-        try:
-            out, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            pytest.fail(f"timed out: {shlex.join(argv)}\n{out}\n{err}")
-        done.append(Ran(argv, proc.returncode, out, err))
-    return done
-
-
-def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
-    return run_many(cwd, args, env=env)[0]
+# --- what commands say --------------------------------------------------------------------
 
 
 def assert_one_line_error(ran: Ran, *fragments: str) -> None:
@@ -194,35 +113,15 @@ def all_text(show: dict[str, Any]) -> str:
 # --- stores -------------------------------------------------------------------------------
 
 
-def _postgres_problem() -> str | None:
-    try:
-        import psycopg
-    except ImportError as exc:
-        return f"psycopg is not installed ({exc})"
-    try:
-        psycopg.connect(PG_DSN, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        return f"no PostgreSQL server at {PG_DSN} ({str(exc).strip()})"
-    return None
-
-
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A postgresql:// store URL on a schema of its own, dropped afterwards."""
-    problem = _postgres_problem()
-    if problem is not None:
-        if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-            pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-        pytest.skip(problem)
-    import psycopg
-    from psycopg import sql
-
-    schema = f"cli_{uuid.uuid4().hex[:12]}"
+    postgres.require_postgres()
+    schema = postgres.unique_schema()
     try:
-        yield f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}"
+        yield postgres.schema_url(schema)
     finally:
-        with psycopg.connect(PG_DSN, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        postgres.drop_schema(schema)
 
 
 @pytest.fixture(params=["sqlite-default", "file", "postgresql"])
@@ -241,7 +140,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
 def test_console_script_runs_help(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "interlude"
     assert script.exists(), f"the console script is not installed at {script}"
-    helped = run_many(tmp_path, [str(script), "--help"], cli=False)[0].ok()
+    [helped] = run_processes(tmp_path, [str(script), "--help"])
+    helped.ok()
     for command in ("demo", "pending", "answer", "show"):
         assert command in helped.stdout, helped
     assert not (tmp_path / ".interlude").exists()
@@ -347,29 +247,31 @@ def test_decline_and_json_shapes(tmp_path: Path) -> None:
     assert snapshot(tmp_path, session) == (after, [])
 
 
+NOW = 1_900_000_000.0
+"""The epoch second the ``pending`` commands of a test run at (their clock is set to it):
+a question's age is then what the test made it, however long the machine takes."""
+
+
 def test_pending_lists_sessions_and_filters(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
-    # A user's session paused two hours ago (on send_email), then two demo sessions.
-    old, first = run_many(
-        tmp_path,
-        start_user_session("old-email", "--ago", "7200"),
-        [*CLI, "demo", "--json"],
-        env=env,
-        cli=False,
-    )
-    assert old.json()["stop_reason"] == "interrupt"
-    first_id = first.json()["session"]
-    second_id = demo_json(tmp_path)["session"]
+    env = user_env(tmp_path)
+    # A user's session paused two hours ago (on send_email), then two demo sessions, 20 s and
+    # 10 s ago.
+    old = start_user_session(tmp_path, "old-email", env, at=NOW - 7200)
+    assert old["stop_reason"] == "interrupt"
+    assert old["interrupts"][0]["raised_at"] == NOW - 7200
+    first_id = run(tmp_path, "demo", "--json", env=env, at=NOW - 20).json()["session"]
+    second_id = run(tmp_path, "demo", "--json", at=NOW - 10).json()["session"]
     demos = [first_id, second_id]
 
-    everything = run(tmp_path, "pending", "--json").json()
+    everything = run(tmp_path, "pending", "--json", at=NOW).json()
     assert [e["session"] for e in everything] == ["old-email", *demos]  # oldest first
     for e in everything:
         assert set(e) == {*INTERRUPT_KEYS, "session", "raised_at", "age_seconds", "short_id"}
-    assert 7200 <= everything[0]["age_seconds"] < 7200 + 120, everything[0]
+    assert everything[0]["age_seconds"] == 7200, everything[0]
     assert everything[0]["name"] == "confirm_send" and everything[0]["tool"] == "send_email"
+    assert [e["age_seconds"] for e in everything[1:]] == [20, 10]
     for e in everything[1:]:
-        assert 0 <= e["age_seconds"] < 120 and e["name"] == "approve"
+        assert e["name"] == "approve"
     assert everything[1]["raised_at"] <= everything[2]["raised_at"]
 
     filters = {
@@ -388,12 +290,9 @@ def test_pending_lists_sessions_and_filters(tmp_path: Path) -> None:
         ("--name", "approve", "--tool", "delete_files", "--newer-than", "1h"): demos,
         ("--name", "approve", "--older-than", "1h"): [],
     }
-    ran = run_many(
-        tmp_path,
-        *(["pending", "--json", *f] for f in filters),
-        ["pending"],
-        ["pending", "--older-than", "soon"],
-    )
+    commands = [*(["pending", "--json", *f] for f in filters), ["pending"]]
+    ran = [run(tmp_path, *command, at=NOW) for command in commands]
+    ran.append(run(tmp_path, "pending", "--older-than", "soon"))
     for (flags, expected), got in zip(filters.items(), ran, strict=False):
         assert [e["session"] for e in got.json()] == expected, f"pending {flags}"
 
@@ -431,7 +330,7 @@ def test_errors_are_one_line_and_change_nothing(tmp_path: Path) -> None:
 
 
 def test_demo_model_errors(tmp_path: Path) -> None:
-    env = _env()
+    env = cli_env()
     env.pop("OPENAI_API_KEY", None)
     env.pop("OPENAI_BASE_URL", None)
     no_key, unknown = run_many(
@@ -446,14 +345,9 @@ def test_demo_model_errors(tmp_path: Path) -> None:
 
 
 def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
+    env = user_env(tmp_path)
     outbox = tmp_path / "outbox.jsonl"
-    created = run_many(
-        tmp_path,
-        start_user_session("team-email"),
-        env=env,
-        cli=False,
-    )[0].json()
+    created = start_user_session(tmp_path, "team-email", env)
     [first] = created["interrupts"]
     assert first["name"] == "confirm_send"
     assert not outbox.exists(), "the email went out before anyone approved it"
@@ -523,13 +417,8 @@ def test_answer_with_a_user_agent_factory(tmp_path: Path) -> None:
 def test_next_answer_command_printed_for_a_user_agent_works(tmp_path: Path) -> None:
     """After ``answer --app``, the follow-up command the output suggests (with that --app)
     must work too."""
-    env = _user_env(tmp_path)
-    created = run_many(
-        tmp_path,
-        start_user_session("team-email"),
-        env=env,
-        cli=False,
-    )[0].json()
+    env = user_env(tmp_path)
+    created = start_user_session(tmp_path, "team-email", env)
     answered = run(
         tmp_path,
         "answer",
@@ -562,7 +451,7 @@ def model_server() -> Iterator[OpenAIServer]:
 
 
 def _model_env(server: OpenAIServer) -> dict[str, str]:
-    return _env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
+    return cli_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
 
 
 def _list_files() -> Any:
@@ -664,7 +553,7 @@ def test_a_failing_agent_factory_is_a_one_line_error(tmp_path: Path) -> None:
         ["answer", session, iid, "true", "--app", "broken_app:app", "--json"],
         ["answer", session, iid, "true", "--app", "empty_app:app"],
         ["answer", session, iid, "true"],
-        env=_env(INTERLUDE_APP="broken_app:app"),
+        env=cli_env(INTERLUDE_APP="broken_app:app"),
     )
     failed = "the factory of agent 'demo' in --app broken_app:app failed: RuntimeError"
     assert_one_line_error(plain, failed, "no model configured")
@@ -701,13 +590,11 @@ ANY_ERROR: Any = _Any()
 
 
 def test_a_run_killed_mid_tool_is_shown_and_recovered(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
-    [started] = run_many(tmp_path, start_user_session("crash"), env=env, cli=False)
-    first = json.loads(started.ok().stdout)["interrupts"][0]
+    env = user_env(tmp_path)
+    first = start_user_session(tmp_path, "crash", env)["interrupts"][0]
     dying = {**env, "USER_AGENT_DIE_AFTER_SENDING": "1"}
-    killed = run(
-        tmp_path, "answer", "crash", first["id"], "true", "--app", "user_agent:app", env=dying
-    )
+    answer = [*CLI, "answer", "crash", first["id"], "true", "--app", "user_agent:app"]
+    [killed] = run_processes(tmp_path, answer, env=dying)  # a process: it dies
     assert killed.returncode == -9, str(killed)
 
     shown = run(tmp_path, "show", "crash", "--json", env=env).json()
@@ -816,10 +703,9 @@ def test_read_only_commands_never_create_a_store(tmp_path: Path) -> None:
 
 
 def test_pending_rows_are_narrow_and_answer_takes_the_short_id(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
+    env = user_env(tmp_path)
     long_session = "a-session-with-a-rather-long-name-for-the-table"
-    [created] = run_many(tmp_path, start_user_session(long_session), env=env, cli=False)
-    first = created.json()["interrupts"][0]
+    first = start_user_session(tmp_path, long_session, env)["interrupts"][0]
     table, listed = run_many(tmp_path, ["pending"], ["pending", "--json"], env=env)
     [entry] = listed.json()
     assert entry["id"] == first["id"] and entry["input"]["to"] == "ana@example.com"
@@ -956,11 +842,10 @@ def test_the_loser_of_a_race_is_told_nothing_ran_here() -> None:
 
 
 def test_concurrent_answers_one_wins_and_the_other_says_so(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
-    [created] = run_many(tmp_path, start_user_session("race"), env=env, cli=False)
-    iid = created.json()["interrupts"][0]["id"]
-    answer = ["answer", "race", iid, "true", "--app", "user_agent:app"]
-    ran = run_many(tmp_path, answer, answer, answer, env=env)
+    env = user_env(tmp_path)
+    iid = start_user_session(tmp_path, "race", env)["interrupts"][0]["id"]
+    answer = [*CLI, "answer", "race", iid, "true", "--app", "user_agent:app"]
+    ran = run_processes(tmp_path, answer, answer, answer, env=env)  # three processes race
     won = [r for r in ran if r.returncode == 0]
     assert len(won) == 1, "\n".join(map(str, ran))
     for lost in (r for r in ran if r.returncode != 0):
@@ -985,11 +870,12 @@ def build(*args, **kwargs):
 def _write_session(db: Path, session: str, *, state: dict[str, Any], agent: str | None) -> str:
     """A session paused on Ana's email whose stored state and agent name are ``state`` and
     ``agent`` (None: none, as an older version saved it). Returns the question's id."""
-    from cli import user_agent
     from interlude import Agent
     from interlude.hooks import BeforeToolCallEvent
     from interlude.sessions import SQLiteStore
     from interlude.testing import FunctionModel
+
+    from . import user_agent
 
     with SQLiteStore(db) as store:
         made = Agent(
@@ -1047,7 +933,7 @@ def test_stored_data_never_names_the_code_that_runs(tmp_path: Path) -> None:
         "user",
         "--json",
         *store,
-        env=_user_env(tmp_path),
+        env=user_env(tmp_path),
     ).json()
     assert adopted["interrupts"][0]["input"]["to"] == "bob@example.com"
     assert run(tmp_path, "show", "planted", "--json", *store).json()["agent"] == "user"
@@ -1066,7 +952,7 @@ def test_an_agent_name_the_app_lacks_is_refused(tmp_path: Path) -> None:
         ["recover", "named-evil", *store],
         ["answer", "named-evil", iid, "true", *app, *store],
         ["answer", "named-evil", iid, "true", *app, "--agent", "user", *store],
-        env=_user_env(tmp_path),
+        env=user_env(tmp_path),
     )
     for refused in (answer, recover):
         assert refused.returncode == 1, refused
@@ -1158,27 +1044,20 @@ def build(session: AgentSession) -> Agent:
     agent = Agent(FunctionModel(reply), tools=[pay], session=session.store, session_id=session.id)
     agent.hooks.add_callback(BeforeToolCallEvent, ask)
     return agent
-
-
-if __name__ == "__main__":
-    import sys
-
-    print(app.start("payer", sys.argv[2], sys.argv[1])("pay ana").stop_reason)
 '''
 
 
 def _deadline_session(tmp_path: Path, expires: float) -> dict[str, str]:
     (tmp_path / "deadline_app.py").write_text(DEADLINE_APP.replace("EXPIRES", repr(expires)))
     (tmp_path / ".interlude").mkdir()
-    env = _env(INTERLUDE_APP="deadline_app:app")
-    started = subprocess.run(
-        [sys.executable, "deadline_app.py", "sqlite:///.interlude/demo.db", "s1"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert started.stdout.strip() == "interrupt", started.stderr
+    env = cli_env(INTERLUDE_APP="deadline_app:app")
+    with as_a_process(tmp_path, env):  # the operator's own program starts the session
+        app = runpy.run_path("deadline_app.py")["app"]
+        opened = app.start("payer", "s1", "sqlite:///.interlude/demo.db")
+        try:
+            assert opened("pay ana").stop_reason == "interrupt"
+        finally:
+            opened.close()
     return env
 
 
@@ -1247,9 +1126,9 @@ def test_a_signed_agent_of_an_app_without_a_name_is_answered_from_the_cli(
 ) -> None:
     """The factory gives no name=: the app's name for the agent is what the pause is signed
     and checked with, in the process that started the run and in the CLI that answers it."""
-    env = {**_user_env(tmp_path), "USER_AGENT_SIGNING_KEY": "k" * 32}
+    env = {**user_env(tmp_path), "USER_AGENT_SIGNING_KEY": "k" * 32}
     outbox = tmp_path / "outbox.jsonl"
-    created = run_many(tmp_path, start_user_session("signed"), env=env, cli=False)[0].json()
+    created = start_user_session(tmp_path, "signed", env)
     [first] = created["interrupts"]
     answered = run(
         tmp_path, "answer", "signed", first["id"], "true", "--app", "user_agent:app", env=env
@@ -1292,7 +1171,7 @@ def test_show_checks_the_audit_chain_and_delete_keeps_a_trail_unless_told(
 
 
 def test_run_starts_a_session_of_your_own_agent_and_carries_it_on(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
+    env = user_env(tmp_path)
     app = ["--app", "user_agent:app"]
     started = run(tmp_path, "run", "user", "mine", "Tell Ana and Bob.", *app, "--json", env=env)
     [first] = started.json()["interrupts"]
@@ -1316,7 +1195,7 @@ def test_a_command_s_help_shows_its_own_options_and_an_example(tmp_path: Path) -
 
 
 def test_demo_says_it_ignores_an_app_and_suggests_commands_that_work(tmp_path: Path) -> None:
-    env = _user_env(tmp_path)
+    env = user_env(tmp_path)
     ran = run(tmp_path, "demo", "--app", "user_agent:app", env=env).ok()
     assert "ignores --app user_agent:app" in ran.stderr
     assert "--app" not in ran.stdout  # its suggested answer command runs the demo's agent

@@ -1,12 +1,13 @@
 """Every command the CLI prints as a next step works when run exactly as printed (issue 35).
 
-A flow is started through real ``interlude`` processes; then every line of its output that
-begins with ``interlude `` is split as a shell would (``shlex.split``) and run, in a copy of
-the folder as it was when the line was printed (so that two hints of one output do not race
-for the same question), and so on for the lines those runs print. Each must succeed and do
-what it says. To keep the process count low, a hint already followed from the same kind of
-command (the same command suggesting the same command, with the same answer) is not
-followed again.
+A flow is started with ``interlude`` commands (run as a process would run them, in this
+process: see ``tests.support.cli``); then every line of its output that begins with
+``interlude `` is split as a shell would (``shlex.split``) and run as it is, a process found
+on PATH, in a copy of the folder as it was when the line was printed (so that two hints of one
+output do not race for the same question), and so on for the lines those runs print. Each must
+succeed and do what it says. To keep the process count low, a hint already followed from the
+same kind of command (the same command suggesting the same command, with the same answer) is
+not followed again.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from cli.test_cli import CLI, Ran, _env, _user_env  # tests/ is on sys.path
+from tests.support.cli import Ran, cli_env, processes, run
+
+from .running import user_env
 
 STORE = "sqlite:///elsewhere/sessions.db"  # relative: a copy of the folder has its own store
 APP = "user_agent:app"
@@ -35,37 +37,28 @@ def hints(stdout: str) -> list[list[str]]:
     ]
 
 
-def run_all(jobs: list[tuple[Path, list[str]]], env: dict[str, str]) -> list[Ran]:
-    """Run ``interlude ARGS`` in each folder, concurrently."""
-    procs = [
-        subprocess.Popen(
-            [*CLI, *argv],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for cwd, argv in jobs
-    ]
-    done = []
-    for (_, argv), proc in zip(jobs, procs, strict=True):
-        out, err = proc.communicate(timeout=120)
-        done.append(Ran([*CLI, *argv], proc.returncode, out, err))
-    return done
+def as_printed(jobs: list[tuple[Path, list[str]]], env: dict[str, str]) -> list[Ran]:
+    """Each ``interlude ARGS`` line, as printed, run in its folder by a process of its own (the
+    ``interlude`` that PATH finds), all at the same time."""
+    return processes([(cwd, ["interlude", *argv]) for cwd, argv in jobs], env=env)
 
 
 @dataclass
 class Flow:
-    """A folder where commands run one after another, each output kept with a copy of the
-    folder as that command left it; then the hints followed from there."""
+    """A folder (``base``) where commands run one after another, each output kept with a copy
+    of the folder as that command left it; then the hints followed from there. A ``user``
+    flow's folder holds the user's own agent module (``--app user_agent:app``)."""
 
     root: Path
-    env: dict[str, str]
+    user: bool = False
+    env: dict[str, str] = field(default_factory=dict)
     outputs: list[tuple[str, Ran, Path]] = field(default_factory=list)
     followed: dict[tuple[str, str, str], tuple[list[str], Ran]] = field(default_factory=dict)
     copies: int = 0
+
+    def __post_init__(self) -> None:
+        self.base.mkdir()
+        self.env = user_env(self.base) if self.user else cli_env()
 
     @property
     def base(self) -> Path:
@@ -79,8 +72,7 @@ class Flow:
 
     def step(self, *argv: str) -> Ran:
         """Run a command in the base folder; its hints are followed later, from this state."""
-        [ran] = run_all([(self.base, list(argv))], self.env)
-        ran.ok()
+        ran = run(self.base, *argv, env=self.env).ok()
         self.outputs.append((argv[0], ran, self._copy(self.base)))
         return ran
 
@@ -98,7 +90,7 @@ class Flow:
                     jobs.append((key, argv, self._copy(folder)))  # type: ignore[arg-type]
             if not jobs:
                 return
-            results = run_all([(folder, argv) for _, argv, folder in jobs], self.env)
+            results = as_printed([(folder, argv) for _, argv, folder in jobs], self.env)
             level = []
             for (key, argv, folder), ran in zip(jobs, results, strict=True):
                 assert ran.returncode == 0, f"the hint {shlex.join(argv)} failed:\n{ran}"
@@ -146,8 +138,7 @@ def _session_of(argv: list[str]) -> str:
 
 def test_every_hint_of_the_demo_flow_works_as_printed(tmp_path: Path) -> None:
     """The built-in demo app and the default store: no flag in any hint."""
-    flow = Flow(tmp_path, _env())
-    flow.base.mkdir()
+    flow = Flow(tmp_path)
     demo = flow.step("demo", "--session", "s")
     [answer] = [h for h in hints(demo.stdout) if h[0] == "answer"]
     assert answer[-1] == "true" and "--store" not in answer and "--app" not in answer
@@ -174,13 +165,12 @@ def test_every_hint_of_the_demo_flow_works_as_printed(tmp_path: Path) -> None:
 
 def test_every_hint_with_a_store_and_an_app_works_as_printed(tmp_path: Path) -> None:
     """A user's own app and a --store: every hint names both, and works."""
-    flow = Flow(tmp_path, _user_env(tmp_path))
-    flow.base.mkdir()
+    flow = Flow(tmp_path, user=True)
     where = ["--store", STORE, "--app", APP]
     started = flow.step("run", *where, "user", "s", "Tell Ana and Bob.")
     flow.step("show", "s", *where)
     # Without --app, nothing is suggested that would fail: the missing --app is said instead.
-    [bare_pending] = run_all([(flow.base, ["pending", "--store", STORE])], flow.env)
+    bare_pending = run(flow.base, "pending", "--store", STORE, env=flow.env)
     assert hints(bare_pending.ok().stdout) == [], bare_pending
     assert "agent 'user' is not in the built-in demo app" in bare_pending.stdout
     for _ in range(2):  # Ana's email, then Bob's
@@ -208,13 +198,12 @@ def test_every_hint_with_a_store_and_an_app_works_as_printed(tmp_path: Path) -> 
         assert argv[1:3] == ["--store", STORE], argv
         assert argv[3:5] == ["--app", APP], argv
 
-    [bare_show] = run_all([(flow.base, ["show", "s-start", "--store", STORE])], flow.env)
+    bare_show = run(flow.base, "show", "s-start", "--store", STORE, env=flow.env)
     assert hints(bare_show.ok().stdout) == [] and "add --app MODULE:ATTR" in bare_show.stdout
 
 
 def test_fork_takes_short_ids_and_records_who_forked(tmp_path: Path) -> None:
-    flow = Flow(tmp_path, _env())
-    flow.base.mkdir()
+    flow = Flow(tmp_path)
     started = json.loads(flow.step("demo", "--session", "s", "--json").stdout)
     question = started["interrupts"][0]["id"]
     [row] = json.loads(flow.step("pending", "--json").stdout)
@@ -228,5 +217,5 @@ def test_fork_takes_short_ids_and_records_who_forked(tmp_path: Path) -> None:
     assert link["name"] == "fork" and link["by"] == "bo"
     text = flow.step("show", "by-short").stdout
     assert f'bo forked this session from "s" at "{question}"' in text, text
-    [refused] = run_all([(flow.base, ["fork", "s", "--at", "nope"])], flow.env)
+    refused = run(flow.base, "fork", "s", "--at", "nope", env=flow.env)
     assert refused.returncode == 1 and "interlude history s" in refused.stderr, refused

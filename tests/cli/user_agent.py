@@ -4,19 +4,18 @@
 person before every email. Its sessions record the name ``"user"``, which the CLI's built-in
 demo app does not have, so resuming one needs ``--app user_agent:app``.
 
-``python -m user_agent STORE_URL SESSION_ID [--ago SECONDS]`` starts such a session (which
-pauses on the first email) and prints the result as JSON; ``--ago`` runs it with the clock
-set back, so the pause looks that old. With $USER_AGENT_OUTBOX set, each sent email is
-appended to that file as a line of JSON (proof of which process ran the tool); with
-$USER_AGENT_DIE_AFTER_SENDING set, the process kills itself right after sending; with
-$USER_AGENT_SIGNING_KEY set, the agent signs its pauses with that key (and checks them).
+A test copies this file into the folder a command runs in, as a user's own module lies in
+theirs, and starts a session of it with ``running.start_user_session`` (it pauses on the
+first email). With $USER_AGENT_OUTBOX set, each sent email is appended to that file as a
+line of JSON (proof that the tool ran, and how often); with $USER_AGENT_DIE_AFTER_SENDING set,
+the process kills itself right after sending; with $USER_AGENT_SIGNING_KEY set, the agent
+signs its pauses with that key (and checks them).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 
 from interlude import Agent, AgentSession, App, ToolResult, ToolUse, tool
 from interlude.hooks import BeforeToolCallEvent
@@ -94,30 +93,3 @@ def build(session: AgentSession) -> Agent:
     )
     agent.hooks.add_callback(BeforeToolCallEvent, _confirm_emails)
     return agent
-
-
-def main(argv: list[str]) -> None:
-    url, session_id, *rest = argv
-    if rest[:1] == ["--ago"]:
-        import time
-
-        ago, real = float(rest[1]), time.time
-        time.time = lambda: real() - ago
-    agent = app.start("user", session_id, url)
-    result = agent(PROMPT)
-    print(
-        json.dumps(
-            {
-                "session": session_id,
-                "stop_reason": result.stop_reason,
-                "interrupts": [
-                    {"id": i.id, "name": i.name, "raised_at": i.raised_at}
-                    for i in result.interrupts
-                ],
-            }
-        )
-    )
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -1,29 +1,30 @@
-"""Fixtures of the door tests: ``interlude serve --app doors_app:app`` started once per module
-(a second process on the same store where a test races two doors), and the tool-run log."""
+"""Fixtures of the door tests: ``interlude serve --app tests.doors.doors_app:app`` started once
+(a second process on the same store where a test races two doors), and the tool-run
+log."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support import require_service
+
 from .served import Served
 
+EXTRAS = ("starlette", "uvicorn", "a2a", "ag_ui")
+"""What the serving processes drive (the [server,a2a,ag-ui] extras)."""
 
-def require_extras(*modules: str) -> None:
-    """Skip the calling module when an extra it drives is missing (fail instead when
-    ``INTERLUDE_REQUIRE_SERVICES=1``, as CI sets)."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+
+def missing_extras() -> str | None:
+    """What the door tests need and is not installed (None: nothing)."""
+    missing = [m for m in EXTRAS if importlib.util.find_spec(m) is None]
     if not missing:
-        return
-    problem = f"the door tests need {', '.join(missing)} (the [server,a2a,ag-ui] extras)"
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        raise RuntimeError(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-    pytest.skip(problem, allow_module_level=True)
+        return None
+    return f"the door tests need {', '.join(missing)} (the [server,a2a,ag-ui] extras)"
 
 
 @dataclass
@@ -48,7 +49,8 @@ def serve_doors(
     """A serving process per ``envs`` (each with that environment added, and the ``serve``
     options of ``args`` at the same place, if any) on one SQLite store; ``$DOORS_EFFECTS`` set
     here too (a worker pass in the test process, or ``interlude answer``, runs the same
-    tools)."""
+    tools). Skipped (failed in CI) without the extras."""
+    require_service(missing_extras())
     from interlude.sessions import SQLiteStore
 
     db = base / "doors.db"
@@ -68,7 +70,9 @@ def serve_doors(
                 served.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Doors]:
-    """One ``interlude serve --app doors_app:app`` (inbox API, AG-UI, A2A) for the module."""
+    """One ``interlude serve`` of the doors app (inbox API, AG-UI, A2A) shared by the modules
+    that need no other (each test works on sessions of its own names); a module that needs
+    other servers defines its own ``doors``."""
     yield from serve_doors(tmp_path_factory.mktemp("doors"), {})

@@ -1,5 +1,5 @@
-"""The App the door tests serve with ``interlude serve --app doors_app:app`` (and open in the
-test process, for a worker pass): every tool run appends one line to the file named by
+"""The App the door tests serve with ``interlude serve --app tests.doors.doors_app:app`` (and
+open in the test process, for a worker pass): every tool run appends one line to the file named by
 ``$DOORS_EFFECTS``, so a test counts runs across processes.
 
 The model of every agent numbers its one tool call ``t1`` (as many real models do) and takes

@@ -1,5 +1,6 @@
-"""The door tests' harness: ``interlude serve --app doors_app:app`` in a subprocess (the inbox
-page and JSON API, AG-UI and A2A on one port), and a plain HTTP client for each door.
+"""The door tests' harness: ``interlude serve --app tests.doors.doors_app:app`` in a
+subprocess (the inbox page and JSON API, AG-UI and A2A on one port), and a plain HTTP client
+for each door.
 
 Each door answers with its own wire shape; the helpers return it as the door gave it (the
 inbox's status and JSON body, AG-UI's events, A2A's JSON-RPC reply) so a test reads the
@@ -11,19 +12,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-HERE = Path(__file__).parent
+from tests.support import Started, free_port, started
+from tests.support.processes import ROOT
+
+APP = "tests.doors.doors_app:app"
+"""The ``--app`` of the serving processes and of the command (run from the repository)."""
 
 ANA = "doors-token-ana-0123456789abcdef"
 BO = "doors-token-bo-0123456789abcdef"
@@ -35,66 +39,42 @@ TOKENS: dict[str, Any] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Served:
-    """``interlude serve --app doors_app:app`` on the SQLite file ``db`` (no worker unless
-    ``args`` asks for one: a test applies recorded answers itself, when it chooses)."""
+    """``interlude serve --app tests.doors.doors_app:app`` on the SQLite file ``db`` (no worker
+    unless ``args`` asks for one: a test applies recorded answers itself, when it chooses)."""
 
     db: Path
     env: dict[str, str]
     args: tuple[str, ...] = ()
     """More options of ``serve`` (``--worker``, ``--poll``)."""
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    running: Started | None = None
+    _stack: ExitStack = field(default_factory=ExitStack)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Served:
+        """Start it, and return once it accepts connections (its output in the failure)."""
         tokens = self.db.with_name("tokens.json")
         tokens.write_text(json.dumps(TOKENS))
-        args = ["--store", f"sqlite:///{self.db}", "--app", "doors_app:app", "serve"]
+        args = ["--store", f"sqlite:///{self.db}", "--app", APP, "serve"]
         args += ["--port", str(self.port), "--tokens", str(tokens), *self.args]
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "interlude", *args],
-            cwd=HERE,
-            env=_env(self.env),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        argv = [sys.executable, "-m", "interlude", *args]
+        self.running = self._stack.enter_context(
+            started(argv, port=self.port, env=_env(self.env), what="interlude serve")
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                err = self.process.stderr.read().decode() if self.process.stderr else ""
-                raise AssertionError(f"interlude serve exited: {err[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("interlude serve did not start listening")
+        return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        self._stack.close()
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:
-    """This process's environment (``$DOORS_EFFECTS`` among it), ``doors_app`` importable."""
-    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, **extra, "PYTHONPATH": path, "NO_COLOR": "1", "TERM": "dumb"}
+    """This process's environment (``$DOORS_EFFECTS`` among it), and ``extra``."""
+    env = {**os.environ, **extra, "NO_COLOR": "1", "TERM": "dumb"}
     env.pop("INTERLUDE_STORE", None)
     return env
 
@@ -252,12 +232,12 @@ def a2a_code(reply: dict[str, Any]) -> str | None:
 
 
 def interlude(store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``interlude --store STORE --app doors_app:app ARGS... --json`` in a subprocess, as an
-    operator runs it on the served store."""
-    argv = [sys.executable, "-m", "interlude", "--store", store_url, "--app", "doors_app:app"]
+    """``interlude --store STORE --app tests.doors.doors_app:app ARGS... --json`` in a
+    subprocess, as an operator runs it on the served store."""
+    argv = [sys.executable, "-m", "interlude", "--store", store_url, "--app", APP]
     return subprocess.run(
         [*argv, *args, "--json"],
-        cwd=HERE,
+        cwd=ROOT,
         env=_env({}),
         stdin=subprocess.DEVNULL,
         capture_output=True,

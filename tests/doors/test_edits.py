@@ -9,11 +9,9 @@ from __future__ import annotations
 import pytest
 
 from .answering import ALL_DOORS, answer_via, check_refused, pause
-from .conftest import Doors, require_extras
+from .conftest import Doors
 from .doors_app import effects
 from .served import ANA, assert_unchanged, dump, snapshot, work
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 
 @pytest.mark.parametrize("door", ALL_DOORS)

@@ -14,11 +14,9 @@ from typing import Any
 import pytest
 
 from .answering import ALL_DOORS, Outcome, answer_via, at_once, check_refused, pause
-from .conftest import Doors, require_extras, serve_doors
+from .conftest import Doors, serve_doors
 from .doors_app import effects
 from .served import ANA, BO, assert_unchanged, dump, inbox_answer, snapshot, work
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 TRIES = 15
 """Races per door (each a fresh session)."""

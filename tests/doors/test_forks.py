@@ -88,10 +88,10 @@ def _store(kind: str, tmp_path: Path) -> tuple[Any, str | None]:
         return SQLiteStore(tmp_path / "s.db"), f"sqlite:///{tmp_path / 's.db'}"
     if kind == "file":
         return FileStore(tmp_path / "files"), f"file://{tmp_path / 'files'}"
-    from tests.sessions import pg
+    from tests.support import postgres
 
-    pg.require_postgres()
-    url = pg.schema_url(pg.unique_schema())
+    postgres.require_postgres()
+    url = postgres.schema_url(postgres.unique_schema())
     return open_store(url), url
 
 

@@ -17,7 +17,7 @@ import pytest
 from interlude.operate import answer_key
 
 from .answering import ALL_DOORS, answer_via, check_refused, pause
-from .conftest import Doors, require_extras
+from .conftest import Doors
 from .doors_app import effects
 from .served import (
     ANA,
@@ -32,8 +32,6 @@ from .served import (
     snapshot,
     work,
 )
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 
 def _asked(doors: Doors, door: str, thread: str) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """The first answer wins with the worker running: one serving process started with
-``interlude serve --app doors_app:app --worker`` (its worker applies an inbox answer as soon as
-it is recorded, and polls for answers recorded elsewhere) takes Ana's answer in the inbox,
-while a second serving process (no worker) takes Bo's, the opposite one, over AG-UI or A2A at
-the same instant. Try after try, on a fresh session each:
+``interlude serve --app tests.doors.doors_app:app --worker`` (its worker applies an inbox answer
+as soon as it is recorded, and polls for answers recorded elsewhere) takes Ana's answer in the
+inbox, while a second serving process (no worker) takes Bo's, the opposite one, over AG-UI or
+A2A at the same instant. Try after try, on a fresh session each:
 
 - exactly one of the two answers is taken;
 - the other is refused with ``already_answered`` (the inbox API: 409 with that code);
@@ -23,11 +23,9 @@ import httpx
 import pytest
 
 from .answering import Outcome, answer_via, at_once, pause
-from .conftest import Doors, require_extras, serve_doors
+from .conftest import Doors, serve_doors
 from .doors_app import effects
 from .served import ANA, BO, inbox_answer, snapshot
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 TRIES = 40
 """Races per door (each a fresh session); half with the decline in the inbox, half with the

@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 
 from .answering import ALL_DOORS, answer_via, pause
-from .conftest import Doors, require_extras
+from .conftest import Doors
 from .doors_app import effects, flip
 from .served import ANA, a2a_send, a2a_state, snapshot, work
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
 
 DECLINES: dict[str, Any] = {
     "false": False,

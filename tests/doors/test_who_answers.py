@@ -9,12 +9,9 @@ from __future__ import annotations
 import pytest
 
 from .answering import DOORS, OPERATOR_DOORS, answer_via, pause
-from .conftest import Doors, require_extras
+from .conftest import Doors
 from .doors_app import effects
 from .served import ANA, BO, CY, a2a_send, a2a_state, assert_unchanged, dump, snapshot, work
-
-require_extras("starlette", "uvicorn", "a2a", "ag_ui")
-
 
 NO_GROUPS = pytest.mark.skip(reason="an operator's door: it knows no groups")
 

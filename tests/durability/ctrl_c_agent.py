@@ -2,12 +2,13 @@
 
 ``build`` is the demo's agent (same model, tools, hook and interrupt ids) whose delete tool
 also appends a line to ``$CTRL_C_OUTBOX`` each time it really runs, so a test can count the
-runs; it is served by ``app`` (``interlude answer --app ctrl_c_agent:app``, with this folder on
-PYTHONPATH) and prints ``READY`` on stderr when the agent is built, just before the resume.
+runs; it is served by ``app`` (``interlude answer --app tests.durability.ctrl_c_agent:app``,
+run from the repository root) and prints ``READY`` on stderr when the agent is built, just
+before the resume.
 
-``python ctrl_c_agent.py DB SESSION LOG LEASE SECONDS`` runs ``slow_agent`` to the end: its
-one tool sleeps ``SECONDS`` (logging its start and end to ``LOG``) on a session claimed with
-``LEASE``.
+``python ctrl_c_agent.py DB SESSION LOG LEASE UNTIL`` runs ``slow_agent`` to the end: its one
+tool works until the file ``UNTIL`` exists (logging its start and end to ``LOG``) on a session
+claimed with ``LEASE``.
 """
 
 from __future__ import annotations
@@ -65,16 +66,18 @@ def _build_counting(session: AgentSession) -> Agent:
     return build(session.store, session.id)
 
 
-def slow_agent(db: str, session_id: str, log: str, lease: float, seconds: float) -> Agent:
-    """An agent whose one tool, ``slow``, sleeps ``seconds`` (an async tool)."""
+def slow_agent(db: str, session_id: str, log: str, lease: float, until: str | None = None) -> Agent:
+    """An agent whose one tool, ``slow`` (an async tool), works until the file ``until``
+    exists (the test says when: a condition, not a duration)."""
 
     @tool
     async def slow() -> str:
         """Work for a while."""
         _note(log, f"start {os.getpid()}")
-        await asyncio.sleep(seconds)
+        while until is not None and not _exists(until):  # noqa: ASYNC110 (another process says)
+            await asyncio.sleep(0.01)
         _note(log, f"end {os.getpid()}")
-        return f"slept {seconds} s"
+        return "worked until told to stop"
 
     return Agent(
         ScriptedModel([[ToolUse("t_slow", "slow", {})], "done"]),
@@ -85,12 +88,16 @@ def slow_agent(db: str, session_id: str, log: str, lease: float, seconds: float)
     )
 
 
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
 def _note(log: str, line: str) -> None:
     with Path(log).open("a") as f:
         f.write(line + "\n")
 
 
 if __name__ == "__main__":
-    db, sid, log, lease, seconds = sys.argv[1:6]
-    result = slow_agent(db, sid, log, float(lease), float(seconds))("work slowly")
+    db, sid, log, lease, until = sys.argv[1:6]
+    result = slow_agent(db, sid, log, float(lease), until)("work slowly")
     print(json.dumps({"stop_reason": result.stop_reason, "reply": str(result)}))

@@ -1,7 +1,8 @@
 """Run claims: a live run is never taken over, a dead one is recoverable, every exit lets go.
 
-"A tool that runs 3x the lease is not taken over": a child process runs a 1.8 s tool on a
-0.6 s lease while this process keeps trying to run or recover the same session.
+"A tool that runs 3x the lease is not taken over": a child process runs a tool on a 1 s lease
+while this process keeps trying to run or recover the same session; the tool ends when this
+process has seen it run three leases, its claim renewed and ten takeovers refused.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,13 @@ from interlude.hooks import (
 )
 from interlude.sessions import SessionUpdate, SQLiteStore, StoredSession
 from interlude.testing import ScriptedModel
+from tests.support import wait_for
 
 from .ctrl_c_agent import slow_agent
 
 HERE = Path(__file__).resolve().parent
-LEASE = 0.6
-TOOL_SECONDS = 1.8  # three leases
+LEASE = 1.0  # renewed every third: a renewal may come 0.6 s late on a busy machine
+LEASES = 3  # the tool runs at least this many leases
 
 
 def load(db: Path, session_id: str) -> StoredSession | None:
@@ -56,55 +59,60 @@ def tool_results(stored: StoredSession) -> list[dict[str, Any]]:
 # --- a long tool is not taken over ----------------------------------------------------------
 
 
+def refused(attempt: Callable[[], object], owner: str) -> bool:
+    """``attempt`` is refused: True when for ``owner``'s claim, False when a renewal of the
+    claim was saved between the attempt's load and its own claim (refused all the same, as
+    stale; on a busy machine that happens)."""
+    with pytest.raises(SessionConflictError) as info:
+        attempt()
+    message = str(info.value)
+    if "another agent saved it first" in message:
+        return False
+    assert owner in message, message
+    return True
+
+
 def test_a_tool_running_three_leases_is_not_taken_over(tmp_path: Path, assert_valid: Any) -> None:
     db, session_id = tmp_path / "c.db", "slow"
     log, intruder_log = tmp_path / "tool.log", tmp_path / "intruder.log"
+    stop = tmp_path / "stop"  # the tool works until it exists
+    argv = [sys.executable, str(HERE / "ctrl_c_agent.py"), str(db), session_id, str(log)]
     child = subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "ctrl_c_agent.py"),
-            str(db),
-            session_id,
-            str(log),
-            str(LEASE),
-            str(TOOL_SECONDS),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [*argv, str(LEASE), str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (log.exists() and log.read_text()):  # the tool has started
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the child's tool never started"
-            time.sleep(0.01)
+        wait_for(lambda: log.exists() and log.read_text(), what="the tool to start", process=child)
+        began = time.monotonic()
         owner = f"{socket.gethostname()}:{child.pid}"
         expiries: list[float] = []
         tries = 0
         while True:
+            read_from = time.time()
             stored = load(db, session_id)
+            read_by = time.time()
             assert stored is not None
             if stored.claim is None:
                 break  # the run is over
-            claim, now = stored.claim, time.time()
+            claim = stored.claim
             assert claim["pid"] == child.pid and claim["owner"] == owner, claim
             expires_at = claim["expires_at"]
             assert isinstance(expires_at, float)
-            assert now < expires_at <= now + LEASE + 0.05, "the claim lapsed while the run went"
+            assert read_from < expires_at <= read_by + LEASE + 0.05, "the claim lapsed while it ran"
             expiries.append(expires_at)
             # A fresh agent on the session, as another worker would build it.
-            intruder = slow_agent(str(db), session_id, str(intruder_log), LEASE, 0.0)
+            intruder = slow_agent(str(db), session_id, str(intruder_log), LEASE)
             if not intruder.needs_recovery:  # the run ended between the two loads
                 assert not intruder.is_paused
                 break
-            with pytest.raises(SessionConflictError, match=owner):
-                intruder.recover()
-            with pytest.raises(SessionConflictError, match=owner):
-                intruder("start something else")
-            tries += 1
+            recovering = refused(intruder.recover, owner)
+            starting = refused(partial(intruder, "start something else"), owner)
+            tries += recovering and starting  # refused for the owner's claim, both times
+            ran = time.monotonic() - began
+            if tries >= 10 and len(set(expiries)) >= 4 and ran >= LEASES * LEASE:
+                stop.touch()  # seen long enough: the tool may end
+            assert ran < 120, f"the tool still runs after {ran:.0f} s: {tries} tries, {expiries}"
             time.sleep(0.05)
-        out, err = child.communicate(timeout=30)
+        out, err = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
@@ -112,7 +120,7 @@ def test_a_tool_running_three_leases_is_not_taken_over(tmp_path: Path, assert_va
     print(f"\n{tries} takeover attempts refused; the claim was renewed {len(set(expiries))} times")
     assert child.returncode == 0, err
     assert json.loads(out) == {"stop_reason": "end_turn", "reply": "done"}, out
-    assert tries >= 10, f"only {tries} takeover attempts during the tool"
+    assert tries >= 10, f"only {tries} takeover attempts refused for the claim during the tool"
     assert expiries == sorted(expiries), "the claim's expiry went backwards"
     renewals = len(set(expiries))
     assert renewals >= 4 and expiries[-1] - expiries[0] >= LEASE, (
@@ -122,10 +130,10 @@ def test_a_tool_running_three_leases_is_not_taken_over(tmp_path: Path, assert_va
     assert stored is not None and stored.claim is None and stored.pause is None
     [result] = tool_results(stored)
     assert result["tool_use_id"] == "t_slow" and result["status"] == "success", result
-    assert f"slept {TOOL_SECONDS} s" in json.dumps(result)
+    assert "worked until told to stop" in json.dumps(result)
     assert log.read_text().split() == ["start", str(child.pid), "end", str(child.pid)]
     assert not intruder_log.exists(), "another process ran the tool"
-    after = slow_agent(str(db), session_id, str(intruder_log), LEASE, 0.0)
+    after = slow_agent(str(db), session_id, str(intruder_log), LEASE)
     assert not after.needs_recovery and not after.is_paused
     assert_valid(after)
 
@@ -223,30 +231,18 @@ def test_a_claim_from_another_machine_holds_until_it_expires(
 ) -> None:
     recorder, snap = stopped
     owner = "elsewhere:4242"
-    planted = plant(
-        recorder.db,
-        "foreign",
-        snap,
-        machine="elsewhere/boot/ns",
-        owner=owner,
-        pid=4242,
-        since=time.time(),
-        expires_at=time.time() + 1.0,
-    )
-    expires_at = planted["expires_at"]
-    attempts = 0
-    while time.time() < expires_at - 0.1:  # its process cannot be checked from here: it holds
+    foreign = {"machine": "elsewhere/boot/ns", "owner": owner, "pid": 4242, "since": time.time()}
+    plant(recorder.db, "foreign", snap, **foreign, expires_at=time.time() + 600)
+    for _ in range(3):  # its process cannot be checked from here: it holds
         agent = recorder.build("foreign", ["taken over"])
         assert agent.needs_recovery
         with pytest.raises(SessionConflictError, match=owner):
             agent.recover()
         with pytest.raises(SessionConflictError, match=owner):
             agent("start something else")
-        attempts += 1
-        time.sleep(0.05)
-    assert attempts >= 3
-    time.sleep(max(0.0, expires_at - time.time()) + 0.02)
-    assert_recovered(recorder, "foreign", assert_valid)  # right after it ran out
+    # The same claim once its lease has run out (by 20 ms), as a copy of the session.
+    plant(recorder.db, "foreign-lapsed", snap, **foreign, expires_at=time.time() - 0.02)
+    assert_recovered(recorder, "foreign-lapsed", assert_valid)  # right after it ran out
 
 
 def test_a_claim_of_a_dead_process_on_this_machine_is_recoverable_at_once(

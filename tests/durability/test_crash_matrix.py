@@ -1,16 +1,17 @@
 """The crash matrix: a process SIGKILLs itself at every instrumented point; a fresh one recovers.
 
-``crash_child.py`` runs the scenario (a prompt; the model asks for ``deploy`` (``c1``, approved
-by a before-tool hook, so the run pauses) and ``notify`` (``c2``) in one concurrent batch; the
-resume approves; the model answers with text) and enumerates its points with a counting pass:
-entering and leaving every hook callback, inside each tool before and after its side effect,
-each model request, before and after every save (so right after the claim, after the pause is
-saved, and during the resume after its claim). For each point of each phase (1: the first
-invocation, 2: the resume) one process dies there by SIGKILL, and a fresh process builds the
-same agent on the same session and drives it to the end: ``recover()`` when a run stopped,
-``resume`` when paused (approval: yes; an in-doubt call: ``"fail"``), the prompt again if
-nothing was stored. Every process is a fork of one clean parent (no event loop, store or
-thread before it forks), so the kills and the recoveries are real, separate processes.
+``crash_child.py`` (``python -m tests.durability.crash_child``) runs the scenario (a prompt; the
+model asks for ``deploy`` (``c1``, approved by a before-tool hook, so the run pauses) and
+``notify`` (``c2``) in one concurrent batch; the resume approves; the model answers with text)
+and enumerates its points with a counting pass: entering and leaving every hook callback, inside
+each tool before and after its side effect, each model request, before and after every save (so
+right after the claim, after the pause is saved, and during the resume after its claim). For
+each point of each phase (1: the first invocation, 2: the resume) one process dies there by
+SIGKILL, and a fresh process builds the same agent on the same session and drives it to the end:
+``recover()`` when a run stopped, ``resume`` when paused (approval: yes; an in-doubt call:
+``"fail"``), the prompt again if nothing was stored. Every process is a fork of one clean parent
+(no event loop, store or thread before it forks), so the kills and the recoveries are real,
+separate processes.
 
 What each cell must show, judged from the event log (model requests, tool side effects, saves
 the store committed, questions asked) and from the session as stored just before the recovery
@@ -40,11 +41,6 @@ the store committed, questions asked) and from the session as stored just before
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,10 +49,11 @@ from typing import Any
 import pytest
 
 from interlude import Message, Text, ToolResult, ToolUse
+from tests.support import crash
+from tests.support.postgres import fresh_store, require_postgres, schema_url
 
-from .crash_child import CALLS, KILLED, LEASE, describe
+from .crash_child import CALLS, KILLED, LEASE, MODULE, describe
 
-CHILD = Path(__file__).with_name("crash_child.py")
 RESULTS = {"c1": "deployed api", "c2": "notified: deploying api"}
 INVARIANTS = (
     "tools_rerun",
@@ -69,21 +66,13 @@ INVARIANTS = (
     "wrong_outcome",
     "not_recovered",
 )
-JOBS = 4  # cells at a time: a cell mostly waits (on fork, the disk, the database)
 
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
-    """A directory for the matrix: in /dev/shm when there is one (SIGKILL leaves the page cache
-    intact, so a RAM file system tests the same thing, without waiting for fsync)."""
-    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
-        path = Path(tempfile.mkdtemp(prefix="interlude-crash-", dir="/dev/shm"))
-        try:
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-    else:
-        yield tmp_path
+    """A directory for the matrix (in /dev/shm when there is one)."""
+    with crash.scratch(tmp_path) as path:
+        yield path
 
 
 def test_crash_matrix_sqlite(scratch: Path) -> None:
@@ -91,8 +80,6 @@ def test_crash_matrix_sqlite(scratch: Path) -> None:
 
 
 def test_crash_matrix_postgres(scratch: Path) -> None:
-    from sessions.pg import fresh_store, require_postgres, schema_url  # tests/ is on sys.path
-
     require_postgres()
     with fresh_store() as store:  # a throwaway schema, migrated here and dropped afterwards
         check_matrix(run_matrix(schema_url(store.schema), scratch), "postgres")
@@ -102,12 +89,7 @@ def test_crash_matrix_postgres(scratch: Path) -> None:
 
 
 def run_matrix(store: str, root: Path) -> dict[str, Any]:
-    cmd = [sys.executable, str(CHILD), "matrix", "--store", store, "--dir", str(root)]
-    proc = subprocess.run([*cmd, "--jobs", str(JOBS)], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    matrix: dict[str, Any] = json.loads((root / "matrix.json").read_text())
-    matrix["stderr"] = proc.stderr
-    return matrix
+    return crash.run_matrix(MODULE, store, root)
 
 
 # --- judging ----------------------------------------------------------------------------------
@@ -131,7 +113,7 @@ def check_matrix(matrix: dict[str, Any], name: str) -> None:
             failures.append(
                 f"[{name}] phase {cell['phase']} point {cell['point']}: {invariant}: {detail}\n"
                 f"    snapshot: {describe_snapshot(cell.get('snapshot'))}\n"
-                f"    rounds: {cell.get('rounds')}\n    {reproduce(cell)}"
+                f"    rounds: {cell.get('rounds')}\n    {crash.reproduce(MODULE, cell)}"
             )
     summary = {
         "store": name,
@@ -330,16 +312,6 @@ def stored_results(snapshot: dict[str, Any] | None) -> dict[str, str]:
 
 def surfaced_in_doubt(cell: dict[str, Any]) -> list[str]:
     return [e["id"] for e in cell.get("events", []) if e["ev"] == "in_doubt"]
-
-
-def reproduce(cell: dict[str, Any]) -> str:
-    """Shell commands that replay one cell on SQLite (in tests/durability)."""
-    run = "python crash_child.py run --store sqlite --dir /tmp/cell"
-    setup = f"{run} --role setup --phase 1 && " if cell["phase"] == 2 else ""
-    return (
-        f"reproduce: {setup}CRASH_AT='{cell['point']}' {run} --phase {cell['phase']}; "
-        "python crash_child.py recover --store sqlite --dir /tmp/cell"
-    )
 
 
 def describe_snapshot(stored: dict[str, Any] | None) -> str:

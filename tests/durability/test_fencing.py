@@ -10,57 +10,50 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from interlude import Inbox, Worker
 from interlude.sessions import SQLiteStore
+from tests.support import wait_for
+from tests.support.processes import ROOT
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from .fencing_app import app
 
-from workers.payroll_app import app  # noqa: E402
+
+def _stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP): its state in /proc is "T"."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] == "T"
 
 
 def test_a_worker_stalled_past_its_lease_has_its_late_result_refused(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     ledger = tmp_path / "ledger.jsonl"
-    started = tmp_path / "started.txt"
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
-    env = {
-        **os.environ,
-        "PYTHONPATH": path,
-        "PAYROLL_LEDGER": str(ledger),
-        "PAYROLL_STARTED": str(started),
-        "PAYROLL_SLOW": "1",
-        "PAYROLL_LEASE": "1",
-    }
+    env = {"FENCING_LEDGER": str(ledger), "FENCING_FREEZE": "1", "FENCING_LEASE": "1"}
     store = SQLiteStore(db)
     (question,) = app.start("payroll", "s", store)("pay ana").interrupts
     Inbox(store).record("s", {question.id: True}, by="ana")
     code = (
         "import asyncio, sys\n"
         "from interlude import Worker\n"
-        "from workers.payroll_app import app\n"
+        "from tests.durability.fencing_app import app\n"
         "asyncio.run(Worker(app, sys.argv[1]).run_once())\n"
     )
     stalled = subprocess.Popen(
         [sys.executable, "-c", code, f"sqlite:///{db}"],
-        env=env,
+        cwd=ROOT,
+        env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
-        deadline = time.time() + 30
-        while not started.exists() and time.time() < deadline:
-            time.sleep(0.05)
-        assert started.exists(), "the payment never started"
-        stalled.send_signal(signal.SIGSTOP)  # frozen in the body: it renews nothing
+        # frozen in the body (it stops itself there): it renews nothing
+        wait_for(lambda: _stopped(stalled.pid), what="the payment to start", process=stalled)
         other = Worker(app, SQLiteStore(db))
-
-        while not asyncio.run(other.run_once()) and time.time() < deadline:
-            time.sleep(0.1)  # until the stalled worker's lease has run out
+        wait_for(  # until the stalled worker's lease has run out and the other one recovers
+            lambda: asyncio.run(other.run_once()), what="the other worker to recover", every=0.1
+        )
         (doubt,) = Inbox(store).session("s").interrupts
         assert doubt.source == "in_doubt"
         stalled.send_signal(signal.SIGCONT)

@@ -1,6 +1,7 @@
-"""Run in a fresh process by test_subprocess.py: import saved pauses and resume them.
+"""Run in a fresh process by test_subprocess.py (``python -m tests.interrupts.resume_child``,
+from the repository root): import saved pauses and resume them.
 
-Reads JSON from stdin: {"sys_path": ..., "module": ..., "scenarios": [...]}; each scenario has
+Reads JSON from stdin: {"module": ..., "scenarios": [...]}; each scenario has
 "name", "config", "turns" (the turns the new model will play), "executor", "state" (an
 export_state() as JSON) and "answers" ({interrupt id: answer}), optionally "rounds" (answers by
 interrupt name for later pauses) and "export" (print the state after the run). Prints one JSON
@@ -14,7 +15,6 @@ import sys
 
 def main() -> None:
     job = json.load(sys.stdin)
-    sys.path.insert(0, job["sys_path"])
     helpers = importlib.import_module(job["module"])
     out = {"modules": sorted(m for m in sys.modules if m.startswith(job["module"].split(".")[0]))}
     for sc in job["scenarios"]:

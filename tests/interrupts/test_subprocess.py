@@ -1,7 +1,8 @@
 """Contract items 18 and 23 for real: pauses resumed in a fresh Python process.
 
 This process builds paused agents (``helpers_agent.build_agent``) and hands their
-``export_state()``, as JSON text, to ``resume_child.py`` in a new interpreter, which builds the
+``export_state()``, as JSON text, to ``resume_child.py`` in a new interpreter (``python -m
+tests.interrupts.resume_child`` from the repository root), which builds the
 same agent definition, imports each state and resumes it. One child process serves every
 scenario; each test below checks one scenario's summary.
 """
@@ -11,17 +12,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from . import helpers_agent
-from .helpers_agent import build_agent, summary, tu, turns_from_json, turns_to_json
+from tests.interrupts import helpers_agent
+from tests.interrupts.helpers_agent import build_agent, summary, tu, turns_from_json, turns_to_json
+from tests.support.processes import ROOT
 
-CHILD = Path(__file__).with_name("resume_child.py")
 MODULE = helpers_agent.__name__
-SYS_PATH = str(Path(helpers_agent.__file__).parents[len(MODULE.split(".")) - 1])
+"""What the child imports to build the same agents: by its full name, which the child (run
+from the repository root) finds, and the name the saved exceptions' classes carry."""
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "custom_exception_keep": {
@@ -81,7 +82,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 @pytest.fixture(scope="module")
 def child() -> dict[str, Any]:
     """Pause every scenario here, resume them all in one fresh interpreter."""
-    job: dict[str, Any] = {"sys_path": SYS_PATH, "module": MODULE, "scenarios": []}
+    job: dict[str, Any] = {"module": MODULE, "scenarios": []}
     parent: dict[str, Any] = {}
     for name, sc in SCENARIOS.items():
         executor = sc.get("executor", "concurrent")
@@ -103,7 +104,8 @@ def child() -> dict[str, Any]:
             }
         )
     proc = subprocess.run(
-        [sys.executable, str(CHILD)],
+        [sys.executable, "-m", "tests.interrupts.resume_child"],
+        cwd=ROOT,
         input=json.dumps(job),
         capture_output=True,
         text=True,

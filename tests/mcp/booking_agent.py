@@ -1,15 +1,15 @@
-"""The agent of the pause-in-one-process, answer-in-another test: both processes import it."""
+"""The agent of the pause-in-one-process, answer-in-another test: both processes import it
+(the answering one runs ``python -m tests.mcp.booking_agent DB LOG ANSWERS_JSON``)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from interlude import Agent
 from interlude.mcp import McpServer
 from interlude.sessions import SQLiteStore
 
-SERVER = str(Path(__file__).with_name("server.py"))
+from .servers import SERVER
 
 
 def build(model: object, db: str, log: str) -> tuple[Agent, McpServer]:
@@ -18,7 +18,7 @@ def build(model: object, db: str, log: str) -> tuple[Agent, McpServer]:
     return agent, server
 
 
-if __name__ == "__main__":  # python booking_agent.py DB LOG ANSWERS_JSON: answer and finish
+if __name__ == "__main__":  # answer and finish
     import json
 
     from interlude.testing import ScriptedModel

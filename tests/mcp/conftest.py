@@ -1,273 +1,226 @@
-"""A real MCP server (tests/mcp/server.py) over stdio and over streamable HTTP."""
+"""Fixtures of the MCP tests: tests/mcp/server.py (a notes server on the official SDK) over
+stdio and streamable HTTP, the reference servers (@modelcontextprotocol/server-everything from
+npm, mcp-server-time from PyPI) and examples/mcp_task_server.py.
+
+A server the tests only talk to is started once per session (per pytest-xdist worker): each
+test opens MCP sessions of its own to it, and its log is emptied for each test. A test about
+the server's process (killed, restarted, started with other settings) starts its own."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
-import socket
-import subprocess
+import importlib.util
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+from tests.support import require_service
+from tests.support.extras import require_extras
+from tests.support.npm import npm_install
 
-from interlude.mcp import McpServer
+require_extras("mcp", extra="mcp")
 
-SERVER = str(Path(__file__).with_name("server.py"))
+from interlude.mcp import McpServer  # noqa: E402
+
+from .servers import EVERYTHING_VERSION, SERVER, TASK_SERVER, HttpServer, ServerLog  # noqa: E402
 
 
-class ServerLog:
-    """What the server did: one line per tool run (the server appends them)."""
+def _made(factory: Callable[..., McpServer]) -> tuple[Callable[..., McpServer], list[McpServer]]:
+    """``factory`` and the list of the servers it made (to close them all at the end)."""
+    made: list[McpServer] = []
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.write_text("")
+    def make(**kwargs: Any) -> McpServer:
+        server = factory(**kwargs)
+        made.append(server)
+        return server
 
-    def lines(self) -> list[str]:
-        return self.path.read_text().splitlines()
+    return make, made
 
-    def env(self) -> dict[str, str]:
-        return {"MCP_TEST_LOG": str(self.path), "PATH": os.environ.get("PATH", "")}
+
+# --- tests/mcp/server.py -------------------------------------------------------------------
 
 
 @pytest.fixture
 def server_log(tmp_path: Path) -> ServerLog:
+    """The log of this test's own servers (``stdio``, ``http``)."""
     return ServerLog(tmp_path / "server.log")
 
 
 @pytest.fixture
 def stdio(server_log: ServerLog) -> Iterator[Callable[..., McpServer]]:
-    """Makes stdio servers (each a subprocess once connected); all are closed at the end."""
-    made: list[McpServer] = []
-
-    def make(**kwargs: Any) -> McpServer:
-        server = McpServer.stdio(
+    """Makes stdio servers of this test alone (each a subprocess once connected; ``kwargs``
+    go to McpServer.stdio); all are closed at the end."""
+    make, made = _made(
+        lambda **kwargs: McpServer.stdio(
             sys.executable, [SERVER], name="notes", env=server_log.env(), **kwargs
         )
-        made.append(server)
-        return server
-
+    )
     yield make
     for server in made:
         server.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+@pytest.fixture(scope="session")
+def _notes_stdio(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[McpServer, ServerLog]]:
+    log = ServerLog(tmp_path_factory.mktemp("notes-stdio") / "server.log")
+    server = McpServer.stdio(sys.executable, [SERVER], name="notes", env=log.env())
+    yield server, log
+    server.close()
 
 
-def wait_listening(process: subprocess.Popen[bytes], port: int) -> None:
-    """Wait until ``process`` accepts connections on ``port`` (60 s at most)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError("the MCP test server exited at start")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("the MCP test server did not start listening in 60 s")
+@pytest.fixture
+def notes_log(_notes_stdio: tuple[McpServer, ServerLog]) -> ServerLog:
+    """The log of the session's stdio server (``notes``), emptied for this test."""
+    _, log = _notes_stdio
+    log.clear()
+    return log
 
 
-class HttpServer:
-    """tests/mcp/server.py serving streamable HTTP from a subprocess (uvicorn)."""
-
-    def __init__(self, log: ServerLog) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, **self.log.env()}
-        self.process = subprocess.Popen(
-            [sys.executable, SERVER, "http", str(self.port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(self.process, self.port)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+@pytest.fixture
+def notes(_notes_stdio: tuple[McpServer, ServerLog], notes_log: ServerLog) -> McpServer:
+    """The session's stdio server (default settings) for the tests that only call its tools:
+    one process, however many tests use it; ``notes_log`` is its log, emptied for this test."""
+    server, _ = _notes_stdio
+    return server
 
 
 @pytest.fixture
 def http(server_log: ServerLog) -> Iterator[HttpServer]:
-    server = HttpServer(server_log)
-    server.start()
+    """tests/mcp/server.py serving streamable HTTP to this test alone (to kill, restart)."""
+    server = HttpServer([sys.executable, SERVER, "http", "{port}"], server_log).start()
     yield server
     server.kill()
 
 
-def require_service(problem: str | None) -> None:
-    """Skip the calling test when ``problem`` names a missing server (fail instead when
-    ``INTERLUDE_REQUIRE_SERVICES=1``, as CI sets), as tests/server/conftest.py does."""
-    if problem is None:
-        return
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-    pytest.skip(problem)
+@pytest.fixture(scope="session")
+def _notes_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    log = ServerLog(tmp_path_factory.mktemp("notes-http") / "server.log")
+    server = HttpServer([sys.executable, SERVER, "http", "{port}"], log).start()
+    yield server
+    server.kill()
 
 
-EVERYTHING_VERSION = "2026.8.31"
-"""The npm reference server the tests run (the TypeScript SDK's handshake-era server)."""
+@pytest.fixture
+def notes_http(_notes_http: HttpServer) -> HttpServer:
+    """tests/mcp/server.py serving streamable HTTP for the session, its log emptied for this
+    test (which must not kill it)."""
+    _notes_http.log.clear()
+    return _notes_http
 
 
-def _npm_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base, "interlude-tests", f"server-everything-{EVERYTHING_VERSION}")
+# --- @modelcontextprotocol/server-everything (npm) -------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def everything_js() -> str:
     """The entry point of ``@modelcontextprotocol/server-everything`` from npm, installed once
     into a cache directory keyed by its version (skips, or fails in CI, without node or npm)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        require_service("node and npm are needed for @modelcontextprotocol/server-everything")
-    prefix = _npm_cache()
-    entry = prefix / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    # One install at a time: parallel test workers (pytest-xdist) share the cache directory.
-    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not entry.is_file():
-            package = f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-            done = subprocess.run(
-                [str(npm), "install", "--prefix", str(prefix), "--no-audit", "--no-fund", package],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            if done.returncode != 0 or not entry.is_file():
-                problem = f"npm could not install {package}: {done.stderr.strip()[-500:]}"
-                require_service(problem)
-    return str(entry)
+    entry = "@modelcontextprotocol/server-everything/dist/index.js"
+    modules = npm_install(
+        f"server-everything-{EVERYTHING_VERSION}",
+        [f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"],
+        entry,
+    )
+    return str(modules / entry)
+
+
+@pytest.fixture(scope="session")
+def _everything(
+    everything_js: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[HttpServer]:
+    log = ServerLog(tmp_path_factory.mktemp("everything") / "server.log")
+    server = HttpServer(["node", everything_js, "streamableHttp"], log).start()
+    yield server
+    server.kill()
 
 
 @pytest.fixture
-def everything(everything_js: str) -> Iterator[Callable[..., McpServer]]:
-    """Makes stdio connections to server-everything; all are closed at the end."""
-    made: list[McpServer] = []
-
-    def make(**kwargs: Any) -> McpServer:
-        server = McpServer.stdio("node", [everything_js, "stdio"], name="everything", **kwargs)
-        made.append(server)
-        return server
-
+def everything(_everything: HttpServer) -> Iterator[Callable[..., McpServer]]:
+    """Makes connections to the session's server-everything over streamable HTTP (one node
+    process; each connection its own MCP session, which the server keeps apart); all are
+    closed at the end."""
+    make, made = _made(
+        lambda **kwargs: McpServer.http(_everything.url, name="everything", **kwargs)
+    )
     yield make
     for server in made:
         server.close()
 
 
-class EverythingHttp:
-    """server-everything serving streamable HTTP from a subprocess (``node index.js
-    streamableHttp``, on the port given by PORT), which can be restarted on the same port."""
-
-    def __init__(self, entry: str) -> None:
-        self.entry = entry
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "PORT": str(self.port)}
-        self.process = subprocess.Popen(
-            ["node", self.entry, "streamableHttp"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+@pytest.fixture
+def everything_stdio(everything_js: str) -> Iterator[Callable[..., McpServer]]:
+    """Makes stdio connections to server-everything (a node process each); all are closed at
+    the end."""
+    make, made = _made(
+        lambda **kwargs: McpServer.stdio(
+            "node", [everything_js, "stdio"], name="everything", **kwargs
         )
-        wait_listening(self.process, self.port)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+    )
+    yield make
+    for server in made:
+        server.close()
 
 
 @pytest.fixture
-def everything_http(everything_js: str) -> Iterator[EverythingHttp]:
-    server = EverythingHttp(everything_js)
-    server.start()
+def everything_http(everything_js: str, server_log: ServerLog) -> Iterator[HttpServer]:
+    """server-everything serving streamable HTTP to this test alone (to kill, restart)."""
+    server = HttpServer(["node", everything_js, "streamableHttp"], server_log).start()
     yield server
     server.kill()
+
+
+# --- mcp-server-time (PyPI) ------------------------------------------------------------------
 
 
 @pytest.fixture
 def time_server() -> Iterator[Callable[..., McpServer]]:
     """Makes stdio connections to mcp-server-time (PyPI, the official Python SDK's reference
     time server, in the dev extra); all are closed at the end."""
-    import importlib.util
-
     if importlib.util.find_spec("mcp_server_time") is None:
         require_service("mcp-server-time is not installed: pip install -e '.[dev]'")
-    made: list[McpServer] = []
-
-    def make(**kwargs: Any) -> McpServer:
-        args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
-        server = McpServer.stdio(sys.executable, args, name="time", **kwargs)
-        made.append(server)
-        return server
-
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    make, made = _made(
+        lambda **kwargs: McpServer.stdio(sys.executable, args, name="time", **kwargs)
+    )
     yield make
     for server in made:
         server.close()
 
 
-TASK_SERVER = str(Path(__file__).resolve().parents[2] / "examples" / "mcp_task_server.py")
+# --- examples/mcp_task_server.py -------------------------------------------------------------
 
 
-class TaskHttp:
-    """examples/mcp_task_server.py (a task-capable server on the official SDK) serving streamable
-    HTTP from a subprocess: the tasks live there, whichever client process asks about them."""
-
-    def __init__(self, log: ServerLog, env: dict[str, str]) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log = log
-        self.env = env
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, **self.log.env(), **self.env}
-        self.process = subprocess.Popen(
-            [sys.executable, TASK_SERVER, str(self.port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(self.process, self.port)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+@pytest.fixture(scope="session")
+def _tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    log = ServerLog(tmp_path_factory.mktemp("tasks") / "server.log")
+    server = HttpServer([sys.executable, TASK_SERVER, "{port}"], log).start()
+    yield server
+    server.kill()
 
 
 @pytest.fixture
-def task_http(server_log: ServerLog) -> Iterator[Callable[..., TaskHttp]]:
-    """Starts task servers (``env`` adds to their environment); all are killed at the end."""
-    made: list[TaskHttp] = []
+def tasks_server(_tasks: HttpServer) -> HttpServer:
+    """examples/mcp_task_server.py (a task-capable server on the official SDK) serving
+    streamable HTTP for the session with its default settings: the tasks live there, whichever
+    client process asks about them. Its log is emptied for this test."""
+    _tasks.log.clear()
+    return _tasks
 
-    def make(**env: str) -> TaskHttp:
-        server = TaskHttp(server_log, env)
-        server.start()
+
+@pytest.fixture
+def task_http(server_log: ServerLog) -> Iterator[Callable[..., HttpServer]]:
+    """Starts task servers of this test alone (``env`` adds to their environment: the
+    settings examples/mcp_task_server.py reads at start); all are killed at the end."""
+    made: list[HttpServer] = []
+
+    def make(**env: str) -> HttpServer:
+        server = HttpServer([sys.executable, TASK_SERVER, "{port}"], server_log, env)
         made.append(server)
-        return server
+        return server.start()
 
     yield make
     for server in made:

@@ -1,5 +1,6 @@
 """The agent of the MCP Tasks tests, imported by the test and run as the answering process:
-``python task_agent.py DB URL ANSWERS_JSON`` loads the paused session and resumes it."""
+``python -m tests.mcp.task_agent DB URL ANSWERS_JSON`` loads the paused session and resumes
+it."""
 
 from __future__ import annotations
 

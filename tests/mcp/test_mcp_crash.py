@@ -3,34 +3,30 @@ a person whether the call ran (the tool has no idempotent hint), it does not cal
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from interlude import Agent
 from interlude.mcp import McpServer
 from interlude.testing import ScriptedModel
+from tests.support import wait_for
+
+from .servers import SERVER, ServerLog
 
 CHILD = str(Path(__file__).with_name("crash_child.py"))
-SERVER = str(Path(__file__).with_name("server.py"))
 
 
 def test_a_call_cut_by_sigkill_is_in_doubt_after_recovery(tmp_path: Path) -> None:
-    db, marker = tmp_path / "s.db", tmp_path / "marker"
-    child = subprocess.Popen([sys.executable, CHILD, str(db), str(marker), SERVER])
-    try:
-        deadline = time.monotonic() + 60
-        while not marker.exists():
-            assert child.poll() is None, "the child ended before calling the tool"
-            assert time.monotonic() < deadline, "the child never reached the tool call"
-            time.sleep(0.05)
-        time.sleep(1.0)  # the call's "running" checkpoint is stored before the body starts
+    db, log = tmp_path / "s.db", ServerLog(tmp_path / "server.log")
+    child = subprocess.Popen([sys.executable, CHILD, str(db), SERVER, str(log.path)])
+    try:  # the call's "running" checkpoint is stored before the call is sent to the server
+        wait_for(lambda: log.lines() == ["slow 60.0"], what="the tool call to run", process=child)
     finally:
-        os.kill(child.pid, signal.SIGKILL)
+        child.kill()
         child.wait()
+    assert child.returncode == -signal.SIGKILL  # killed in the call, not ended by itself
     notes = McpServer.stdio(sys.executable, [SERVER], name="notes")
     with Agent(
         ScriptedModel(["recovered"]),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,11 @@ from interlude.errors import AnswerValidationError
 from interlude.mcp import Elicitation, McpServer
 from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
+from tests.support import wait_for
+from tests.support.processes import ROOT
+
+from .booking_agent import build
+from .servers import HOSTILE, HttpServer, ServerLog
 
 BOOK = ToolUse("b1", "book", {"show": "Hamlet"})
 
@@ -24,8 +28,8 @@ def booking_agent(server: McpServer, reply: str = "Done.") -> Agent:
     return Agent(ScriptedModel([[BOOK], reply]), tools=server.tools())
 
 
-def test_pause_then_answer_accepts(stdio: Callable[..., McpServer], server_log) -> None:
-    agent = booking_agent(stdio(), "Booked.")
+def test_pause_then_answer_accepts(notes: McpServer, notes_log: ServerLog) -> None:
+    agent = booking_agent(notes, "Booked.")
     paused = agent("Two seats for Hamlet, for Ana")
     assert paused.stop_reason == "interrupt"
     [question] = paused.interrupts
@@ -36,7 +40,7 @@ def test_pause_then_answer_accepts(stdio: Callable[..., McpServer], server_log) 
     assert form["properties"]["seats"]["type"] == "integer"
     assert form["required"] == ["seats", "name"]
     assert refusals == {"enum": ["decline", "cancel"]}
-    assert server_log.lines() == []  # the server's tool body has not run
+    assert notes_log.lines() == []  # the server's tool body has not run
 
     before = agent.export_state()
     with pytest.raises(AnswerValidationError) as refused:
@@ -48,21 +52,21 @@ def test_pause_then_answer_accepts(stdio: Callable[..., McpServer], server_log) 
     assert str(done) == "Booked."
     result = agent.messages[2].content[0]
     assert (result.status, result.text) == ("success", "booked 2 seats for Ana")
-    assert server_log.lines() == ["book Hamlet accept Booking(seats=2, name='Ana')"]
+    assert notes_log.lines() == ["book Hamlet accept Booking(seats=2, name='Ana')"]
 
 
 @pytest.mark.parametrize("refusal", ["decline", "cancel"])
-def test_decline_and_cancel(stdio: Callable[..., McpServer], server_log, refusal: str) -> None:
-    agent = booking_agent(stdio())
+def test_decline_and_cancel(notes: McpServer, notes_log: ServerLog, refusal: str) -> None:
+    agent = booking_agent(notes)
     [question] = agent("Book Hamlet").interrupts
     agent.resume({question.id: refusal})
     assert agent.messages[2].content[0].text == f"not booked ({refusal})"
-    assert server_log.lines() == [f"book Hamlet {refusal} None"]
+    assert notes_log.lines() == [f"book Hamlet {refusal} None"]
 
 
-def test_two_questions_in_one_call(stdio: Callable[..., McpServer], server_log) -> None:
+def test_two_questions_in_one_call(notes: McpServer, notes_log: ServerLog) -> None:
     call = ToolUse("d1", "dinner_show", {})
-    agent = Agent(ScriptedModel([[call], "Dinner is set."]), tools=stdio().tools())
+    agent = Agent(ScriptedModel([[call], "Dinner is set."]), tools=notes.tools())
     first = agent("Dinner and a show").interrupts
     assert len(first) == 1
     asked = [first[0].reason["message"]]
@@ -75,10 +79,10 @@ def test_two_questions_in_one_call(stdio: Callable[..., McpServer], server_log) 
     assert sorted(asked) == ["Vegetarian meal?", "Which row?"]
     assert str(result) == "Dinner is set."
     assert agent.messages[2].content[0].text == "row F, vegetarian -"
-    assert server_log.lines() == ["dinner accept decline"]
+    assert notes_log.lines() == ["dinner accept decline"]
 
 
-def test_callback_answers_in_process(stdio: Callable[..., McpServer], server_log) -> None:
+def test_callback_answers_in_process(stdio: Callable[..., McpServer]) -> None:
     seen: list[Elicitation] = []
 
     def answer(question: Elicitation) -> object:
@@ -110,7 +114,9 @@ async def test_async_callback_may_defer_to_a_person(stdio: Callable[..., McpServ
     assert agent.messages[2].content[0].text == "booked 3 seats for Cy"
 
 
-def test_callback_answer_that_does_not_fit(stdio: Callable[..., McpServer], server_log) -> None:
+def test_callback_answer_that_does_not_fit(
+    stdio: Callable[..., McpServer], server_log: ServerLog
+) -> None:
     agent = booking_agent(stdio(elicitation=lambda q: {"seats": "many"}))
     agent("Book Hamlet")
     result = agent.messages[2].content[0]
@@ -118,7 +124,9 @@ def test_callback_answer_that_does_not_fit(stdio: Callable[..., McpServer], serv
     assert server_log.lines() == []
 
 
-def test_legacy_protocol_elicitation(stdio: Callable[..., McpServer], server_log) -> None:
+def test_legacy_protocol_elicitation(
+    stdio: Callable[..., McpServer], server_log: ServerLog
+) -> None:
     """A handshake-era server asks with a request in the middle of the call: the call is
     cancelled at the pause and runs again from the top on resume."""
     call = ToolUse("l1", "book_legacy", {"show": "Lear"})
@@ -132,23 +140,17 @@ def test_legacy_protocol_elicitation(stdio: Callable[..., McpServer], server_log
     assert server_log.lines() == ["legacy start Lear", "legacy start Lear", "legacy Lear accept"]
 
 
-def test_http_elicitation(http, server_log) -> None:
-    with McpServer.http(http.url, name="web") as server:
+def test_http_elicitation(notes_http: HttpServer) -> None:
+    with McpServer.http(notes_http.url, name="web") as server:
         agent = booking_agent(server, "Booked.")
         [question] = agent("Book Hamlet").interrupts
         assert question.reason["server"] == "web"
         agent.resume({question.id: {"seats": 2, "name": "Ed"}})
         assert agent.messages[2].content[0].text == "booked 2 seats for Ed"
-    assert server_log.lines() == ["book Hamlet accept Booking(seats=2, name='Ed')"]
+    assert notes_http.log.lines() == ["book Hamlet accept Booking(seats=2, name='Ed')"]
 
 
-def test_paused_in_one_process_answered_in_another(tmp_path: Path, server_log) -> None:
-    here = Path(__file__).parent
-    sys.path.insert(0, str(here))
-    try:
-        from booking_agent import build
-    finally:
-        sys.path.remove(str(here))
+def test_paused_in_one_process_answered_in_another(tmp_path: Path, server_log: ServerLog) -> None:
     db = str(tmp_path / "sessions.db")
     agent, server = build(ScriptedModel([[BOOK]]), db, str(server_log.path))
     with agent:
@@ -162,7 +164,8 @@ def test_paused_in_one_process_answered_in_another(tmp_path: Path, server_log) -
 
     answers = json.dumps({question.id: {"seats": 2, "name": "Ana"}})
     out = subprocess.run(
-        [sys.executable, str(here / "booking_agent.py"), db, str(server_log.path), answers],
+        [sys.executable, "-m", "tests.mcp.booking_agent", db, str(server_log.path), answers],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
@@ -177,7 +180,7 @@ def test_paused_in_one_process_answered_in_another(tmp_path: Path, server_log) -
     assert [(e.by, e.answer) for e in done.audit] == [("ana", {"seats": 2, "name": "Ana"})]
 
 
-def test_url_mode_question(stdio: Callable[..., McpServer], server_log) -> None:
+def test_url_mode_question(stdio: Callable[..., McpServer], server_log: ServerLog) -> None:
     call = ToolUse("s1", "sign_in", {})
     agent = Agent(ScriptedModel([[call], "Signed in."]), tools=stdio(protocol="legacy").tools())
     [question] = agent("Sign me in").interrupts
@@ -193,14 +196,14 @@ def test_url_mode_question(stdio: Callable[..., McpServer], server_log) -> None:
 
 
 def test_approval_then_questions_from_two_calls_at_once(
-    stdio: Callable[..., McpServer], server_log
+    notes: McpServer, notes_log: ServerLog
 ) -> None:
     from interlude.mcp import require_approval
 
     calls = [BOOK, ToolUse("b2", "book", {"show": "Lear"})]
     agent = Agent(
         ScriptedModel([calls, "Both booked."]),
-        tools=stdio().tools(),
+        tools=notes.tools(),
         hooks=[require_approval()],  # book says nothing about itself: treated as destructive
     )
     approvals = agent("Book Hamlet and Lear").interrupts
@@ -211,21 +214,21 @@ def test_approval_then_questions_from_two_calls_at_once(
         "How many seats for Hamlet?",
         "How many seats for Lear?",
     ]
-    assert server_log.lines() == []
+    assert notes_log.lines() == []
     answers = {q.id: {"seats": 1, "name": q.tool_use.input["show"]} for q in questions}
     assert str(agent.resume(answers)) == "Both booked."
     assert [r.text for r in agent.messages[2].content] == [
         "booked 1 seats for Hamlet",
         "booked 1 seats for Lear",
     ]
-    assert sorted(server_log.lines()) == [
+    assert sorted(notes_log.lines()) == [
         "book Hamlet accept Booking(seats=1, name='Hamlet')",
         "book Lear accept Booking(seats=1, name='Lear')",
     ]
 
 
 def test_a_question_asked_mid_call_under_the_default_protocol(
-    stdio: Callable[..., McpServer], server_log
+    stdio: Callable[..., McpServer], server_log: ServerLog
 ) -> None:
     """The official Python SDK's ``await ctx.elicit(...)`` needs a request back to the client,
     which the current protocol has not: the default protocol ("auto") falls back to the
@@ -251,19 +254,25 @@ def test_a_paused_server_never_receives_a_made_up_answer(tmp_path: Path) -> None
     """At the pause the server's call is ended (cancelled) and its question is left unanswered:
     no "cancel" is sent in the user's name (before: every pause sent one, which a server that
     had not yet dropped the question gave to its tool; 5 of 12 pauses on server-everything)."""
-    hostile = str(Path(__file__).with_name("hostile_server.py"))
     log = tmp_path / "received.jsonl"
     server = McpServer.stdio(
-        sys.executable, [hostile, "elicit:plain"], name="raw", env={"HOSTILE_LOG": str(log)}
+        sys.executable, [HOSTILE, "elicit:plain"], name="raw", env={"HOSTILE_LOG": str(log)}
     )
+
+    def received() -> list[dict[str, object]]:
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    def cancelled() -> list[dict[str, object]]:
+        return [m for m in received() if m.get("method") == "notifications/cancelled"]
+
     with server:
         tools = server.tools()
         for n in range(3):
             paused = Agent(ScriptedModel([[ToolUse(f"c{n}", "go", {"x": "1"})]]), tools=tools)("go")
             assert paused.stop_reason == "interrupt"
-        time.sleep(0.3)  # an answer would have arrived by now
-        received = [json.loads(line) for line in log.read_text().splitlines()]
-        cancelled = [m for m in received if m.get("method") == "notifications/cancelled"]
-        assert len(cancelled) == 3  # each call was ended at its pause
-        answers = [m for m in received if m.get("id") == 99]
+        wait_for(lambda: len(cancelled()) >= 3, what="the three calls to be ended")
+        # one more request on the same pipe: whatever the client sent before it is there now
+        server.tools()
+        assert len(cancelled()) == 3  # each call was ended at its pause
+        answers = [m for m in received() if m.get("id") == 99]
         assert answers == [], answers

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import json
 import signal
 import subprocess
 import sys
@@ -14,36 +14,10 @@ import pytest
 
 from interlude.errors import McpServerError
 from interlude.mcp import McpServer
+from tests.support import wait_for
 
-HOSTILE = str(Path(__file__).with_name("hostile_server.py"))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie has ended too
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(") ", 1)[1][0] != "Z"
-
-
-def wait_gone(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def read_pid(path: Path, seconds: float = 30.0) -> int:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text():
-            return int(path.read_text())
-        time.sleep(0.05)
-    raise AssertionError("the hostile server did not start")
+from .pids import read_pid, wait_gone
+from .servers import HOSTILE
 
 
 def test_a_server_that_never_finishes_the_handshake_is_given_up(tmp_path: Path) -> None:
@@ -70,12 +44,12 @@ def test_the_default_connect_timeout_is_bounded() -> None:
 
 
 def test_ctrl_c_while_connecting_stops_the_server_process(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
+    pid_file, received = tmp_path / "pid", tmp_path / "received.jsonl"
     script = textwrap.dedent(
         f"""
         import sys
         from interlude.mcp import McpServer
-        env = {{"HOSTILE_PID_FILE": {str(pid_file)!r}}}
+        env = {{"HOSTILE_PID_FILE": {str(pid_file)!r}, "HOSTILE_LOG": {str(received)!r}}}
         server = McpServer.stdio(sys.executable, [{HOSTILE!r}, "hang_init"], env=env)
         try:
             server.tools()
@@ -87,9 +61,14 @@ def test_ctrl_c_while_connecting_stops_the_server_process(tmp_path: Path) -> Non
     child = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+    def connecting() -> bool:  # the server has the handshake, which it never answers
+        lines = received.read_text().splitlines() if received.exists() else []
+        return any(json.loads(line).get("method") == "initialize" for line in lines)
+
     try:
         server_pid = read_pid(pid_file)
-        time.sleep(0.5)
+        wait_for(connecting, what="the handshake to reach the server", process=child)
         child.send_signal(signal.SIGINT)
         out, _ = child.communicate(timeout=30)
     finally:

@@ -1,5 +1,6 @@
 """Against the official reference server @modelcontextprotocol/server-everything (npm; built on
-the TypeScript SDK, so it speaks the handshake-era protocol), over stdio and streamable HTTP."""
+the TypeScript SDK, so it speaks the handshake-era protocol), over streamable HTTP (one node
+process for the session, an MCP session of their own for each connection) and over stdio."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from interlude import Agent, ToolCallFinished, ToolCallProgress, ToolUse
 from interlude.mcp import Elicitation, McpServer
 from interlude.testing import ScriptedModel
 
+from .servers import HttpServer
+
 ASK = ToolUse("e1", "trigger-elicitation-request", {})
 ECHO = ToolUse("e2", "echo", {"message": "hi"})
 URL = "https://auth.example.com/authorize"
@@ -19,13 +22,14 @@ URL = "https://auth.example.com/authorize"
 
 @pytest.mark.parametrize("executor", ["concurrent", "sequential"])
 def test_two_calls_at_once_one_asks_the_person(
-    everything: Callable[..., McpServer], executor: str
+    everything_stdio: Callable[..., McpServer], executor: str
 ) -> None:
     """The server's question reaches the person even though another call to the same server
-    is in flight (the handshake-era protocol does not say which call asked)."""
+    is in flight (the handshake-era protocol does not say which call asked). Over stdio: the
+    server's own process."""
     agent = Agent(
         ScriptedModel([[ASK, ECHO], "Thanks."]),
-        tools=everything().tools(),
+        tools=everything_stdio().tools(),
         tool_executor=executor,
     )
     paused = agent("Ask me something, and echo hi")
@@ -51,7 +55,7 @@ def test_three_calls_at_once_two_ask(everything: Callable[..., McpServer]) -> No
     assert "declined" in texts[0] and texts[1] == "Echo: hi" and "declined" in texts[2]
 
 
-def test_http_server_restarted_between_calls(everything_http) -> None:
+def test_http_server_restarted_between_calls(everything_http: HttpServer) -> None:
     """After a restart the server no longer knows the MCP session (server-everything answers
     400 to an unknown session id): a new session is opened and the call goes through."""
     with McpServer.http(everything_http.url, name="everything") as server:
@@ -124,11 +128,11 @@ async def test_progress_notifications_are_stream_events(
     assert agent.messages[2].content[0].text.startswith("Long running operation completed.")
 
 
-def test_a_request_too_large_is_that_call_s_error(everything_http) -> None:
+def test_a_request_too_large_is_that_call_s_error(everything: Callable[..., McpServer]) -> None:
     """server-everything refuses a 5 MB argument with HTTP 413 and JSON-RPC -32000: the call's
     error result says so, and the session stays open (before: "not reachable", and the
     session was dropped)."""
-    with McpServer.http(everything_http.url, name="everything") as server:
+    with everything() as server:
         tools = server.tools()
         big = ToolUse("b1", "echo", {"message": "x" * 5_000_000})
         agent = Agent(ScriptedModel([[big], "Too big."]), tools=tools)
@@ -144,7 +148,9 @@ def test_a_request_too_large_is_that_call_s_error(everything_http) -> None:
 
 
 @pytest.mark.parametrize("protocol", ["auto", "legacy"])
-def test_the_python_reference_time_server(time_server, protocol: str) -> None:
+def test_the_python_reference_time_server(
+    time_server: Callable[..., McpServer], protocol: str
+) -> None:
     """mcp-server-time (the official Python SDK's reference server, from PyPI) under either
     protocol, two calls at once."""
     calls = [

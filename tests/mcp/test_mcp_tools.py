@@ -6,8 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,10 @@ from interlude import Agent, Image, Json, ToolResult, ToolUse
 from interlude.errors import McpServerError
 from interlude.mcp import McpServer, McpTool
 from interlude.testing import ScriptedModel
+from tests.support import wait_for
+
+from .pids import alive, read_pid, wait_gone
+from .servers import HOSTILE, HttpServer, ServerLog
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -69,7 +74,9 @@ def check_results(tools: list[McpTool]) -> None:
     assert error.status == "error" and "failed because the disk is full" in error.text
 
 
-def test_stdio_tools_listed_and_called(stdio: Callable[..., McpServer], server_log) -> None:
+def test_stdio_tools_listed_and_called(
+    stdio: Callable[..., McpServer], server_log: ServerLog
+) -> None:
     server = stdio()
     assert not server.is_connected  # nothing happens before the first use
     tools = server.tools()
@@ -79,18 +86,18 @@ def test_stdio_tools_listed_and_called(stdio: Callable[..., McpServer], server_l
     assert server_log.lines() == ["read shopping"]
 
 
-def test_http_tools_listed_and_called(http, server_log) -> None:
-    with McpServer.http(http.url, name="notes") as server:
+def test_http_tools_listed_and_called(notes_http: HttpServer) -> None:
+    with McpServer.http(notes_http.url, name="notes") as server:
         assert server.name == "notes"
         tools = server.tools()
         check_listing(tools)
         check_results(tools)
     assert not server.is_connected
-    assert server_log.lines() == ["read shopping"]
+    assert notes_http.log.lines() == ["read shopping"]
 
 
-def test_prefix_keeps_two_servers_apart(stdio: Callable[..., McpServer]) -> None:
-    tools = stdio().tools(prefix="notes_")
+def test_prefix_keeps_two_servers_apart(notes: McpServer) -> None:
+    tools = notes.tools(prefix="notes_")
     assert "notes_read_note" in {t.name for t in tools}
     [result] = run_calls(tools, [ToolUse("t1", "notes_read_note", {"name": "x"})])
     assert result.text == "note x: buy milk"
@@ -112,7 +119,7 @@ def test_stdio_server_killed_mid_session(stdio: Callable[..., McpServer]) -> Non
     [first] = run_calls(tools, [ToolUse("t1", "pid", {})])
     pid = int(first.text)
     os.kill(pid, signal.SIGKILL)
-    _wait_gone(pid)
+    assert wait_gone(pid), f"process {pid} still runs"
 
     # The next call finds the server gone: an error result naming it, and the run goes on.
     [lost] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
@@ -124,7 +131,7 @@ def test_stdio_server_killed_mid_session(stdio: Callable[..., McpServer]) -> Non
     assert again.status == "success" and int(again.text) != pid
 
 
-def test_http_server_killed_then_back(http) -> None:
+def test_http_server_killed_then_back(http: HttpServer) -> None:
     server = McpServer.http(http.url, name="web-notes")
     try:
         tools = server.tools()
@@ -143,9 +150,9 @@ def test_agent_close_ends_the_stdio_server(stdio: Callable[..., McpServer]) -> N
     with Agent(ScriptedModel([[ToolUse("t1", "pid", {})], "ok"]), tools=server.tools()) as agent:
         agent("pid?")
         pid = int(agent.messages[2].content[0].text)
-        assert _alive(pid)
+        assert alive(pid)
     assert not server.is_connected
-    _wait_gone(pid)
+    assert wait_gone(pid), f"process {pid} still runs"
 
 
 def test_unreachable_server_at_listing_raises() -> None:
@@ -161,26 +168,6 @@ def test_import_interlude_does_not_import_mcp() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped) counts as gone
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pid: int) -> None:
-    deadline = time.monotonic() + 10
-    while _alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} still runs"
-        time.sleep(0.05)
-
-
 def test_public_names() -> None:
     import interlude.mcp
 
@@ -190,9 +177,12 @@ def test_public_names() -> None:
 
 
 def test_timeout_gives_an_error_result(stdio: Callable[..., McpServer]) -> None:
-    tools = stdio(timeout=0.5).tools()
+    """Each request is given ``timeout`` seconds: the slow call (an hour) fails at 3 s, the
+    quick ones (well within 3 s, even on a busy machine) go through on the same session."""
+    tools = stdio(timeout=3).tools()
     slow, quick = run_calls(
-        tools, [ToolUse("t1", "slow", {"seconds": 5}), ToolUse("t2", "read_note", {"name": "a"})]
+        tools,
+        [ToolUse("t1", "slow", {"seconds": 3600}), ToolUse("t2", "read_note", {"name": "a"})],
     )
     assert slow.status == "error" and "MCP server 'notes' failed to run 'slow'" in slow.text
     assert quick.text == "note a: buy milk"
@@ -239,7 +229,7 @@ def test_agent_close_closes_every_tool_even_after_a_failure() -> None:
     assert closed == ["a", "b"]
 
 
-def test_http_server_restarted_between_calls_legacy_session(http) -> None:
+def test_http_server_restarted_between_calls_legacy_session(http: HttpServer) -> None:
     """A handshake-era session the restarted server does not know (the Python SDK answers 404
     "Session not found"): a new session is opened and the call goes through, every time."""
     with McpServer.http(http.url, name="web-notes", protocol="legacy") as server:
@@ -254,11 +244,9 @@ def test_http_server_restarted_between_calls_legacy_session(http) -> None:
         assert len(pids) == 3
 
 
-def test_a_server_error_is_not_a_lost_server(tmp_path) -> None:
+def test_a_server_error_is_not_a_lost_server(tmp_path: Path) -> None:
     """JSON-RPC -32000 is the generic "server error" code (what a server answers to a request
     it refuses, e.g. one too large); the connection goes on and the model reads the error."""
-    from test_mcp_hostile import HOSTILE, read_pid
-
     pid_file = tmp_path / "pid"
     server = McpServer.stdio(
         sys.executable,
@@ -278,23 +266,28 @@ def test_a_server_error_is_not_a_lost_server(tmp_path) -> None:
         assert server.is_connected and read_pid(pid_file) == pid  # the same process
 
 
-def test_a_call_cut_by_a_restart_is_not_sent_again(http, server_log) -> None:
+def test_a_call_cut_by_a_restart_is_not_sent_again(http: HttpServer, server_log: ServerLog) -> None:
     """Only a call the server refused for an unknown session is sent again: one that was
     running when the server restarted may have done its work, so it is that call's error."""
-    import threading
 
-    def restart() -> None:
-        time.sleep(0.5)
-        http.kill()
-        http.start()
+    problems: list[BaseException] = []
+
+    def restart() -> None:  # once the call runs on the server (its body has logged it)
+        try:
+            wait_for(lambda: "slow 60.0" in server_log.lines(), what="the slow call to run")
+            http.kill()
+            http.start()
+        except BaseException as exc:  # seen by the test, after the call
+            problems.append(exc)
 
     with McpServer.http(http.url, name="web-notes", protocol="legacy") as server:
         tools = server.tools()
         restarter = threading.Thread(target=restart)
         restarter.start()
-        [cut] = run_calls(tools, [ToolUse("t1", "slow", {"seconds": 3})])
+        [cut] = run_calls(tools, [ToolUse("t1", "slow", {"seconds": 60})])
         restarter.join()
+        assert not problems, problems
         assert cut.status == "error" and "web-notes" in cut.text
         [after] = run_calls(tools, [ToolUse("t2", "read_note", {"name": "a"})])
         assert (after.status, after.text) == ("success", "note a: buy milk")
-    assert server_log.lines() == ["slow 3.0", "read a"]
+    assert server_log.lines() == ["slow 60.0", "read a"]

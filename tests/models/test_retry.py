@@ -57,4 +57,4 @@ async def test_a_servers_retry_after_is_waited_for_beyond_max_delay() -> None:
         with pytest.raises(ModelThrottledError):
             async for _ in model.stream([Message("user", [Text("hi")])], [], None):
                 pass
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 60  # not the 999 s asked for: capped at 0.05 s

@@ -1,8 +1,9 @@
 """The graph crash matrix's processes: a three-node graph that SIGKILLs itself at a chosen point.
 
-Run as a script (``python graph_crash_child.py matrix --store sqlite --dir D``) in a fresh
-interpreter that has made no event loop, store or thread, so that every process below is a
-``fork`` of it (the agent's matrix, tests/durability/crash_child.py, works the same way).
+Run from the repository root (``python -m tests.multiagent.graph_crash_child matrix --store
+sqlite --dir D``) in a fresh interpreter that has made no event loop, store or thread, so that
+every process below is a ``fork`` of it (the machinery is ``tests/support/crash.py``, shared with
+the agent's matrix, tests/durability/crash_child.py).
 
 The scenario: ``research -> review -> publish``. Each node's model asks for its one tool, then
 answers with the tool's result in its text. ``research``'s tool is ``fetch``, ``publish``'s is
@@ -40,32 +41,26 @@ the recovering process the in-doubt questions and any refusal (``conflict``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
-import signal
 import sys
-import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from interlude import Agent, ToolContext, ToolResult, ToolUse, tool
-from interlude.errors import SessionConflictError
+from interlude import Agent, Interrupt, ToolContext, ToolResult, ToolUse, tool
 from interlude.multiagent import HANDOFF, AfterNodeCallEvent, BeforeNodeCallEvent, Graph, Swarm
-from interlude.sessions import PendingQuery, SessionStore, SessionUpdate, StoredSession, open_store
+from interlude.sessions import SessionStore, SessionUpdate
 from interlude.testing import FunctionModel, ModelRequest
 from interlude.testing._models import Turn
+from tests.support import crash
+from tests.support.crash import APPROVAL, Points
 
+MODULE = "tests.multiagent.graph_crash_child"
 PROMPT = "Ship the release notes."
 NODES = ("research", "review", "publish")
 TOOLS = {"research": "fetch", "review": "sign", "publish": "post"}
 RESULTS = {"fetch": "fetched 3 changes", "sign": "signed", "post": "posted"}
-APPROVAL = "approve"
 LEASE = 30.0
-NOT_REACHED = 3
-SCENARIO = ["flat"]  # set by main (before any fork)
+SHAPE = ["flat"]  # set by main (before any fork)
 ORDER = {
     "flat": NODES,
     "swarm": ("research", "review"),
@@ -82,69 +77,30 @@ AGENTS = {
 """The agents (at any level) of each scenario."""
 
 
-class Points:
-    """Appends events to the log, and kills this process at ``crash_at`` (or logs points)."""
-
-    def __init__(self, log: Path, role: str, crash_at: str | None) -> None:
-        self.log, self.role, self.crash_at = log, role, crash_at
-        self.seen: dict[str, int] = {}
-
-    def event(self, ev: str, **data: Any) -> None:
-        line = json.dumps({"role": self.role, "pid": os.getpid(), "ev": ev, **data}) + "\n"
-        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode())
-        finally:
-            os.close(fd)
-
-    def reach(self, label: str) -> None:
-        if self.role != "crash":
-            return
-        k = self.seen[label] = self.seen.get(label, 0) + 1
-        point = f"{label}#{k}"
-        if self.crash_at is None:
-            self.event("point", point=point)
-        elif point == self.crash_at:
-            self.event("kill", point=point)
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-class CrashStore:
-    """Delegates to a real store; each save is a kill point before and after, and is logged."""
+class CrashStore(crash.CrashStore):
+    """Each save is a kill point before and after (``save.graph.*`` for the graph's record,
+    ``save.<node>.*`` for a node agent's session), and is logged."""
 
     def __init__(self, inner: SessionStore, points: Points, graph_id: str) -> None:
-        self.inner, self.points, self.graph_id = inner, points, graph_id
+        super().__init__(inner, points)
+        self.graph_id = graph_id
 
-    def _who(self, session_id: str) -> str:
+    def who(self, session_id: str) -> str:
         return "graph" if session_id == self.graph_id else session_id.rsplit(":", 1)[-1]
 
-    async def load(self, session_id: str) -> StoredSession | None:
-        return await self.inner.load(session_id)
-
-    async def save(self, session_id: str, update: SessionUpdate) -> int:
-        who = self._who(session_id)
-        self.points.reach(f"save.{who}.before")
-        version = await self.inner.save(session_id, update)
+    def committed(self, session_id: str, update: SessionUpdate) -> dict[str, Any]:
         record = (update.state or {}).get("interlude.orchestration")
         status = record.get("status") if isinstance(record, dict) else None
-        self.points.event(
-            "commit", who=who, claim=update.claim is not None, paused=bool(update.pending),
-            status=status, final=update.pause is None and update.claim is None,
-        )  # fmt: skip
-        self.points.reach(f"save.{who}.after")
-        return version
-
-    async def pending_interrupts(self, query: PendingQuery | None = None) -> Any:
-        return await self.inner.pending_interrupts(query)
-
-    async def list_sessions(self) -> list[str]:
-        return await self.inner.list_sessions()
-
-    async def delete(self, session_id: str) -> None:
-        await self.inner.delete(session_id)
+        return {
+            "who": self.who(session_id),
+            "claim": update.claim is not None,
+            "paused": bool(update.pending),
+            "status": status,
+            "final": update.pause is None and update.claim is None,
+        }
 
     async def audit_trail(self, session_id: str) -> Any:
-        return await self.inner.audit_trail(session_id)
+        return await self.inner.audit_trail(session_id)  # type: ignore[attr-defined]
 
 
 _POINTS: list[Points] = []
@@ -191,8 +147,8 @@ def _model(node: str, points: Points) -> FunctionModel:
         points.reach(f"model.{node}.L{n}")
         if n == 1:
             use = ToolUse(f"{node}-1", TOOLS[node], {})
-            if SCENARIO[0] in ("swarm", "member") and node == "research":
-                target = "review" if SCENARIO[0] == "swarm" else "team"
+            if SHAPE[0] in ("swarm", "member") and node == "research":
+                target = "review" if SHAPE[0] == "swarm" else "team"
                 message = {"agent_name": target, "message": "sign it"}
                 return [use, ToolUse(f"{node}-h", HANDOFF, message)]
             return [use]
@@ -231,16 +187,16 @@ def build(store: SessionStore, graph_id: str, points: Points) -> Graph | Swarm:
         "session_lease": LEASE,
     }
     graph: Graph | Swarm
-    if SCENARIO[0] == "swarm":
+    if SHAPE[0] == "swarm":
         graph = Swarm([agents["research"], agents["review"]], entry="research", **settings)
-    elif SCENARIO[0] == "member":
+    elif SHAPE[0] == "member":
         team = Graph({"review": agents["review"]}, entry="review", name="team")
         team.hooks.add_callback(BeforeNodeCallEvent, before)  # copied with it
         team.hooks.add_callback(AfterNodeCallEvent, after)
         graph = Swarm([agents["research"], team], entry="research", **settings)
     else:
         middle: Agent | Swarm = agents["review"]
-        if SCENARIO[0] == "nested":  # its hooks are copied with it: every level's nodes
+        if SHAPE[0] == "nested":  # its hooks are copied with it: every level's nodes
             middle = Swarm([agents["review"]], name="team", session_lease=LEASE)
             middle.hooks.add_callback(BeforeNodeCallEvent, before)
             middle.hooks.add_callback(AfterNodeCallEvent, after)
@@ -256,215 +212,48 @@ def build(store: SessionStore, graph_id: str, points: Points) -> Graph | Swarm:
     return graph
 
 
-def open_point_store(store: str, directory: Path) -> SessionStore:
-    if store == "sqlite":
-        return open_store(f"sqlite:///{directory / 'sessions.db'}")
-    if store == "file":
-        return open_store(f"file://{directory / 'sessions'}")
-    return open_store(store)
-
-
-def graph_id_for(directory: Path) -> str:
-    return f"g-{directory.name}"
-
-
-def close(store: SessionStore) -> None:
-    closer = getattr(store, "close", None)
-    if callable(closer):
-        closer()
-
-
-def run_phase(store_name: str, directory: Path, role: str, phase: int) -> int:
-    points = Points(directory / "events.jsonl", role, os.environ.get("CRASH_AT"))
-    store = open_point_store(store_name, directory)
-    try:
-        graph = build(store, graph_id_for(directory), points)
-        if phase == 1:
-            result, expected = graph(PROMPT), "interrupt"
-        else:
-            [question] = graph.interrupts
-            result, expected = graph.resume({question.id: True}), "end_turn"
-        if result.stop_reason != expected:
-            points.event("unexpected", stop_reason=result.stop_reason)
-            return 2
-    finally:
-        close(store)
-    return NOT_REACHED if role == "crash" and points.crash_at is not None else 0
-
-
 def _effects(log: Path) -> set[str]:
     lines = log.read_text().splitlines() if log.exists() else []
     return {e["tool"] for e in map(json.loads, lines) if e["ev"] == "effect"}
 
 
-def recover(store_name: str, directory: Path) -> dict[str, Any]:
-    """A fresh process drives the graph to its end: ``recover()`` a stopped run, answer a
-    pause (approve: yes; an in-doubt call: its real result if its effect is in the log, else
-    run it again), or give the task if nothing was stored."""
-    log = directory / "events.jsonl"
-    points = Points(log, "recover", None)
-    store = open_point_store(store_name, directory)
-    graph_id = graph_id_for(directory)
-    report: dict[str, Any] = {"rounds": [], "error": None}
-    try:
-        graph = build(store, graph_id, points)
-        for _ in range(8):
-            if graph.needs_recovery:
-                report["rounds"].append("recover")
-                result = graph.recover()
-            elif graph.is_paused:
-                answers: dict[str, Any] = {}
-                for question in graph.interrupts:
-                    if question.source == "in_doubt":
-                        assert question.tool_use is not None
-                        name = question.tool_use.name
-                        points.event("in_doubt", tool=name)
-                        done = name in _effects(log)
-                        answers[question.id] = {"result": RESULTS[name]} if done else "rerun"
-                    elif question.name == APPROVAL:
-                        answers[question.id] = True
-                    else:
-                        raise AssertionError(f"unexpected question {question!r}")
-                report["rounds"].append(f"resume {sorted(map(str, answers.values()))}")
-                result = graph.resume(answers)
-            elif asyncio.run(store.load(graph_id)) is None:
-                report["rounds"].append("task")
-                result = graph(PROMPT)
-            else:
-                break
-            report["rounds"][-1] += f" -> {result.stop_reason}"
-        else:
-            raise AssertionError(f"no end after {report['rounds']}")
-    except SessionConflictError as exc:
-        points.event("conflict", message=str(exc))
-        report["error"] = f"SessionConflictError: {exc}"
-    except BaseException:
-        report["error"] = traceback.format_exc()
-    try:
-        final = asyncio.run(store.load(graph_id))
-        report["final"] = None if final is None else final.state.get("interlude.orchestration")
-        report["claim"] = None if final is None else final.claim
-    finally:
-        close(store)
-    return report
+def answer_in_doubt(question: Interrupt, points: Points, directory: Path) -> Any:
+    """An in-doubt call: its real result if its effect is in the log, else run it again."""
+    assert question.tool_use is not None
+    name = question.tool_use.name
+    points.event("in_doubt", tool=name)
+    done = name in _effects(directory / crash.EVENTS)
+    return {"result": RESULTS[name]} if done else "rerun"
 
 
-# --- the matrix: one clean parent forks every process ------------------------------------------
-
-
-def fork(fn: Callable[[], int]) -> int:
-    """Run ``fn`` in a forked child; its status as subprocess gives it (-9: SIGKILLed)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = fn()
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-
-
-def cell(store: str, directory: Path, phase: int, point: str | None) -> dict[str, Any]:
-    """(Phase 2: a setup process pauses first.) A process dies at ``point``; a fresh one
-    recovers. ``point=None`` is the counting pass."""
-    directory.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    out: dict[str, Any] = {"phase": phase, "point": point, "dir": str(directory)}
-    if phase == 2:
-        out["setup"] = fork(lambda: run_phase(store, directory, "setup", 1))
-    if point is None:
-        os.environ.pop("CRASH_AT", None)
-    else:
-        os.environ["CRASH_AT"] = point
-    out["crash"] = fork(lambda: run_phase(store, directory, "crash", phase))
-    os.environ.pop("CRASH_AT", None)
-    if point is not None:
-        out.update(recover(store, directory))
-    log = directory / "events.jsonl"
-    out["events"] = [json.loads(x) for x in (log.read_text().splitlines() if log.exists() else [])]
-    out["seconds"] = time.monotonic() - started
-    return out
-
-
-def matrix(store: str, root: Path, jobs: int) -> dict[str, Any]:
-    """Count the points of both phases, then run every point, ``jobs`` cells at a time."""
-    started = time.monotonic()
-    counts = {phase: cell(store, root / f"count{phase}", phase, None) for phase in (1, 2)}
-    cells = [
-        (phase, e["point"])
-        for phase, c in counts.items()
-        for e in c["events"]
-        if e["ev"] == "point"
-    ]
-    running: set[int] = set()
-    for i, (phase, point) in enumerate(cells):
-        while len(running) >= jobs:
-            running.discard(os.wait()[0])
-        pid = os.fork()
-        if pid == 0:
-            directory = root / f"p{i:03d}"
-            try:
-                out = cell(store, directory, phase, point)
-            except BaseException:
-                out = {"phase": phase, "point": point, "error": traceback.format_exc()}
-            try:
-                (directory / "cell.json").write_text(json.dumps(out))
-            finally:
-                os._exit(0)
-        running.add(pid)
-    while running:
-        running.discard(os.wait()[0])
-    results = []
-    for i, (phase, point) in enumerate(cells):
-        path = root / f"p{i:03d}" / "cell.json"
-        missing = {"phase": phase, "point": point, "error": "the cell's process failed"}
-        results.append(json.loads(path.read_text()) if path.exists() else missing)
+def final_record(store: SessionStore, graph_id: str) -> dict[str, Any]:
+    final = crash.load(store, graph_id)
     return {
-        "counts": {str(p): c for p, c in counts.items()},
-        "cells": results,
-        "seconds": time.monotonic() - started,
+        "final": None if final is None else final.state.get("interlude.orchestration"),
+        "claim": None if final is None else final.claim,
     }
 
 
+SCENARIO = crash.Scenario(
+    prompt=PROMPT,
+    build=build,
+    session_prefix="g-",
+    answer_in_doubt=answer_in_doubt,
+    after_recovery=final_record,
+)
+
+
+def _scenario(args: argparse.Namespace) -> crash.Scenario:
+    SHAPE[0] = args.scenario
+    return SCENARIO
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["matrix", "run", "recover"])
-    parser.add_argument("--store", required=True, help='"sqlite", "file" or a postgresql:// URL')
-    parser.add_argument("--dir", required=True, type=Path)
-    parser.add_argument("--jobs", type=int, default=4)
-    parser.add_argument("--phase", type=int, default=1)
-    parser.add_argument("--role", default="crash")
-    parser.add_argument("--scenario", choices=sorted(ORDER), default="flat")
-    args = parser.parse_args(argv)
-    SCENARIO[0] = args.scenario
-    args.dir.mkdir(parents=True, exist_ok=True)
-    if args.command == "run":
-        return run_phase(args.store, args.dir, args.role, args.phase)
-    if args.command == "recover":
-        print(json.dumps(recover(args.store, args.dir), indent=2))
-        return 0
-    import importlib
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--scenario", choices=sorted(ORDER), default="flat")
 
-    for module in [
-        "interlude.sessions._sqlite",
-        "interlude.sessions._file",
-        "interlude._agent._loop",
-        "interlude._agent._persist",
-    ]:
-        importlib.import_module(module)
     fetch.spec, sign.spec, post.spec  # noqa: B018  (built once, before forking)
-    import gc
-
-    gc.freeze()
-    (args.dir / "matrix.json").write_text(json.dumps(matrix(args.store, args.dir, args.jobs)))
-    return 0
+    return crash.main(argv, _scenario, options=options)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """The crash matrix over a graph's node boundaries: a process SIGKILLs itself at every point.
 
-``graph_crash_child.py`` runs ``research -> review -> publish`` (``review``'s tool pauses for an
-approval) and enumerates its points with a counting pass: every node's start and end (the
-graph's node hooks), every save of the graph's record and of each node agent's session (before
-and after), every model request and every tool's side effect (before and after). For each point
-of each phase (1: to the pause, 2: the resume to the end) one process dies there by SIGKILL and
-a fresh one drives the graph to its end (``recover()``, ``resume``, or the task again if nothing
-was stored).
+``graph_crash_child.py`` (``python -m tests.multiagent.graph_crash_child``) runs ``research ->
+review -> publish`` (``review``'s tool pauses for an approval) and enumerates its points with a
+counting pass: every node's start and end (the graph's node hooks), every save of the graph's
+record and of each node agent's session (before and after), every model request and every tool's
+side effect (before and after). For each point of each phase (1: to the pause, 2: the resume to
+the end) one process dies there by SIGKILL and a fresh one drives the graph to its end
+(``recover()``, ``resume``, or the task again if nothing was stored).
 
 The same is run for three other shapes (``graph_crash_child.py --scenario``): ``swarm`` (two
 agents; the second asks after the handoff), ``nested`` (``research -> team -> publish``, ``team``
@@ -31,11 +31,6 @@ What each cell must show, judged from the event log:
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,10 +38,11 @@ from typing import Any
 
 import pytest
 
-from .graph_crash_child import AGENTS, ORDER, TOOLS, expected_text
+from tests.support import crash
+from tests.support.postgres import fresh_store, require_postgres, schema_url
 
-CHILD = Path(__file__).with_name("graph_crash_child.py")
-JOBS = 4
+from .graph_crash_child import AGENTS, MODULE, ORDER, TOOLS, expected_text
+
 INVARIANTS = (
     "finished_rerun",
     "tools_rerun",
@@ -60,30 +56,20 @@ INVARIANTS = (
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
     """A directory in /dev/shm when there is one (a kill keeps the page cache: same test)."""
-    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
-        path = Path(tempfile.mkdtemp(prefix="interlude-graph-crash-", dir="/dev/shm"))
-        try:
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-    else:
-        yield tmp_path
+    with crash.scratch(tmp_path, prefix="interlude-graph-crash-") as path:
+        yield path
 
 
 SCENARIOS = sorted(ORDER)  # flat, nested, swarm
 
 
 def run_matrix(scenario: str, store: str, scratch: Path) -> dict[str, Any]:
-    cmd = [sys.executable, str(CHILD), "matrix", "--store", store, "--dir", str(scratch)]
-    cmd += ["--scenario", scenario, "--jobs", str(JOBS)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    matrix: dict[str, Any] = json.loads((scratch / "matrix.json").read_text())
-    return matrix
+    return crash.run_matrix(MODULE, store, scratch, "--scenario", scenario)
 
 
 # Every scenario on SQLite; the file store for the flat and the deepest (nested) one, to keep
-# the file near 90 s on 2 cores (the others: ``graph_crash_child.py matrix --store file``).
+# the file near 90 s on 2 cores (the others: ``python -m tests.multiagent.graph_crash_child
+# matrix --store file --scenario ...``).
 CASES = [(s, "sqlite") for s in SCENARIOS] + [("flat", "file"), ("nested", "file")]
 
 
@@ -94,9 +80,8 @@ def test_graph_crash_matrix(scenario: str, store: str, scratch: Path) -> None:
 
 def test_graph_crash_matrix_postgres(scratch: Path, scenario: str = "flat") -> None:
     """The flat scenario on PostgreSQL (the nested ones take ~30 s each there: run them with
-    ``graph_crash_child.py matrix --scenario ... --store postgresql://...``)."""
-    from sessions.pg import fresh_store, require_postgres, schema_url  # tests/ is on sys.path
-
+    ``python -m tests.multiagent.graph_crash_child matrix --scenario ... --store
+    postgresql://...``)."""
     require_postgres()
     with fresh_store() as pg:  # a throwaway schema, migrated here and dropped afterwards
         matrix = run_matrix(scenario, schema_url(pg.schema), scratch)
@@ -122,7 +107,8 @@ def check(matrix: dict[str, Any], store: str, scenario: str) -> None:
             failures.append(
                 f"[{store} {scenario}] phase {cell['phase']} {cell['point']}: {invariant}: "
                 f"{detail}\n"
-                f"    rounds: {cell.get('rounds')}  dir: {cell.get('dir')}"
+                f"    rounds: {cell.get('rounds')}  dir: {cell.get('dir')}\n"
+                f"    {crash.reproduce(MODULE, cell, '--scenario', scenario)}"
             )
     summary = {
         "store": store,

@@ -24,11 +24,11 @@ from interlude.errors import (
 )
 from interlude.multiagent import Graph, node_path
 from interlude.sessions import SQLiteStore
+from tests.support.cli import Ran, cli_env, run
+from tests.support.processes import ROOT
 
 from . import graph_app
 from .graph_app import CALLS, app, build_trip
-
-TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +38,9 @@ def _counts() -> None:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "NO_COLOR": "1", "TERM": "dumb"}
+    """The environment of the children (run from the repository root, where they find
+    ``tests.multiagent.graph_app``)."""
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
     env.pop("INTERLUDE_STORE", None)
     env.pop("GRAPH_KILL", None)
     return {**env, **extra}
@@ -128,7 +129,7 @@ def test_another_process_opens_the_graph_through_the_app_and_finishes_it(tmp_pat
     ids = questions(paused_trip(db))
     code = (
         "import json, sys\n"
-        "from multiagent.graph_app import app, CALLS\n"
+        "from tests.multiagent.graph_app import app, CALLS\n"
         "graph = app.open('trip-1', 'sqlite:///' + sys.argv[1])\n"
         "done = graph.resume(json.loads(sys.argv[2]))\n"
         "kind = type(graph).__name__\n"
@@ -137,6 +138,7 @@ def test_another_process_opens_the_graph_through_the_app_and_finishes_it(tmp_pat
     answers = json.dumps({ids["writer"]: "Porto", ids["budget"]: False})
     ran = subprocess.run(
         [sys.executable, "-c", code, str(db), answers],
+        cwd=ROOT,
         env=_env(),
         capture_output=True,
         text=True,
@@ -151,42 +153,38 @@ def test_another_process_opens_the_graph_through_the_app_and_finishes_it(tmp_pat
 # --- CLI ------------------------------------------------------------------------------------
 
 
-def cli(cwd: Path, db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "interlude", "--store", f"sqlite:///{db}", *argv],
-        cwd=cwd,
-        env=_env(INTERLUDE_APP="multiagent.graph_app:app"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def cli(db: Path, *argv: str) -> Ran:
+    """``interlude --store sqlite:///DB ...`` with ``tests.multiagent.graph_app:app`` (run in
+    this process, in the database's folder, as a process of its own would run)."""
+    env = cli_env(INTERLUDE_APP="tests.multiagent.graph_app:app")
+    return run(db.parent, "--store", f"sqlite:///{db}", *argv, env=env)
 
 
 def test_the_cli_lists_shows_and_answers_a_graph_with_two_nodes_waiting(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     ids = questions(paused_trip(db))
 
-    listed = cli(tmp_path, db, "pending", "--json")
+    listed = cli(db, "pending", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {r["node"]: r for r in json.loads(listed.stdout)}
     assert set(rows) == {"writer", "budget"} and {r["session"] for r in rows.values()} == {"trip-1"}
     assert rows["writer"]["id"] == ids["writer"]
-    text = cli(tmp_path, db, "pending").stdout
+    text = cli(db, "pending").stdout
     assert "city (node writer)" in text and "approve (node budget)" in text
 
-    shown = cli(tmp_path, db, "show", "trip-1")
+    shown = cli(db, "show", "trip-1")
     assert shown.returncode == 0, shown.stderr
     assert "graph trip" in shown.stdout and "Paused, waiting on 2 question(s)" in shown.stdout
     assert "city (node writer)" in shown.stdout
-    as_json = json.loads(cli(tmp_path, db, "show", "trip-1", "--json").stdout)
+    as_json = json.loads(cli(db, "show", "trip-1", "--json").stdout)
     assert as_json["kind"] == "graph" and as_json["status"] == "paused"
     assert {i["node"] for i in as_json["interrupts"]} == {"writer", "budget"}
 
     version = asyncio.run(SQLiteStore(db).load("trip-1")).version  # type: ignore[union-attr]
     refused = [
-        cli(tmp_path, db, "answer", "trip-1", ids["budget"], '"yes"'),  # a bool is asked for
-        cli(tmp_path, db, "answer", "trip-1", "nope1234", "true"),
-        cli(tmp_path, db, "answer", "trip-1:node:writer", "x", "true"),  # a node's own session
+        cli(db, "answer", "trip-1", ids["budget"], '"yes"'),  # a bool is asked for
+        cli(db, "answer", "trip-1", "nope1234", "true"),
+        cli(db, "answer", "trip-1:node:writer", "x", "true"),  # a node's own session
     ]
     assert all(r.returncode == 1 for r in refused), [r.stderr for r in refused]
     assert "AnswerValidationError" in refused[0].stderr and "unchanged" in refused[0].stderr
@@ -194,17 +192,17 @@ def test_the_cli_lists_shows_and_answers_a_graph_with_two_nodes_waiting(tmp_path
     assert "node's agent of graph session 'trip-1'" in refused[2].stderr
     assert asyncio.run(SQLiteStore(db).load("trip-1")).version == version  # type: ignore[union-attr]
 
-    first = cli(tmp_path, db, "answer", "trip-1", ids["writer"], '"Lisbon"', "--by", "ana")
+    first = cli(db, "answer", "trip-1", ids["writer"], '"Lisbon"', "--by", "ana")
     assert first.returncode == 0, first.stderr
     assert "Paused: 1 question(s)" in first.stdout and "approve (node budget)" in first.stdout
-    short = json.loads(cli(tmp_path, db, "pending", "--json").stdout)[0]["short_id"]
-    last = cli(tmp_path, db, "answer", "trip-1", short, "true", "--json")
+    short = json.loads(cli(db, "pending", "--json").stdout)[0]["short_id"]
+    last = cli(db, "answer", "trip-1", short, "true", "--json")
     assert last.returncode == 0, last.stderr
     done = json.loads(last.stdout)
     assert done["stop_reason"] == "end_turn" and done["interrupts"] == []
     assert sorted(done["order"]) == ["budget", "research", "writer"]
-    assert json.loads(cli(tmp_path, db, "pending", "--json").stdout) == []
-    assert "holds no stopped run" in cli(tmp_path, db, "recover", "trip-1").stderr
+    assert json.loads(cli(db, "pending", "--json").stdout) == []
+    assert "holds no stopped run" in cli(db, "recover", "trip-1").stderr
 
 
 # --- inbox and workers ------------------------------------------------------------------------
@@ -295,11 +293,12 @@ def test_a_worker_recovers_a_graph_killed_inside_a_node_and_never_the_node_alone
     db = tmp_path / "s.db"
     code = (
         "import sys\n"
-        "from multiagent.graph_app import app\n"
+        "from tests.multiagent.graph_app import app\n"
         "app.start('crashy', 'c-1', 'sqlite:///' + sys.argv[1])('do it')\n"
     )
     killed = subprocess.run(
         [sys.executable, "-c", code, str(db)],
+        cwd=ROOT,
         env=_env(GRAPH_KILL="1"),
         capture_output=True,
         text=True,
@@ -336,11 +335,12 @@ def test_a_worker_recovers_a_graph_stopped_between_nodes_from_its_own_lapsed_cla
     db = tmp_path / "s.db"
     code = (
         "import sys\n"
-        "from multiagent.graph_app import app\n"
+        "from tests.multiagent.graph_app import app\n"
         "app.start('halting', 'h-1', 'sqlite:///' + sys.argv[1])('do it')\n"
     )
     killed = subprocess.run(
         [sys.executable, "-c", code, str(db)],
+        cwd=ROOT,
         env=_env(GRAPH_HALT="1"),
         capture_output=True,
         text=True,
@@ -391,13 +391,13 @@ def test_the_cli_expires_and_discards_a_graphs_session(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     graph = app.start("overdue", "o-2", SQLiteStore(db))
     assert isinstance(graph, Graph) and graph("go").stop_reason == "interrupt"
-    expired = cli(tmp_path, db, "expire", "o-2", "--json")
+    expired = cli(db, "expire", "o-2", "--json")
     assert expired.returncode == 0, expired.stderr
     assert json.loads(expired.stdout)["stop_reason"] == "end_turn"
-    assert "no pending interrupt" in cli(tmp_path, db, "expire", "o-2").stderr
+    assert "no pending interrupt" in cli(db, "expire", "o-2").stderr
 
     ids = questions(paused_trip(db))
-    discarded = cli(tmp_path, db, "discard", "trip-1", "--json")
+    discarded = cli(db, "discard", "trip-1", "--json")
     assert discarded.returncode == 0, discarded.stderr
     assert sorted(json.loads(discarded.stdout)["interrupts"]) == sorted(ids.values())
     store = SQLiteStore(db)
@@ -407,6 +407,6 @@ def test_the_cli_expires_and_discards_a_graphs_session(tmp_path: Path) -> None:
     for node in ("writer", "budget"):  # the waiting nodes' agents let their pauses go
         stored = asyncio.run(store.load(f"trip-1:node:{node}"))
         assert stored is not None and stored.pause is None
-    assert "no pause or stopped run" in cli(tmp_path, db, "discard", "trip-1").stderr
+    assert "no pause or stopped run" in cli(db, "discard", "trip-1").stderr
     again = fresh("Plan another trip")  # takes a new task
     assert again.stop_reason == "interrupt" and len(again.interrupts) == 2

@@ -7,22 +7,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-
-
-def require_service(problem: str) -> None:
-    """Skip the calling test for a missing service (fail when ``INTERLUDE_REQUIRE_SERVICES=1``,
-    as CI sets), as tests/server/conftest.py does."""
-    import pytest
-
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-    pytest.skip(problem)
 
 
 @dataclass
@@ -78,7 +67,10 @@ def start_receiver() -> tuple[Receiver, ThreadingHTTPServer]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # a short poll: shutdown() returns within 0.05 s (the default 0.5 s is each test's)
+    serve = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    serve.daemon = True
+    serve.start()
     receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     return receiver, server
 

@@ -15,9 +15,10 @@ from interlude import App, Worker
 from interlude.errors import NotificationError
 from interlude.notify import Email, notification_id
 from interlude.sessions import SQLiteStore
+from tests.support import free_port, require_service
 
 from . import notify_app
-from .receivers import require_service, self_signed
+from .receivers import self_signed
 
 
 class Mailbox:
@@ -27,14 +28,6 @@ class Mailbox:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.mails.append((envelope, session.ssl is not None))
         return "250 OK"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _smtp(tmp_path: Path, **options: Any) -> tuple[Any, Mailbox, ssl.SSLContext]:
@@ -47,7 +40,7 @@ def _smtp(tmp_path: Path, **options: Any) -> tuple[Any, Mailbox, ssl.SSLContext]
     server_tls.load_cert_chain(cert, key)
     box = Mailbox()
     controller = Controller(
-        box, hostname="127.0.0.1", port=_free_port(), tls_context=server_tls, **options
+        box, hostname="127.0.0.1", port=free_port(), tls_context=server_tls, **options
     )
     controller.start()
     return controller, box, ssl.create_default_context(cafile=str(cert))
@@ -91,7 +84,7 @@ def test_a_server_that_refuses_the_address_fails_it_for_good(tmp_path: Path) -> 
         from aiosmtpd.controller import Controller
     except ImportError:
         require_service("aiosmtpd is not installed (pip install aiosmtpd)")
-    controller = Controller(Refusing(), hostname="127.0.0.1", port=_free_port())
+    controller = Controller(Refusing(), hostname="127.0.0.1", port=free_port())
     controller.start()
     try:
         port = controller.port

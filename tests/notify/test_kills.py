@@ -14,24 +14,23 @@ from pathlib import Path
 import pytest
 
 from interlude.sessions import SQLiteStore
+from tests.support.processes import ROOT
 
 from . import notify_app
 from .receivers import Receiver
 
-HERE = Path(__file__).resolve().parent
 SECRET = "the-secret-of-the-cli"
 
 
 def _worker(db: Path, receiver: Receiver, kill: str | None) -> subprocess.CompletedProcess[str]:
-    path = os.pathsep.join(p for p in (str(HERE.parents[1]), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path, "INTERLUDE_NOTIFY_SECRET": SECRET}
+    env = {**os.environ, "INTERLUDE_NOTIFY_SECRET": SECRET}
     cmd = [sys.executable, "-m", "interlude", "worker", "--once", "--store", f"sqlite:///{db}"]
     cmd += ["--app", "tests.notify.notify_app:app"]
     if kill:  # the app's own target, which dies
         env |= {"NOTIFY_KILL": kill, "NOTIFY_URL": receiver.url, "NOTIFY_LEASE": "0.5"}
     else:  # a plain worker, told where to notify on its command line
         cmd += ["--notify", receiver.url, "--inbox-url", "https://inbox.example"]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("kill", ["before", "after"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,22 +13,13 @@ pytest.importorskip("starlette", reason="the server tests need the [server] extr
 from starlette.testclient import TestClient
 
 from interlude.server import create_app
+from tests.support import require_service
 
 from . import inbox_app
 
 ANA = "ana-token-0123456789abcdef"
 BO = "bo-token-0123456789abcdef"
 TOKENS = {ANA: "ana", BO: "bo"}
-
-
-def require_service(problem: str | None) -> None:
-    """Skip the calling test when ``problem`` names a missing service (fail when
-    ``INTERLUDE_REQUIRE_SERVICES=1``, as CI sets)."""
-    if problem is None:
-        return
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-    pytest.skip(problem)
 
 
 def chromium() -> str:

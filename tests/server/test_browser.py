@@ -13,10 +13,10 @@ from pathlib import Path
 
 from interlude import Inbox, Worker
 from interlude.server import create_app
+from tests.support.serving import serving
 
 from . import inbox_app
 from .conftest import TOKENS, chromium
-from .live import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = next(t for t, name in TOKENS.items() if name == "ana")

@@ -8,10 +8,10 @@ import asyncio
 
 from interlude import Inbox, Worker
 from interlude.server import create_app
+from tests.support.serving import serving
 
 from . import approvals_app as A
 from .conftest import chromium
-from .live import serving
 
 ANA = "ana-token-0123456789abcdef"
 TOKENS = {ANA: {"name": "ana", "groups": ["ops"]}}

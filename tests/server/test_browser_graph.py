@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from interlude import Inbox, Worker
 from interlude.multiagent import Graph, node_path
 from interlude.server import create_app
+from tests.support.serving import serving
 
 from .conftest import TOKENS, chromium
-from .live import serving
 
 TOKEN = next(t for t, name in TOKENS.items() if name == "ana")
 
@@ -24,7 +24,7 @@ def test_a_node_s_question_is_answered_in_chromium_and_the_graph_goes_on(store_u
     executable = chromium()
     from playwright.sync_api import expect, sync_playwright
 
-    from multiagent import graph_app  # tests/ is on sys.path
+    from tests.multiagent import graph_app
 
     graph_app.CALLS.clear()
     graph = graph_app.app.start("trip", "trip-9", store_url)

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from interlude.server import create_app
+from tests.support.serving import serving
 
 from . import history_app, inbox_app
 from .conftest import TOKENS, chromium
-from .live import serving
 from .test_browser import TOKEN, _work
 
 if TYPE_CHECKING:

@@ -10,22 +10,25 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from interlude.server import create_app
+from tests.support import free_port, wait_for
+from tests.support.serving import in_thread
 
 from . import inbox_app
 from .conftest import ANA, TOKENS, bearer
-from .live import free_port, wait_for
-from .test_slow_clients import _closed_within, _connect
+from .test_slow_clients import _closed_within, _connect, holding
+
+if TYPE_CHECKING:
+    import uvicorn
 
 ROOT = Path(__file__).resolve().parents[2]
 OTHER = "127.0.0.2"
@@ -42,24 +45,17 @@ def _other_client_address() -> str:
 
 
 @contextmanager
-def served(store_url: str, *, app: dict[str, Any], server: dict[str, Any]) -> Iterator[int]:
+def served(
+    store_url: str, *, app: dict[str, Any], server: dict[str, Any]
+) -> Iterator[tuple[int, uvicorn.Server]]:
     """``create_app(**app)`` behind ``uvicorn_config(**server)`` on a free port."""
-    import uvicorn
-
     from interlude.server import uvicorn_config
 
     port = free_port()
     asgi = create_app(store_url, inbox_app.app, tokens=TOKENS, **app)
     config = uvicorn_config(asgi, port=port, log_level="error", lifespan="on", **server)
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    wait_for(lambda: uv.started, what="uvicorn to start")
-    try:
-        yield port
-    finally:
-        uv.should_exit = True
-        thread.join(15)
+    with in_thread(config) as uv:
+        yield port, uv
 
 
 def _answered_from(address: str, port: int, times: int) -> int:
@@ -110,9 +106,9 @@ def _dribble(sock: socket.socket, seconds: float) -> tuple[bytes, float]:
 def test_one_client_holding_idle_sockets_does_not_lock_out_another(store_url: str) -> None:
     other = _other_client_address()
     limits = {"max_connections": 20, "max_client_connections": 4, "header_timeout": 5}
-    with served(store_url, app={}, server=limits) as port:
+    with served(store_url, app={}, server=limits) as (port, server):
         held = [_connect(port) for _ in range(4)]  # its budget
-        time.sleep(0.2)
+        holding(server, 4)
         beyond = [_connect(port) for _ in range(30)]  # more than the server holds in all
         assert all(_closed_within(s, 2) for s in beyond)
         assert not any(_closed_within(s, 0.05) for s in held)  # held until the head timeout
@@ -132,7 +128,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_closed(
     store_url: str,
 ) -> None:
     iid = inbox_app.pause("ops", "s1", store_url)
-    with served(store_url, app={"body_timeout": 1.0}, server={}) as port:
+    with served(store_url, app={"body_timeout": 1.0}, server={}) as (port, _):
         sock = _connect(port)
         sock.sendall(_head("/api/sessions/s1/answers", 200, bearer()))
         reply, after = _dribble(sock, 5)  # ends when the server closes the connection
@@ -151,7 +147,7 @@ def test_a_body_that_does_not_arrive_in_time_gets_408_and_the_connection_closed(
 
 def test_a_post_that_names_nobody_is_refused_before_its_body_is_read(store_url: str) -> None:
     inbox_app.pause("ops", "s1", store_url)
-    with served(store_url, app={"body_timeout": 3.0}, server={}) as port:
+    with served(store_url, app={"body_timeout": 3.0}, server={}) as (port, _):
         headers = {"Content-Type": "application/json"}
         wrong = {**headers, "Authorization": "Bearer not-a-token-0123456789"}
         for sent in (headers, wrong):

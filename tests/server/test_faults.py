@@ -12,21 +12,12 @@ from starlette.testclient import TestClient
 from interlude.errors import ConfigurationError
 from interlude.server import create_app
 from interlude.sessions import SQLiteStore
+from tests.support import wait_for
+from tests.workers.flaky import FlakyStore
 
 from . import inbox_app
 from .conftest import ANA, TOKENS, bearer
 from .test_pages import login
-
-from workers.flaky import FlakyStore  # isort: skip
-
-
-def _until(check: object, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_the_inbox_worker_is_restarted_and_its_health_shown(
@@ -39,8 +30,9 @@ def test_the_inbox_worker_is_restarted_and_its_health_shown(
         assert http.get("/healthz").json()["ok"] is True
         # the store fails: the worker stays up, says so, and /healthz is 503
         store.queries_fail = 10_000
-        assert _until(lambda: http.get("/healthz").status_code == 503)
+        wait_for(lambda: http.get("/healthz").status_code == 503, what="/healthz to say 503")
         health = http.get("/healthz")
+        assert health.status_code == 503
         assert health.headers["retry-after"] and health.json()["worker"]["running"] is True
         assert health.json()["worker"]["store_ok"] is False
         login(http)
@@ -52,19 +44,19 @@ def test_the_inbox_worker_is_restarted_and_its_health_shown(
         # the worker stops with an error: it is logged at once and started again
         with caplog.at_level("ERROR", logger="interlude.server"):
             store.queries_fail, store.error = 1, ConfigurationError
-            assert _until(lambda: asgi.state.interlude.supervisor.restarts == 1)
+            wait_for(lambda: asgi.state.interlude.supervisor.restarts == 1, what="a restart")
             assert any("worker stopped" in r.message for r in caplog.records)
-        assert _until(lambda: inbox_app.RUNS == ["deploy web 1.2.3"])
-        assert _until(lambda: http.get("/healthz").status_code == 200)
+        wait_for(lambda: inbox_app.RUNS == ["deploy web 1.2.3"], what="the tool to run")
+        wait_for(lambda: http.get("/healthz").status_code == 200, what="/healthz to say 200")
         body = http.get("/healthz").json()
         assert body["ok"] and body["worker"]["restarts"] == 1 and body["worker"]["running"]
         assert "cannot reach the store" not in http.get("/").text
+        assert inbox_app.RUNS == ["deploy web 1.2.3"]  # once: not again after the restart
 
 
 def test_a_database_outage_is_503_with_retry_after_quickly_not_404() -> None:
     from interlude.sessions import PostgresStore
-
-    from sessions.pg_cluster import cluster  # isort: skip
+    from tests.support.postgres import cluster
 
     with cluster() as db:
         store = PostgresStore(db.dsn, pool_timeout=1.0)  # the default is 3 s
@@ -89,7 +81,12 @@ def test_a_database_outage_is_503_with_retry_after_quickly_not_404() -> None:
             db.start()
             # the pool's connections died with the server: new ones within seconds
             started = time.monotonic()
-            assert _until(lambda: http.get("/api/sessions/t1", headers=bearer()).is_success, 10)
+
+            def back() -> bool:
+                return http.get("/api/sessions/t1", headers=bearer()).is_success
+
+            wait_for(back, what="the API to answer again", timeout=10)
+            assert http.get("/api/sessions/t1", headers=bearer()).status_code == 200
             assert time.monotonic() - started < 6
             r = http.post("/api/sessions/t1/answers", json=answer, headers=bearer())
             assert r.status_code == 202

@@ -13,10 +13,11 @@ import httpx
 
 from interlude import Inbox
 from interlude.server import create_app
+from tests.support import free_port, wait_for
+from tests.support.serving import serving
 
 from . import inbox_app
 from .conftest import ANA, TOKENS, bearer
-from .live import free_port, serving, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ import re
 import httpx
 
 from interlude.server import create_app
+from tests.support.serving import serving
 
 from . import inbox_app
 from .conftest import ANA, BO, TOKENS
-from .live import serving
 
 COOKIE = "interlude_session"
 

@@ -3,42 +3,42 @@ bounded number of connections (uvicorn alone held 600 slow and 5,000 unfinished 
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from interlude.server import create_app
+from tests.support import free_port, started, wait_for
+from tests.support.serving import in_thread
 
 from .conftest import TOKENS
-from .live import free_port, wait_for
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 @contextmanager
-def guarded(tmp_path: Path, **options: object) -> Iterator[int]:
-    import uvicorn
-
+def guarded(tmp_path: Path, **options: object) -> Iterator[tuple[int, uvicorn.Server]]:
     from interlude.server import uvicorn_config
 
     port = free_port()
     asgi = create_app(f"sqlite:///{tmp_path / 's.db'}", tokens=TOKENS)
     config = uvicorn_config(asgi, port=port, log_level="warning", **options)  # type: ignore[arg-type]
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, what="uvicorn to start")
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    with in_thread(config) as server:
+        yield port, server
+
+
+def holding(server: uvicorn.Server, count: int) -> None:
+    """Return once ``server`` holds ``count`` connections (those a test opened are accepted)."""
+    held = server.server_state.connections
+    wait_for(lambda: len(held) == count, what=f"the server to hold {count} connections")
 
 
 def _closed_within(sock: socket.socket, seconds: float) -> bool:
@@ -56,7 +56,7 @@ def _connect(port: int) -> socket.socket:
 
 
 def test_a_request_head_must_arrive_in_time(tmp_path: Path) -> None:
-    with guarded(tmp_path, header_timeout=0.5) as port:
+    with guarded(tmp_path, header_timeout=0.5) as (port, _):
         idle, slow = _connect(port), _connect(port)
         slow.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
         started = time.monotonic()
@@ -70,14 +70,15 @@ def test_a_request_head_must_arrive_in_time(tmp_path: Path) -> None:
 
 
 def test_connections_beyond_the_limit_are_closed_at_once(tmp_path: Path) -> None:
-    with guarded(tmp_path, max_connections=5, header_timeout=5) as port:
+    with guarded(tmp_path, max_connections=5, header_timeout=5) as (port, server):
         held = [_connect(port) for _ in range(5)]
-        time.sleep(0.2)
+        holding(server, 5)
         extra = _connect(port)
         assert _closed_within(extra, 2)
+        assert not any(_closed_within(s, 0.05) for s in held)  # the extra one is refused
         for s in held:
             s.close()
-        time.sleep(0.2)
+        holding(server, 0)
         assert httpx.get(f"http://127.0.0.1:{port}/openapi.json").status_code == 200
 
 
@@ -91,24 +92,7 @@ def test_interlude_serve_takes_the_limits(tmp_path: Path) -> None:
     bad = subprocess.run([*serve, "--header-timeout", "0"], capture_output=True, text=True)
     assert bad.returncode != 0 and "--header-timeout" in bad.stderr + bad.stdout
     env_tokens = {"INTERLUDE_TOKENS": "a-token-of-24-characters=ana"}
-    proc = subprocess.Popen(
-        [*serve, "--header-timeout", "0.5", "--max-connections", "50"],
-        env={**os.environ, **env_tokens},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: _accepts(port), what="interlude serve")
+    limits = ["--header-timeout", "0.5", "--max-connections", "50"]
+    with started([*serve, *limits], port=port, env=env_tokens, what="interlude serve"):
         idle = _connect(port)
         assert _closed_within(idle, 3)
-    finally:
-        proc.terminate()
-        proc.wait(15)
-
-
-def _accepts(port: int) -> bool:
-    try:
-        _connect(port).close()
-        return True
-    except OSError:
-        return False

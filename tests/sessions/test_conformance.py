@@ -22,8 +22,7 @@ from interlude.sessions import (
     store_url,
 )
 from interlude.testing.conformance import OPTIONAL, SessionStoreConformance
-
-from . import pg
+from tests.support import postgres as pg
 
 
 class TestMemoryStore(SessionStoreConformance):

@@ -6,68 +6,22 @@ import asyncio
 import json
 import os
 import re
-import subprocess
-import sys
-import textwrap
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from interlude import ToolUse
 from interlude._interrupt import Interrupt
-from interlude._messages import JsonValue
 from interlude.errors import (
     InvalidSessionIdError,
     SessionConflictError,
     SessionCorruptError,
     StateFormatError,
 )
-from interlude.sessions import FileStore, PendingInterrupt, PendingQuery, SessionUpdate
+from interlude.sessions import FileStore, PendingInterrupt, PendingQuery
 
-
-def update(
-    expected: int,
-    first: int,
-    messages: list[object],
-    *,
-    pause: dict[str, object] | None = None,
-    pending: Sequence[Interrupt] = (),
-    state: dict[str, object] | None = None,
-    claim: dict[str, object] | None = None,
-    agent: str | None = None,
-    audit: Sequence[dict[str, JsonValue]] = (),
-) -> SessionUpdate:
-    return SessionUpdate(
-        expected_version=expected,
-        first_index=first,
-        new_messages=list(messages),
-        pause=pause,
-        pending=[p.to_dict() for p in pending],
-        tools=["record"],
-        format_version=1,
-        state=state,
-        claim=claim,
-        agent=agent,
-        audit=list(audit),
-    )
-
-
-def interrupt(iid: str, name: str, raised_at: float, tool: str | None = None) -> Interrupt:
-    return Interrupt(
-        id=iid,
-        name=name,
-        reason={"why": iid},
-        source="before_tool_call" if tool else "before_model_call",
-        tool_use=None if tool is None else ToolUse(f"tu-{iid}", tool, {"x": 1}),
-        raised_at=raised_at,
-    )
-
-
-def msg(text: str) -> dict[str, object]:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
+from .records import interrupt, msg, update
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -401,69 +355,6 @@ async def test_a_session_folder_linked_outside_is_skipped_by_pending(
         await store.load("evil")
     assert [p.session_id for p in await store.pending_interrupts()] == ["real"]
     assert [sid for sid, _ in store.skipped] == ["evil"] and "outside" in store.skipped[0][1]
-
-
-async def test_two_store_objects_share_one_directory(root: Path) -> None:
-    one, two = FileStore(root), FileStore(root)
-    await one.save("s", update(0, 0, [msg("a")]))
-    seen = await two.load("s")
-    assert seen is not None and seen.version == 1
-    await two.save("s", update(1, 1, [msg("b")], state={"by": "two"}))
-    with pytest.raises(SessionConflictError):
-        await one.save("s", update(1, 1, [msg("c")]))
-    loaded = await one.load("s")
-    assert loaded is not None and loaded.messages == [msg("a"), msg("b")]
-    assert loaded.state == {"by": "two"}
-
-
-RACER = textwrap.dedent(
-    """
-    import asyncio, os, sys, time
-    from interlude.errors import SessionConflictError
-    from interlude.sessions import FileStore, SessionUpdate
-
-    async def main():
-        store = FileStore(sys.argv[1])
-        seen = await store.load("race")
-        open(sys.argv[2] + "." + sys.argv[3], "w").close()
-        while not os.path.exists(sys.argv[2]):
-            time.sleep(0.002)
-        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
-                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
-                               tools=[], format_version=1)
-        try:
-            await store.save("race", update)
-            print("won")
-        except SessionConflictError:
-            print("lost")
-
-    asyncio.run(main())
-    """
-)
-
-
-def test_two_processes_race_one_wins(store: FileStore, root: Path, tmp_path: Path) -> None:
-    asyncio.run(store.save("race", update(0, 0, [msg("start")])))
-    go = tmp_path / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, str(root), str(go), who],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for who in ("p1", "p2")
-    ]
-    deadline = time.monotonic() + 20
-    while not all((tmp_path / f"go.{w}").exists() for w in ("p1", "p2")):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
-        time.sleep(0.005)
-    go.touch()
-    outcomes = [p.communicate(timeout=20)[0].strip() for p in procs]
-    assert sorted(outcomes) == ["lost", "won"]
-    final = asyncio.run(store.load("race"))
-    assert final is not None and final.version == 2
-    winner = "p1" if outcomes[0] == "won" else "p2"
-    assert final.messages == [msg("start"), {"by": winner}]
 
 
 # --- agent name and audit trail ------------------------------------------------------------------

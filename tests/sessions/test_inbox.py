@@ -21,8 +21,7 @@ from interlude.sessions import (
     SQLiteStore,
     store_url,
 )
-
-from . import pg
+from tests.support import postgres as pg
 
 NOW = time.time()
 

@@ -30,9 +30,10 @@ def test_journal_update_equals_the_constructed_update() -> None:
     assert type(made) is SessionUpdate
     for f in dataclasses.fields(SessionUpdate):  # every slot set, to the same value
         assert getattr(made, f.name) == getattr(expected, f.name)
-    assert made.applied_answers == [] and made.applied_answers is not journal_update(
-        *fields.values()
-    ).applied_answers  # a fresh list each time, as the default factory gives
+    assert (
+        made.applied_answers == []
+        and made.applied_answers is not journal_update(*fields.values()).applied_answers
+    )  # a fresh list each time, as the default factory gives
 
 
 def test_journal_update_is_frozen() -> None:

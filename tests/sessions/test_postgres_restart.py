@@ -10,8 +10,7 @@ import time
 import pytest
 
 from interlude import Inbox
-
-from .pg_cluster import cluster
+from tests.support.postgres import cluster
 
 
 def test_a_restart_costs_no_call_and_an_outage_is_unavailable_quickly() -> None:
@@ -33,7 +32,9 @@ def test_a_restart_costs_no_call_and_an_outage_is_unavailable_quickly() -> None:
             asyncio.run(store.load("s"))
         with pytest.raises(StoreUnavailableError):
             Inbox(store).session("s")  # not "no session 's' in the store"
-        assert time.monotonic() - started < 8  # two calls, each waiting 3 s at most
+        # two calls, each waiting the pool's 3 s at most: well under 30 s on a busy machine,
+        # where a call that waited for the server to come back would never end
+        assert time.monotonic() - started < 30
         db.start()
         assert asyncio.run(store.load("s")) is not None
         store.close()

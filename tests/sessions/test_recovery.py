@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from interlude import ToolResult, ToolUse
+from tests.support.processes import ROOT
 
 from .recovery_agent import build
 
@@ -21,14 +22,14 @@ def test_results_finished_before_the_pause_survive_a_crash_during_the_resume(
     assert paused.stop_reason == "interrupt" and Path(log).read_text() == "a\n"
     child = textwrap.dedent(
         f"""
-        import sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from recovery_agent import build
+        from tests.sessions.recovery_agent import build
         agent = build({db!r}, {log!r}, ["never"])
         agent.resume({{{paused.interrupts[0].id!r}: True}})  # boom: the process dies here
         """
     )
-    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == -9, proc.stderr
 
     recovered = build(db, log, ["carrying on"])  # the dead claimant is known gone at once

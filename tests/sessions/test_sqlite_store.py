@@ -8,16 +8,12 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from interlude import ToolUse
 from interlude._interrupt import Interrupt
-from interlude._messages import JsonValue
 from interlude.errors import (
     InvalidSessionIdError,
     SessionConflictError,
@@ -27,43 +23,7 @@ from interlude.errors import (
 )
 from interlude.sessions import PendingInterrupt, PendingQuery, SessionUpdate, SQLiteStore
 
-
-def update(
-    expected: int,
-    first: int,
-    messages: list[object],
-    *,
-    pause: dict[str, object] | None = None,
-    pending: Sequence[Interrupt] = (),
-    state: dict[str, object] | None = None,
-    claim: dict[str, object] | None = None,
-) -> SessionUpdate:
-    return SessionUpdate(
-        expected_version=expected,
-        first_index=first,
-        new_messages=list(messages),
-        pause=pause,
-        pending=[p.to_dict() for p in pending],
-        tools=["record"],
-        format_version=1,
-        state=state,
-        claim=claim,
-    )
-
-
-def interrupt(iid: str, name: str, raised_at: float, tool: str | None = None) -> Interrupt:
-    return Interrupt(
-        id=iid,
-        name=name,
-        reason={"why": iid},
-        source="before_tool_call" if tool else "before_model_call",
-        tool_use=None if tool is None else ToolUse(f"tu-{iid}", tool, {"x": 1}),
-        raised_at=raised_at,
-    )
-
-
-def msg(text: str) -> dict[str, object]:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
+from .records import deadline, interrupt, msg, update, with_extras
 
 
 @pytest.fixture
@@ -331,67 +291,6 @@ async def test_closed_store_refuses_work(db: Path) -> None:
         await store.load("s")
 
 
-async def test_two_store_objects_share_one_file(db: Path) -> None:
-    with SQLiteStore(db) as one, SQLiteStore(db) as two:
-        await one.save("s", update(0, 0, [msg("a")]))
-        seen = await two.load("s")
-        assert seen is not None and seen.version == 1
-        await two.save("s", update(1, 1, [msg("b")], state={"by": "two"}))
-        with pytest.raises(SessionConflictError):
-            await one.save("s", update(1, 1, [msg("c")]))
-        loaded = await one.load("s")
-        assert loaded is not None and loaded.messages == [msg("a"), msg("b")]
-        assert loaded.state == {"by": "two"}
-
-
-RACER = textwrap.dedent(
-    """
-    import asyncio, os, sys, time
-    from interlude.errors import SessionConflictError
-    from interlude.sessions import SessionUpdate, SQLiteStore
-
-    async def main():
-        store = SQLiteStore(sys.argv[1])
-        seen = await store.load("race")
-        open(sys.argv[2] + "." + sys.argv[3], "w").close()
-        while not os.path.exists(sys.argv[2]):
-            time.sleep(0.002)
-        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
-                               new_messages=[{"by": sys.argv[3]}], pause=None, pending=[],
-                               tools=[], format_version=1)
-        try:
-            await store.save("race", update)
-            print("won")
-        except SessionConflictError:
-            print("lost")
-
-    asyncio.run(main())
-    """
-)
-
-
-def test_two_processes_race_one_wins(store: SQLiteStore, db: Path, tmp_path: Path) -> None:
-    asyncio.run(store.save("race", update(0, 0, [msg("start")])))
-    go = tmp_path / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", RACER, str(db), str(go), who], stdout=subprocess.PIPE, text=True
-        )
-        for who in ("p1", "p2")
-    ]
-    deadline = time.monotonic() + 20
-    while not all((tmp_path / f"go.{w}").exists() for w in ("p1", "p2")):
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
-        time.sleep(0.005)
-    go.touch()
-    outcomes = [p.communicate(timeout=20)[0].strip() for p in procs]
-    assert sorted(outcomes) == ["lost", "won"]
-    final = asyncio.run(store.load("race"))
-    assert final is not None and final.version == 2
-    winner = "p1" if outcomes[0] == "won" else "p2"
-    assert final.messages == [msg("start"), {"by": winner}]
-
-
 def test_a_locked_database_is_a_session_error_not_a_driver_error(tmp_path: Path) -> None:
     import asyncio
     import sqlite3
@@ -465,44 +364,55 @@ def test_a_pending_row_nested_too_deeply_is_skipped_not_raised(tmp_path: Path) -
 
 def test_processes_opening_a_new_database_at_once_all_get_it(tmp_path: Path) -> None:
     """Switching a new file to WAL needs a moment alone with it and SQLite does not wait for
-    that: before the retry, about 1 in 200 openers racing on a new file got 'locked'."""
-    code = (
-        "import sys; from interlude.sessions import SQLiteStore; SQLiteStore(sys.argv[1]).close()"
+    that: before the retry, about 1 in 200 openers racing on a new file got 'locked'. Fifteen
+    new files, four processes opening each at once (forks of one interpreter that imported the
+    store, released together: no interpreter start-up between them)."""
+    result = subprocess.run(
+        [sys.executable, "-c", OPENERS, str(tmp_path), "15", "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    for i in range(15):
-        db = str(tmp_path / f"race{i}.db")
-        procs = [
-            subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True)
-            for _ in range(4)
-        ]
-        for proc in procs:
-            _, err = proc.communicate(timeout=60)
-            assert proc.returncode == 0, err
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "60"], result.stderr  # no failure, of 60 openers
+
+
+OPENERS = textwrap.dedent(
+    """
+    import os, sys, traceback
+    from interlude.sessions import SQLiteStore
+
+    folder, rounds, openers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    failed = opened = 0
+    for i in range(rounds):
+        db = os.path.join(folder, f"race{i}.db")
+        go, release = os.pipe()
+        pids = []
+        for _ in range(openers):
+            pid = os.fork()
+            if pid == 0:
+                os.close(release)
+                os.read(go, 1)  # returns at the end of the pipe: when the parent lets go
+                code = 0
+                try:
+                    SQLiteStore(db).close()
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                os._exit(code)
+            pids.append(pid)
+        os.close(go)
+        os.close(release)  # every opener goes at once
+        for pid in pids:
+            _, status = os.waitpid(pid, 0)
+            failed += status != 0
+            opened += 1
+    print(failed, opened)
+    """
+)
 
 
 # --- agent name, audit trail, deadlines ----------------------------------------------------------
-
-
-def deadline(iid: str, expires_at: float | None) -> dict[str, JsonValue]:
-    return Interrupt(
-        id=iid, name="n", source="before_model_call", raised_at=1.0, expires_at=expires_at
-    ).to_dict()
-
-
-def with_extras(
-    expected: int, pending: list[dict[str, JsonValue]], audit: list[dict[str, JsonValue]]
-) -> SessionUpdate:
-    return SessionUpdate(
-        expected_version=expected,
-        first_index=0,
-        new_messages=[],
-        pause=None,
-        pending=pending,
-        tools=[],
-        format_version=1,
-        agent="triage",
-        audit=audit,
-    )
 
 
 async def test_a_version_2_database_gains_agent_audit_and_deadlines(db: Path) -> None:

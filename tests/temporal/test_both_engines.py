@@ -25,6 +25,7 @@ from interlude import Interrupt, JsonValue
 from . import agents
 from .agents import app
 from .conftest import Env
+from .polling import pending, until
 from .test_workflow import _prompt
 
 
@@ -99,12 +100,7 @@ class OnTemporal:
         return run
 
     async def pending(self, run: str, count: int) -> list[Interrupt]:
-        for _ in range(400):
-            found: list[Interrupt] = await self.env.agents.pending(run)
-            if len(found) >= count:
-                return found
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"no {count} pending question(s) on {run}")
+        return await pending(self.env.agents, run, count)
 
     async def answer(
         self, run: str, answers: Mapping[str, JsonValue], by: str, shown: dict[str, str] | None
@@ -113,11 +109,10 @@ class OnTemporal:
         return out["stop_reason"], [i["id"] for i in out["interrupts"]]
 
     async def expire(self, run: str) -> None:
-        for _ in range(400):  # the workflow's timer applies the default
-            if not await self.env.agents.pending(run):
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError("the deadline did not apply")
+        async def answered() -> bool:  # the workflow's timer applies the default
+            return not await self.env.agents.pending(run)
+
+        await until(answered, "the deadline to apply")
 
     async def snapshot(self, run: str) -> object:
         handle = self.env.client.get_workflow_handle(run)

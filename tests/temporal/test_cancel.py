@@ -4,39 +4,29 @@ cancelled, not turned into an error result), and nothing is left pending."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import Env
+from .conftest import Env, serving
 from .history import calls_of
+from .polling import until
 from .test_workflow import _pending, _prompt, _runs
 
 
 @pytest.fixture
 async def cancel_env(temporal_address: str) -> AsyncIterator[Env]:
     """A worker whose slow tools heartbeat every second (so they hear a cancel)."""
-    from temporalio.client import Client
+    from .agents import KILL_TEST_TOOLS
 
-    from interlude.temporal import AgentClient, worker
-
-    from .agents import KILL_TEST_TOOLS, app
-
-    client = await Client.connect(temporal_address)
-    queue = f"c-{uuid.uuid4().hex[:8]}"
-    async with worker(client, app, task_queue=queue, tools=KILL_TEST_TOOLS):
-        yield Env(client, AgentClient(client, task_queue=queue), queue, temporal_address)
+    async with serving(temporal_address, tools=KILL_TEST_TOOLS) as running:
+        yield running
 
 
 async def _until(predicate: Any, what: str) -> None:
-    for _ in range(400):
-        if await predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never: {what}")
+    await until(predicate, what)
 
 
 async def _cancelled(env: Env, workflow_id: str) -> list[Any]:

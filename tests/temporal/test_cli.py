@@ -1,81 +1,50 @@
-"""The ``interlude`` command against Temporal (``--temporal HOST:PORT``), one subprocess per
-command as a user runs it, against the real dev server; the worker is ``interlude
-temporal-worker`` in a process of its own."""
+"""The ``interlude`` command against Temporal (``--temporal HOST:PORT``), against the real dev
+server: each command runs in this process as a process of its own would
+(:func:`tests.support.cli.run`); the worker is ``interlude temporal-worker`` in a process of its
+own."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shlex
 import signal
 import subprocess
-import sys
-import time
+import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "interlude"]
-INTERRUPT_KEYS = {
-    "id",
-    "name",
-    "reason",
-    "source",
-    "tool",
-    "input",
-    "shown",
-    "response_schema",
-    "expires_at",
-}
+from tests.support import wait_for
+from tests.support.cli import CLI, INTERRUPT_KEYS, Ran, cli_env, run
+from tests.support.processes import ROOT
+
 PENDING_KEYS = {"session", *INTERRUPT_KEYS, "short_id", "raised_at", "age_seconds"}
+FOLDER = Path(tempfile.gettempdir())
+"""Where the commands run (they keep nothing in their folder: the sessions are workflows)."""
 
 
-@dataclass
-class Ran:
-    argv: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def __str__(self) -> str:
-        return (
-            f"$ {shlex.join(self.argv)}\n-> exit {self.returncode}\n"
-            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
-        )
-
-    def json(self) -> Any:
-        assert self.returncode == 0, str(self)
-        assert "Traceback" not in self.stderr, str(self)
-        return json.loads(self.stdout)
-
-    def one_line_error(self, *parts: str) -> str:
-        """The command failed with exit 1 and one ``interlude: error:`` line holding ``parts``."""
-        assert self.returncode == 1, str(self)
-        lines = self.stderr.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("interlude: error: "), str(self)
-        for part in parts:
-            assert part in lines[0], str(self)
-        return lines[0]
+def one_line_error(ran: Ran, *parts: str) -> str:
+    """The command failed with exit 1 and one ``interlude: error:`` line holding ``parts``."""
+    assert ran.returncode == 1, str(ran)
+    lines = ran.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interlude: error: "), str(ran)
+    for part in parts:
+        assert part in lines[0], str(ran)
+    return lines[0]
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLUDE_")}
-    env.update(NO_COLOR="1", TERM="dumb", PYTHONUNBUFFERED="1", **extra)
-    return env
+    """A user's environment (:func:`tests.support.cli.cli_env`) without any of the project's
+    variables, then ``extra``."""
+    env = {k: v for k, v in cli_env().items() if not k.startswith("INTERLUDE_")}
+    return {**env, **extra}
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> Ran:
-    argv = [*CLI, *args]
-    done = subprocess.run(
-        argv, cwd=ROOT, env=env or _env(), capture_output=True, text=True, timeout=60
-    )
-    return Ran(argv, done.returncode, done.stdout, done.stderr)
+    return run(FOLDER, *args, env=env or _env())
 
 
 @pytest.fixture(scope="module")
@@ -121,16 +90,18 @@ def _start(address: str, task_queue: str, agent: str, log: Path) -> str:
 
 
 def _listed(address: str, workflow_id: str, *more: str, env: dict[str, str] | None = None) -> Any:
-    """``pending --json`` once it lists ``workflow_id`` (search attributes are eventually
-    consistent)."""
-    deadline = time.monotonic() + 30
-    while True:
-        flags = [] if env is not None else ["--temporal", address]
+    """``pending --json``'s rows of ``workflow_id``, once it lists them (search attributes are
+    eventually consistent)."""
+    flags = [] if env is not None else ["--temporal", address]
+    mine: list[Any] = []
+
+    def listed() -> bool:
         rows = cli(*flags, "pending", "--json", *more, env=env).json()
-        mine = [r for r in rows if r["session"] == workflow_id]
-        if mine or time.monotonic() > deadline:
-            return mine
-        time.sleep(0.2)
+        mine[:] = [r for r in rows if r["session"] == workflow_id]
+        return bool(mine)
+
+    wait_for(listed, what=f"{workflow_id} listed by `interlude pending`", every=0.2)
+    return mine
 
 
 def _runs(path: Path) -> int:
@@ -169,9 +140,9 @@ def test_pending_answer_and_show_against_workflows(
     assert [i["id"] for i in paused["interrupts"]] == [row["id"]]
 
     bad = cli(*at, "answer", wid, "v1:nope", "true")
-    bad.one_line_error(f"session {wid!r} has no pending interrupt 'v1:nope'", row["short_id"])
+    one_line_error(bad, f"session {wid!r} has no pending interrupt 'v1:nope'", row["short_id"])
     not_json = cli(*at, "answer", wid, row["short_id"], "yes please")
-    not_json.one_line_error("is not JSON")
+    one_line_error(not_json, "is not JSON")
     assert _runs(log) == 0
 
     done = cli(*at, "answer", wid, row["short_id"], "true", "--by", "ana", "--json").json()
@@ -188,7 +159,7 @@ def test_pending_answer_and_show_against_workflows(
     assert "The run ended (end_turn)." in human.stdout and "ana answered approve" in human.stdout
 
     again = cli(*at, "answer", wid, row["id"], "true")
-    again.one_line_error(f"session {wid!r} has no pending interrupt", "COMPLETED")
+    one_line_error(again, f"session {wid!r} has no pending interrupt", "COMPLETED")
     assert _runs(log) == 1
 
 
@@ -202,12 +173,12 @@ def test_a_refused_answer_changes_nothing(
     assert row["response_schema"] is not None
 
     refused = cli(*at, "answer", wid, row["id"], '{"approved": "maybe"}', "--json")
-    refused.one_line_error(
-        f"session {wid!r}: the answer was refused (AnswerValidationError", "unchanged"
+    one_line_error(
+        refused, f"session {wid!r}: the answer was refused (AnswerValidationError", "unchanged"
     )
     assert json.loads(refused.stdout)["session"] == wid
     stale = cli(*at, "answer", wid, row["id"], '{"approved": true}', "--shown", "sha256:0")
-    stale.one_line_error("the answer was refused")
+    one_line_error(stale, "the answer was refused")
     still = cli(*at, "show", wid, "--json").json()
     assert still["paused"] is True and [i["id"] for i in still["interrupts"]] == [row["id"]]
     assert _runs(log) == 0
@@ -219,14 +190,17 @@ def test_a_refused_answer_changes_nothing(
 
 
 def test_errors_are_one_line(temporal_address: str) -> None:
-    cli("--temporal", "127.0.0.1:1", "pending").one_line_error("cannot reach Temporal at")
-    cli("--temporal", temporal_address, "show", "no-such-workflow").one_line_error(
-        "no workflow 'no-such-workflow' on Temporal at"
+    one_line_error(cli("--temporal", "127.0.0.1:1", "pending"), "cannot reach Temporal at")
+    one_line_error(
+        cli("--temporal", temporal_address, "show", "no-such-workflow"),
+        "no workflow 'no-such-workflow' on Temporal at",
     )
-    cli("--temporal", temporal_address, "answer", "no-such-workflow", "x", "true").one_line_error(
-        "no workflow 'no-such-workflow'"
+    one_line_error(
+        cli("--temporal", temporal_address, "answer", "no-such-workflow", "x", "true"),
+        "no workflow 'no-such-workflow'",
     )
-    cli("--temporal", temporal_address, "sessions").one_line_error(
-        "--temporal works with demo, pending, answer, show, serve and temporal-worker"
+    one_line_error(
+        cli("--temporal", temporal_address, "sessions"),
+        "--temporal works with demo, pending, answer, show, serve and temporal-worker",
     )
-    cli("temporal-worker").one_line_error("temporal-worker needs --temporal")
+    one_line_error(cli("temporal-worker"), "temporal-worker needs --temporal")

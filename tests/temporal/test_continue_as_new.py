@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from pathlib import Path
 from typing import Any
 
 from .conftest import Env
+from .polling import pending, until
 
 
 def _prompt(*calls: tuple[str, dict[str, object]]) -> str:
@@ -41,23 +41,18 @@ async def start(env: Env, agent: str, prompt: str, limits: Any) -> tuple[str, st
 
 
 async def _pending(env: Env, workflow_id: str, count: int = 1) -> list[Any]:
-    for _ in range(200):
-        found = await env.agents.pending(workflow_id)
-        if len(found) >= count:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {count} pending question(s) on {workflow_id}")
+    return await pending(env.agents, workflow_id, count)
 
 
 async def _runs_of(env: Env, workflow_id: str) -> list[str]:
     """The run ids of a workflow's chain, oldest first."""
     query = f"WorkflowId = '{workflow_id}'"
-    for _ in range(100):  # visibility is eventually consistent
-        found = [(w.start_time, w.run_id) async for w in env.client.list_workflows(query)]
-        if found:
-            return [run for _, run in sorted(found)]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no runs of {workflow_id}")
+
+    async def listed() -> list[Any]:  # visibility is eventually consistent
+        return [(w.start_time, w.run_id) async for w in env.client.list_workflows(query)]
+
+    found = await until(listed, f"the runs of {workflow_id} listed")
+    return [run for _, run in sorted(found)]
 
 
 async def _last_event(env: Env, workflow_id: str, run_id: str) -> Any:

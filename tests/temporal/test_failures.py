@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from .conftest import Env
+from .polling import until
 from .test_workflow import _pending, _prompt
 
 
@@ -150,10 +151,11 @@ async def test_a_closed_workflow_has_nothing_pending_and_refuses_answers(
             await handle.cancel()
         else:
             await env.agents.answer(wid, {question.id: True})
-        for _ in range(100):
-            if (await handle.describe()).status.name != "RUNNING":
-                break
-            await asyncio.sleep(0.05)
+
+        async def closed(handle: Any = handle) -> bool:
+            return bool((await handle.describe()).status.name != "RUNNING")
+
+        await until(closed, f"{wid} to close")
         assert await env.agents.pending(wid) == []
         with pytest.raises(NotPausedError, match=f"workflow '{wid}' is closed"):
             await env.agents.answer(wid, {question.id: True})

@@ -21,6 +21,7 @@ from interlude.sessions import open_store
 from . import agents
 from .agents import app
 from .conftest import Env
+from .polling import pending, until
 
 TASK = json.dumps(
     {"draft": [["touch", {"path": "draft.log"}]], "publish": [["touch", {"path": "publish.log"}]]}
@@ -56,14 +57,7 @@ def _use(runs: Path) -> None:
 
 async def _paused(env: Env, wid: str) -> list[Interrupt]:
     """The questions of workflow ``wid``, once it has paused."""
-    import asyncio
-
-    for _ in range(400):
-        pending: list[Interrupt] = await env.agents.pending(wid)
-        if pending:
-            return pending
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{wid} did not pause")
+    return await pending(env.agents, wid)
 
 
 def _runs(path: Path) -> int:
@@ -134,7 +128,6 @@ async def test_graph_on_both_engines(
 
 async def test_refused_answer_changes_nothing(env: Env, tmp_path: Path) -> None:
     """The Update's validator applies the graph's resume checks."""
-    import asyncio
 
     from interlude.errors import UnknownInterruptError
 
@@ -144,12 +137,11 @@ async def test_refused_answer_changes_nothing(env: Env, tmp_path: Path) -> None:
     with pytest.raises(UnknownInterruptError):
         await env.agents.answer(wid, {"v1:node:draft:nope": True})
     assert [q.id for q in await env.agents.pending(wid)] == [q.id for q in pending]
-    for _ in range(200):  # listed as a paused "review" (the search attributes: eventually)
-        if wid in await env.agents.paused("review", names="approve"):
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError(f"{wid} is not listed as paused")
+
+    async def listed() -> bool:  # as a paused "review" (the search attributes: eventually)
+        return wid in await env.agents.paused("review", names="approve")
+
+    await until(listed, f"{wid} listed as paused")
     out = await env.agents.answer(wid, {pending[0].id: False}, by="bob")
     assert out["stop_reason"] == "end_turn"
     assert _runs(tmp_path / "draft.log") == 0 and _runs(tmp_path / "publish.log") == 1
@@ -343,7 +335,6 @@ async def test_a_paused_graph_continues_as_new(env: Env, tmp_path: Path) -> None
     """A paused graph past ``continue_after_model_calls`` continues as new with its exported
     state: the new run waits on the same question (same id), the answer reaches the node, and
     nothing finished runs again."""
-    import asyncio
 
     from interlude.temporal import Limits
 
@@ -352,12 +343,11 @@ async def test_a_paused_graph_continues_as_new(env: Env, tmp_path: Path) -> None
     handle = env.client.get_workflow_handle(wid)
     first = (await handle.describe()).run_id
     [question] = await _paused(env, wid)
-    for _ in range(400):  # the run that paused continues as new
-        if (await handle.describe()).run_id != first:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the paused graph did not continue as new")
+
+    async def continued() -> bool:  # the run that paused continues as new
+        return (await handle.describe()).run_id != first
+
+    await until(continued, "the paused graph to continue as new")
     assert [q.id for q in await _paused(env, wid)] == [question.id]
     out = await env.agents.answer(wid, {question.id: True}, by="alice")
     assert (out["stop_reason"], out["text"]) == ("end_turn", "publish done.")
@@ -374,7 +364,6 @@ async def test_the_temporal_inbox_lists_and_answers_a_graphs_question(
 ) -> None:
     """``TemporalInbox`` (the web inbox's backend) on a paused graph: its question is listed
     under the graph's name and workflow id, and an answer given there carries the graph on."""
-    import asyncio
 
     from interlude.temporal import TemporalInbox
 
@@ -382,14 +371,11 @@ async def test_the_temporal_inbox_lists_and_answers_a_graphs_question(
     wid = await env.agents.start("review", TASK)
     [question] = await _paused(env, wid)
     inbox = TemporalInbox(env.client, task_queue=env.task_queue)
-    for _ in range(200):  # the listing is eventually consistent
-        rows = [p for p in await inbox.pending(agent="review") if p.session_id == wid]
-        if rows:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError(f"{wid} is not listed")
-    [row] = rows
+
+    async def listed() -> list[Any]:  # the listing is eventually consistent
+        return [p for p in await inbox.pending(agent="review") if p.session_id == wid]
+
+    [row] = await until(listed, f"{wid} listed")
     assert row.interrupt.id == question.id and row.agent == "review"
     [taken] = await inbox.answer(
         wid, {question.id: True}, by="ana", shown={question.id: question.digest}

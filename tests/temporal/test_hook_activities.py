@@ -17,6 +17,7 @@ from interlude.temporal import as_activity
 
 from .agents import _agent, _approve
 from .conftest import Env
+from .polling import pending
 
 hook_app = App()
 
@@ -152,12 +153,7 @@ async def test_hook_activity_beside_an_approval(hook_env: Env, tmp_path: Path) -
 
     log = tmp_path / "a"
     wid = await hook_env.agents.start("noted_approve", _prompt_calls(("touch", {"path": str(log)})))
-    for _ in range(200):
-        pending = await hook_env.agents.pending(wid)
-        if pending:
-            break
-        await asyncio.sleep(0.05)
-    [question] = pending
+    [question] = await pending(hook_env.agents, wid)
     outcome = await hook_env.agents.answer(wid, {question.id: True}, by="alice")
     assert outcome["stop_reason"] == "end_turn"
     assert len(_lines(log)) == 1

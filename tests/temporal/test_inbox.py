@@ -21,7 +21,10 @@ pytest.importorskip("starlette", reason="the inbox tests need the [server] extra
 
 import httpx
 
+from tests.support import free_port
+
 from .conftest import Env
+from .polling import pending, until
 
 TOKEN = "ana-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -36,25 +39,13 @@ def _runs(path: Path) -> int:
 
 
 async def _question(env: Env, workflow_id: str) -> Any:
-    for _ in range(200):
-        found = await env.agents.pending(workflow_id)
-        if found:
-            return found[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no pending question on {workflow_id}")
+    return (await pending(env.agents, workflow_id))[0]
 
 
-async def _until(check: Callable[[], Any], what: str, seconds: float = 15.0) -> Any:
+async def _until(check: Callable[[], Any], what: str) -> Any:
     """``await check()`` until it returns something true (the listing is eventually
     consistent)."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        got = await check()
-        if got:
-            return got
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"waited {seconds} s for {what}")
-        await asyncio.sleep(0.1)
+    return await until(check, what, every=0.1)
 
 
 @asynccontextmanager
@@ -280,14 +271,11 @@ async def test_interlude_serve_on_temporal_answers_a_workflow(env: Env, tmp_path
     the API shows the workflow, an answer posted to it runs the tool once."""
     import os
     import signal
-    import socket
 
     log = tmp_path / "a"
     wid = await env.agents.start("approve", _prompt(("touch", {"path": str(log)})))
     question = await _question(env, wid)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     environ = {k: v for k, v in os.environ.items() if not k.startswith("INTERLUDE_")}
     environ |= {"INTERLUDE_TOKENS": f"{TOKEN}=ana"}
     argv = ["--temporal", env.address, "serve", "--task-queue", env.task_queue]

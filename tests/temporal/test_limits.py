@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from interlude.temporal import as_activity
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
 
-from .conftest import Env
+from .conftest import Env, serving
 from .history import calls_of
 from .test_continue_as_new import _runs_of
 from .test_workflow import _pending, _prompt, _runs
@@ -108,14 +107,8 @@ def build_huge(session: AgentSession) -> Agent:
 
 @pytest.fixture
 async def hook_env(temporal_address: str) -> AsyncIterator[Env]:
-    from temporalio.client import Client
-
-    from interlude.temporal import AgentClient, worker
-
-    client = await Client.connect(temporal_address)
-    queue = f"l-{uuid.uuid4().hex[:8]}"
-    async with worker(client, hook_app, task_queue=queue):
-        yield Env(client, AgentClient(client, task_queue=queue), queue, temporal_address)
+    async with serving(temporal_address, app=hook_app) as running:
+        yield running
 
 
 async def test_a_hook_request_above_the_limit_fails_the_run(hook_env: Env) -> None:

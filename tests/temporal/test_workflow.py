@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import Env
+from .polling import pending, until
 
 
 def _prompt(*calls: tuple[str, dict[str, object]]) -> str:
@@ -19,14 +20,7 @@ def _runs(path: Path) -> int:
 
 
 async def _pending(env: Env, workflow_id: str, count: int = 1) -> list:
-    import asyncio
-
-    for _ in range(200):
-        found = await env.agents.pending(workflow_id)
-        if len(found) >= count:
-            return found
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no {count} pending question(s) on {workflow_id}")
+    return await pending(env.agents, workflow_id, count)
 
 
 async def test_before_tool_approval_answered_by_update(env: Env, tmp_path: Path) -> None:
@@ -148,27 +142,28 @@ async def test_a_deadline_applies_its_default(env: Env, tmp_path: Path) -> None:
 
 
 async def test_paused_workflows_are_listed_by_search_attribute(env: Env, tmp_path: Path) -> None:
-    import asyncio
 
     log = tmp_path / "l"
     wid = await env.agents.start("approve", _prompt(("touch", {"path": str(log)})))
     other = await env.agents.start("retry", _prompt(("flaky", {"path": str(tmp_path / "x")})))
     [question] = await _pending(env, wid)
     await _pending(env, other)
-    for _ in range(100):  # visibility is eventually consistent
-        listed = await env.agents.paused("approve")
-        if wid in listed:
-            break
-        await asyncio.sleep(0.05)
+
+    async def paused() -> list[str]:  # visibility is eventually consistent
+        listed: list[str] = await env.agents.paused("approve")
+        return listed if wid in listed else []
+
+    listed = await until(paused, f"{wid} listed as paused")
     assert wid in listed and other not in listed
     assert other in await env.agents.paused(names="retry")
     assert {wid, other} <= set(await env.agents.paused())
     await env.agents.answer(wid, {question.id: True}, by="alice")
     await env.agents.result(wid)
-    for _ in range(100):
-        if wid not in await env.agents.paused():
-            break
-        await asyncio.sleep(0.05)
+
+    async def gone() -> bool:
+        return wid not in await env.agents.paused()
+
+    await until(gone, f"{wid} to leave the paused list")
     assert wid not in await env.agents.paused()
 
 

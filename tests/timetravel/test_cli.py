@@ -4,26 +4,18 @@ standing at one, which ``interlude answer`` then answers the other way."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.cli import Ran, cli_env, run
 
 from .test_fork import recorded
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def cli(*args: str, runs: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "INTERLUDE_TEST_RUNS": str(runs), "USER": "dee"}
-    return subprocess.run(
-        [sys.executable, "-m", "interlude", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def cli(*args: str, runs: Path) -> Ran:
+    """``interlude ARGS...`` as user "dee" (run in this process, in the folder of ``runs``,
+    as a process of its own would run; ``--app tests.timetravel.tt_app:app`` is found from
+    the repository)."""
+    return run(runs.parent, *args, env=cli_env(INTERLUDE_TEST_RUNS=str(runs), USER="dee"))
 
 
 def test_history_then_fork_then_answer_the_other_way(tmp_path: Path) -> None:

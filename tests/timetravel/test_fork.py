@@ -16,11 +16,12 @@ import pytest
 from interlude import Agent, RunFinished
 from interlude.errors import StateIntegrityError, UnknownCheckpointError
 from interlude.sessions import FileStore, MemoryStore
+from tests.sessions import stores
+from tests.sessions.stores import KINDS
+from tests.support.processes import ROOT
 
 from . import tt_agent
 from .tt_agent import RUNS, Calls, build
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -139,25 +140,15 @@ def test_an_unknown_checkpoint_is_refused_and_nothing_is_made() -> None:
     assert asyncio.run(store.list_sessions()) == ["s"]
 
 
-@pytest.fixture(params=["sqlite", "file", "postgres"])
+@pytest.fixture(params=KINDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 's.db'}"
-    if request.param == "file":
-        return f"file://{tmp_path / 'sessions'}"
-    from sessions import pg
-
-    pg.require_postgres()
-    schema = pg.unique_schema()
-    request.addfinalizer(lambda: pg.drop_schema(schema))
-    return pg.schema_url(schema)
+    return stores.store_url(request.param, tmp_path, request.addfinalizer)
 
 
 CHILD = """
 import json, sys
 from interlude.sessions import open_store
-sys.path.insert(0, "tests")
-from timetravel.tt_agent import Calls, build
+from tests.timetravel.tt_agent import Calls, build
 url, fork_id, answer = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 calls = Calls()
 fork = build(calls.model, open_store(url), fork_id)

@@ -1,18 +1,16 @@
-"""Run in a fresh process by the tracing tests: resume the "ops" agent (agent_def.py) with
-tracing on, from an exported state or from its SQLite session, and print its spans as JSON.
+"""Run in a fresh process by the tracing tests (``python -m tests.tracing.child``, from the
+repository root): resume the "ops" agent (agent_def.py) with tracing on, from an exported state
+or from its SQLite session, and print its spans as JSON.
 
-Reads JSON from stdin: {"sys_path", "module" (agent_def's name), "answers", and "state" or
-"db"}.
+Reads JSON from stdin: {"answers", and "state" or "db"}.
 """
 
-import importlib
 import json
 import sys
 
 
 def main() -> None:
     job = json.load(sys.stdin)
-    sys.path.insert(0, job["sys_path"])
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -20,19 +18,18 @@ def main() -> None:
     import interlude.otel
     from interlude.testing import ScriptedModel
 
-    agent_def = importlib.import_module(job["module"])
-    build, deployed, span_dict = agent_def.build, agent_def.deployed, agent_def.span_dict
+    from . import agent_def
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     interlude.otel.instrument(tracer_provider=provider)
-    agent = build(ScriptedModel(["The api is deployed."]), db=job.get("db"))
+    agent = agent_def.build(ScriptedModel(["The api is deployed."]), db=job.get("db"))
     if job.get("state") is not None:
         agent.import_state(job["state"])
     result = agent.resume(job["answers"])
-    spans = [span_dict(s) for s in exporter.get_finished_spans()]
-    json.dump({"text": str(result), "deployed": deployed, "spans": spans}, sys.stdout)
+    spans = [agent_def.span_dict(s) for s in exporter.get_finished_spans()]
+    json.dump({"text": str(result), "deployed": agent_def.deployed, "spans": spans}, sys.stdout)
 
 
 if __name__ == "__main__":

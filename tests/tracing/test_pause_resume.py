@@ -22,14 +22,12 @@ from interlude import Agent, ToolUse, tool
 from interlude.errors import StateFormatError, StateIntegrityError
 from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
+from tests.interrupts.helpers_agent import build_agent, turns_from_json
+from tests.support.processes import ROOT
 
-from . import agent_def
 from .agent_def import build
 from .conftest import Traces
 
-CHILD = Path(__file__).with_name("child.py")
-MODULE = agent_def.__name__
-SYS_PATH = str(Path(agent_def.__file__).parents[len(MODULE.split(".")) - 1])
 GOLDEN = Path(__file__).parents[1] / "interrupts" / "golden" / "before_tool.json"
 KEY = "a signing key of 32 bytes, at least"
 
@@ -52,9 +50,10 @@ def _pause_here(traces: Traces, db: str | None = None, key: str | None = None) -
 
 
 def _resume_elsewhere(answers: dict[str, Any], **job: Any) -> dict[str, Any]:
-    job.update(sys_path=SYS_PATH, module=MODULE, answers=answers)
+    job.update(answers=answers)
     out = subprocess.run(
-        [sys.executable, str(CHILD)],
+        [sys.executable, "-m", "tests.tracing.child"],
+        cwd=ROOT,
         input=json.dumps(job),
         capture_output=True,
         text=True,
@@ -184,8 +183,7 @@ def test_a_fresh_process_links_to_the_pause_stored_in_sqlite(
 def test_recovery_after_a_crash_links_to_the_run_that_died(traces: Traces, tmp_path: Path) -> None:
     db = str(tmp_path / "sessions.db")
     dying = f"""
-import os, signal, sys
-sys.path.insert(0, {SYS_PATH!r})
+import os, signal
 from opentelemetry.sdk.trace import TracerProvider
 import interlude.otel
 from interlude import Agent, ToolUse, tool
@@ -255,8 +253,6 @@ def test_a_state_without_trace_context_loads_and_resumes_without_a_link(
 def test_a_golden_state_of_an_earlier_version_resumes_traced_without_a_link(
     traces: Traces,
 ) -> None:
-    from interrupts.helpers_agent import build_agent, turns_from_json  # tests/ is on sys.path
-
     state = json.loads(GOLDEN.read_text())  # saved by version 1, before tracing existed
     agent, *_ = build_agent({"approve": ["lookup"]}, turns_from_json(["done"]))
     interlude.otel.instrument(agent, tracer_provider=traces.provider)

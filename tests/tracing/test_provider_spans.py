@@ -8,8 +8,8 @@ import interlude.otel
 from interlude import Agent
 from interlude.models.anthropic import AnthropicModel
 from interlude.models.openai import OpenAIModel
-from models.anthropic_server import AnthropicServer, text_turn
-from models.openai_server import OpenAIServer, text_reply
+from tests.models.anthropic_server import AnthropicServer, text_turn
+from tests.models.openai_server import OpenAIServer, text_reply
 
 from .conftest import Traces
 

@@ -310,7 +310,7 @@ class _ToLoopback(httpx.AsyncBaseTransport):
 
 @pytest.fixture
 def openai_server() -> Iterator[Any]:
-    from models.openai_server import OpenAIServer  # tests/ is on sys.path
+    from tests.models.openai_server import OpenAIServer
 
     server = OpenAIServer().start()
     yield server
@@ -323,7 +323,7 @@ async def test_an_openai_model_names_the_chat_span_and_its_provider(
     from openai import AsyncOpenAI
 
     from interlude.models.openai import OpenAIModel
-    from models.openai_server import text_reply
+    from tests.models.openai_server import text_reply
 
     openai_server.add(text_reply("Hi", usage=(31, 4)), text_reply("Hi", usage=(2, 1)))
     client = AsyncOpenAI(

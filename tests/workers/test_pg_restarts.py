@@ -23,28 +23,28 @@ import httpx
 import pytest
 
 from interlude import Inbox
+from tests.support import free_port, wait_for_port
+from tests.support.postgres import Cluster, cluster
+from tests.support.processes import ROOT
 
 from . import payroll_app
 from .payroll_app import app
 
-from sessions.pg_cluster import Cluster, cluster  # isort: skip
-
-HERE = Path(__file__).parent
 TOKEN = "restart-token-0123456789"
 FIGURES: list[dict[str, Any]] = []
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    path = os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
+    """The environment of the workers (run from the repository, where ``--app`` finds the
+    payroll app)."""
     return {
         **os.environ,
-        "PYTHONPATH": path,
         "PAYROLL_LEDGER": str(tmp_path / "ledger.jsonl"),
         "PAYROLL_LEASE": "2",  # a run stopped by a failed save is recovered 2 s later
         "PAYROLL_STARTED": str(tmp_path / "started.txt"),
         "PAYROLL_SLOW": "0.3",  # payments take a while: restarts land in the middle of runs
         "INTERLUDE_TOKENS": f"{TOKEN}=ana",
-        "INTERLUDE_APP": "workers.payroll_app:app",
+        "INTERLUDE_APP": "tests.workers.payroll_app:app",
     }
 
 
@@ -57,7 +57,7 @@ def _start(tmp_path: Path, url: str, port: int) -> list[subprocess.Popen[bytes]]
     procs = []
     for i, command in enumerate(commands):
         log = open(tmp_path / f"proc{i}.log", "wb")  # noqa: SIM115 - closed with the process
-        procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=log))
+        procs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log))
     return procs
 
 
@@ -152,14 +152,13 @@ def test_postgres_restarts_lose_no_answer_and_kill_no_worker(tmp_path: Path) -> 
     with cluster() as db:
         url = db.dsn + "&schema=restarts"
         store = PostgresStore(url)
-        from server.live import free_port  # isort: skip
-
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         os.environ["PAYROLL_LEDGER"] = str(tmp_path / "ledger.jsonl")  # the test's own runs
         procs = _start(tmp_path, url, port)
         try:
-            assert _wait(lambda: httpx.get(f"{base}/openapi.json").status_code == 200, 30)
+            wait_for_port(port, what="interlude serve --worker", process=procs[-1])
+            assert httpx.get(f"{base}/openapi.json").status_code == 200
 
             def three() -> None:
                 for _ in range(3):

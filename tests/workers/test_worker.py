@@ -22,22 +22,17 @@ from interlude.errors import (
     UnknownInterruptError,
 )
 from interlude.sessions import SQLiteStore
+from tests.support import wait_for
+from tests.support.processes import ROOT
 
 from . import payroll_app
 from .payroll_app import LEDGER, app
-
-HERE = Path(__file__).parent
 
 
 @pytest.fixture(autouse=True)
 def _clean() -> None:
     LEDGER.clear()
     payroll_app.CLOCK.clear()
-
-
-def _path() -> str:
-    """The children's PYTHONPATH: tests/ (for the payroll app), then the caller's own."""
-    return os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _paused(store: SQLiteStore, session_id: str, to: str = "ana") -> str:
@@ -149,7 +144,7 @@ def test_an_answer_to_a_changed_question_is_dropped_not_applied(tmp_path: Path) 
 
 def test_four_worker_processes_finish_500_answered_sessions_each_once(tmp_path: Path) -> None:
     """Four workers over PostgreSQL share 500 answered sessions: all finish, none runs twice."""
-    from sessions.pg import fresh_store, schema_url  # tests/ is on sys.path
+    from tests.support.postgres import fresh_store, schema_url
 
     with fresh_store() as store:
         inbox = Inbox(store)
@@ -159,11 +154,11 @@ def test_four_worker_processes_finish_500_answered_sessions_each_once(tmp_path: 
             inbox.record(f"s{k}", {qid: True}, by="ana")
         assert len(inbox.pending()) == n
         ledger = tmp_path / "ledger.jsonl"
-        env = {**os.environ, "PAYROLL_LEDGER": str(ledger), "PYTHONPATH": _path()}
+        env = {**os.environ, "PAYROLL_LEDGER": str(ledger)}
         code = (
             "import asyncio, sys\n"
             "from interlude import Worker\n"
-            "from workers.payroll_app import app\n"
+            "from tests.workers.payroll_app import app\n"
             "w = Worker(app, sys.argv[1], poll=0.05)\n"
             "async def main():\n"
             "    idle = 0\n"
@@ -177,6 +172,7 @@ def test_four_worker_processes_finish_500_answered_sessions_each_once(tmp_path: 
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", code, url],
+                cwd=ROOT,
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -203,13 +199,11 @@ def test_a_worker_killed_mid_payment_is_recovered_by_another_which_asks_first(
     another worker recovers the session: the payment, maybe made, is not made again; the
     session waits on an in-doubt question instead, and answering it finishes the run."""
     import signal
-    import time
 
     db = tmp_path / "s.db"
     started = tmp_path / "started.txt"
     env = {
         **os.environ,
-        "PYTHONPATH": _path(),
         "PAYROLL_LEDGER": str(tmp_path / "ledger.jsonl"),
         "PAYROLL_STARTED": str(started),
         "PAYROLL_SLOW": "60",
@@ -221,23 +215,19 @@ def test_a_worker_killed_mid_payment_is_recovered_by_another_which_asks_first(
     code = (
         "import asyncio, sys\n"
         "from interlude import Worker\n"
-        "from workers.payroll_app import app\n"
+        "from tests.workers.payroll_app import app\n"
         "asyncio.run(Worker(app, sys.argv[1]).run_once())\n"
     )
-    doomed = subprocess.Popen([sys.executable, "-c", code, f"sqlite:///{db}"], env=env)
+    doomed = subprocess.Popen([sys.executable, "-c", code, f"sqlite:///{db}"], cwd=ROOT, env=env)
     try:
-        for _ in range(400):
-            if started.exists():
-                break
-            time.sleep(0.05)
+        wait_for(started.exists, what="the payment to start", process=doomed)
         assert started.read_text() == "ana\n", "the payment never started"
         doomed.send_signal(signal.SIGKILL)
     finally:
         doomed.wait(timeout=30)
     worker = Worker(app, SQLiteStore(db))
-    deadline = time.time() + 10
-    while not asyncio.run(worker.run_once()) and time.time() < deadline:
-        time.sleep(0.2)  # until the dead worker's claim has run out
+    # until the dead worker's claim has run out (1 s) and another worker carries the session on
+    wait_for(lambda: asyncio.run(worker.run_once()), what="the recovery", every=0.2)
     view = Inbox(store).session("s")
     (question,) = view.interrupts
     assert question.source == "in_doubt" and question.tool_use.input == {"to": "ana", "cents": 100}

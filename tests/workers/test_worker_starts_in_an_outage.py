@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from interlude import Inbox
 from interlude.sessions import open_store
+from tests.support import wait_for
+from tests.support.postgres import cluster
+from tests.support.processes import ROOT
 
 from .payroll_app import app
 from .test_pg_restarts import _env
-
-from sessions.pg_cluster import cluster, wait_until  # isort: skip
 
 
 def test_a_worker_started_in_an_outage_waits_for_the_store(tmp_path: Path) -> None:
@@ -27,20 +27,31 @@ def test_a_worker_started_in_an_outage_waits_for_the_store(tmp_path: Path) -> No
         with log.open("wb") as sink:
             worker = subprocess.Popen(
                 [sys.executable, "-m", "interlude", "worker", "--store", url, "--poll", "0.1"],
+                cwd=ROOT,
                 env=_env(tmp_path),
                 stdout=sink,
                 stderr=subprocess.STDOUT,
             )
         try:
-            time.sleep(2.0)
+
+            def said_it_waits() -> bool:
+                return "cannot be reached" in log.read_text()
+
+            wait_for(said_it_waits, what="the worker to say it waits", process=worker)
             assert worker.poll() is None, log.read_text()  # still there, waiting
             db.start()
             store = open_store(url)
             (question,) = app.start("payroll", "s1", store)("pay ana").interrupts
             Inbox(store).record("s1", {question.id: True}, by="ana")
-            assert wait_until(lambda: not Inbox(store).session("s1").interrupts, 30), (
-                log.read_text()
-            )
+
+            def answered() -> bool:
+                return not Inbox(store).session("s1").interrupts
+
+            try:
+                wait_for(answered, what="the answer to be applied", timeout=30, process=worker)
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}\n{log.read_text()}") from None
+            assert Inbox(store).session("s1").recorded == []  # applied, none left recorded
             assert [e["by"] for e in Inbox(store).audit("s1")] == ["ana"]
             assert log.read_text().count("cannot be reached") == 1  # said once, not per try
         finally:
@@ -51,6 +62,7 @@ def test_a_worker_started_in_an_outage_waits_for_the_store(tmp_path: Path) -> No
 def test_a_worker_on_a_store_that_is_wrong_ends_at_once(tmp_path: Path) -> None:
     ran = subprocess.run(
         [sys.executable, "-m", "interlude", "worker", "--store", "postgresql://x:y@[::1"],
+        cwd=ROOT,
         env=_env(tmp_path),
         capture_output=True,
         text=True,

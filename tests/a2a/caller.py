@@ -1,7 +1,8 @@
 """The calling side as its own process: a lead agent (session in a SQLite file) whose tool is a
-remote agent served by another process. ``python a2a_caller.py <db> <url> start|answer|recover``
-prints the result as JSON. With ``A2A_CALLER_CRASH=1`` the process SIGKILLs itself once the
-remote reply is in (the answer applied remotely), before the lead records the tool's result."""
+remote agent served by another process.
+``python -m tests.a2a.caller <db> <url> start|answer|recover`` prints the result as JSON.
+With ``A2A_CALLER_CRASH=1`` the process SIGKILLs itself once the remote reply is in (the answer
+applied remotely), before the lead records the tool's result."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import os
 import signal
 import sys
 
-from a2a_wire import TOKEN
-
 from interlude import Agent, ToolContext, ToolResult, ToolUse
 from interlude.a2a import RemoteAgent, RemoteAgentTool
 from interlude.sessions import open_store
 from interlude.testing import ScriptedModel
+
+from .wire import TOKEN
 
 
 class DiesAfterTheRemoteReplied:

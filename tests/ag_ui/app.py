@@ -1,4 +1,4 @@
-"""The App the AG-UI tests serve (in-process, and in ``interlude serve --app agui_app:app``).
+"""The App the AG-UI tests serve (``interlude serve --app tests.ag_ui.app:app``).
 
 ``payer`` pays after an approval (one call for "pay ana", two at once for "pay ana and bob");
 each body run appends ``to cents`` to ``$AGUI_LOG``, then sleeps ``$AGUI_SLOW`` seconds; with

@@ -1,15 +1,16 @@
 """Serve the test app over A2A on a port (a separate process the crash test SIGKILLs):
-``python a2a_serve.py <store url> <port>``."""
+``python -m tests.a2a.serve <store url> <port>`` (from the repository)."""
 
 from __future__ import annotations
 
 import sys
 
 import uvicorn
-from a2a_apps import build_app
-from a2a_wire import TOKENS
 
 from interlude.a2a import create_a2a_app
+
+from .apps import build_app
+from .wire import TOKENS
 
 if __name__ == "__main__":
     store, port = sys.argv[1], int(sys.argv[2])
