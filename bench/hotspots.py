@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import bench
 import journal
+import sessions
 from common import Metered
 
-import sessions
+import bench
 from interlude import ToolUse
 from interlude.sessions import SQLiteStore
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from common import Row, print_table
+from sessions import agent_for
 
 from interlude import Message, Text, ToolUse
 from interlude.sessions import SQLiteStore
-from sessions import agent_for
 
 GROWTH_TARGET = 1.5
 SHORT, LONG = 10, 1000

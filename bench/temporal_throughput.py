@@ -223,8 +223,9 @@ class Setup:
 
 
 async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str) -> Setup:
-    from interlude.temporal import AgentClient
     from temporal import connect
+
+    from interlude.temporal import AgentClient
 
     queue = f"bench-throughput-{os.getpid()}"
     argv = ["--temporal", address, "temporal-worker", "--app", "temporal_throughput:app"]

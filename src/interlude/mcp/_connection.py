@@ -11,7 +11,6 @@ from ._tool import ActiveCall
 
 if TYPE_CHECKING:
     import httpx2
-
     import mcp
 
 __all__ = ["Connection", "describe", "is_lost", "needs_back_channel", "watch_session"]

@@ -19,10 +19,9 @@ from ._thread import _OPEN, block_on, call_in_thread, run_in_thread
 from ._tool import ActiveCall, McpTool, QuestionWithdrawn, UrlElicitationRequired
 
 if TYPE_CHECKING:
+    import mcp
     import mcp.types
     from mcp_types import Task
-
-    import mcp
 
 __all__ = ["ElicitationHandler", "McpServer"]
 
