@@ -190,13 +190,15 @@ async def shared_guard(
     agent = run.agent
     audit = agent._state.audit
     answers = run.progress.answers
+    ran = parent_results(audit)  # None: not a fork, so every call was asked here
+    if ran is None and not answers.values:  # the common case, at no cost: nothing shared
+        return None, None
     use = call.active_use or call.tool_use
     index = run.batch().message_index
     for name in (RAN_IN_PARENT, RAN_IN_FORK):
         found, answer = answers.lookup(interrupt_id("in_doubt", call.tool_use.id, name), None)
         if found:
             return None, await settled_shared(run, call, name, answer)
-    ran = parent_results(audit)  # None: not a fork, so every call was asked here
     if ran is None:
         return None, None
     first = audit[0].answer
