@@ -7,50 +7,34 @@ from __future__ import annotations
 import asyncio
 
 from interlude import Inbox, Worker
-from interlude.server import create_app
-from tests.support.serving import serving
 
 from . import approvals_app as A
-from .conftest import chromium
+from .browser import signed_in
 
 ANA = "ana-token-0123456789abcdef"
 TOKENS = {ANA: {"name": "ana", "groups": ["ops"]}}
 
 
 def test_approve_an_edited_call_and_see_the_votes(store_url: str) -> None:
-    executable = chromium()
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     A.RUNS.clear()
     A.pause("payments", "pay-1", store_url)
     deploy = A.pause("deploys", "deploy-1", store_url)
     Inbox(store_url).record("deploy-1", {deploy: True}, by="bo", groups=["ops"])
     assert _work(store_url) == 1  # bo's vote counted: 1 of 2
-    asgi = create_app(store_url, A.app, tokens=TOKENS, poll=0.1)
-    with serving(asgi) as url, sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        try:
-            page = browser.new_page()
-            page.goto(f"{url}/login")
-            page.fill("#token", ANA)
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{url}/")
+    with signed_in(store_url, A.app, ANA, TOKENS) as (page, url):
+        page.goto(f"{url}/sessions/deploy-1")
+        expect(page.locator(".votes")).to_have_text("1 of 2 approvals: bo")
 
-            page.goto(f"{url}/sessions/deploy-1")
-            expect(page.locator(".votes")).to_have_text("1 of 2 approvals: bo")
-
-            page.goto(f"{url}/sessions/pay-1")
-            box = page.locator("textarea.approval-input")
-            expect(box).to_have_value('{\n  "amount": 120,\n  "to": "acme"\n}')
-            box.fill('{"amount": 95, "to": "acme"}')
-            page.select_option("select[name=remember]", "run")
-            page.fill("textarea[name=note]", "only 95 this month")
-            page.click("button.approve")
-            expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
-        finally:
-            browser.close()
+        page.goto(f"{url}/sessions/pay-1")
+        box = page.locator("textarea.approval-input")
+        expect(box).to_have_value('{\n  "amount": 120,\n  "to": "acme"\n}')
+        box.fill('{"amount": 95, "to": "acme"}')
+        page.select_option("select[name=remember]", "run")
+        page.fill("textarea[name=note]", "only 95 this month")
+        page.click("button.approve")
+        expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
     (recorded,) = Inbox(store_url).session("pay-1").recorded
     assert recorded.by == "ana"
     assert recorded.answer == {

@@ -6,41 +6,21 @@ missing (except in CI)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from interlude.server import create_app
-from tests.support.serving import serving
-
 from . import history_app, inbox_app
-from .conftest import TOKENS, chromium
+from .browser import signed_in
+from .conftest import TOKENS
 from .test_browser import TOKEN, _work
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
 
-@contextmanager
-def _signed_in(store_url: str, app: Any) -> Iterator[tuple[Page, str]]:
+def _signed_in(store_url: str, app: Any) -> AbstractContextManager[tuple[Page, str]]:
     """A page of a headless Chromium signed in as ana to the inbox on ``store_url``."""
-    executable = chromium()
-    from playwright.sync_api import sync_playwright
-
-    asgi = create_app(store_url, app, tokens=TOKENS, poll=0.1)
-    with serving(asgi) as url, sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        try:
-            page = browser.new_page()
-            page.goto(f"{url}/login")
-            page.fill("#token", TOKEN)
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{url}/")
-            yield page, url
-        finally:
-            browser.close()
+    return signed_in(store_url, app, TOKEN, TOKENS)
 
 
 def test_the_answer_banner_goes_when_the_run_ends(store_url: str) -> None:
