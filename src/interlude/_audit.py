@@ -190,9 +190,7 @@ def seed(session_id: str | None) -> str:
     return "" if session_id is None else f"session:{session_id}"
 
 
-def bound_to(
-    trail: Sequence[AuditEntry], key: bytes | None, session_id: str | None
-) -> bool:
+def bound_to(trail: Sequence[AuditEntry], key: bytes | None, session_id: str | None) -> bool:
     """Whether ``trail``'s chain is signed with ``key`` and starts bound to session
     ``session_id`` (its first linked entry links from :func:`seed`; for an agent without a
     session, from ``""``)."""

@@ -98,7 +98,8 @@ def test_ctrl_c_ends_open_streams_at_once(store_url: str) -> None:
     env = {**os.environ, "INTERLUDE_TOKENS": f"{ANA}=ana"}
     port = free_port()
     serve = subprocess.Popen(
-        [sys.executable, "-m", "interlude", "serve", "--store", store_url, "--port", str(port)],
+        [sys.executable, "-m", "interlude", "serve", "--store", store_url, "--port", str(port),
+         "--shutdown-timeout", "60"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -132,6 +133,6 @@ def test_ctrl_c_ends_open_streams_at_once(store_url: str) -> None:
         with contextlib.suppress(ProcessLookupError):
             serve.kill()
     assert serve.returncode == 0, stderr
-    assert took < 2.0, (took, stderr)  # not the 3 s graceful timeout
+    assert took < 30, (took, stderr)  # the streams ended: not the 60 s graceful timeout
     assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr
     assert ended == ["clean"] * 4

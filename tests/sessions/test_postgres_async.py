@@ -20,8 +20,7 @@ from interlude.hooks import BeforeToolCallEvent
 from interlude.sessions import PostgresStore, SessionUpdate
 from interlude.sessions._postgres import _MIGRATIONS
 from interlude.testing import ScriptedModel
-from tests.support import wait_for
-from tests.support.awaiting import until
+from tests.support import until, wait_for
 from tests.support.postgres import DSN, make_store
 
 from .old_schemas import schema_at_migration

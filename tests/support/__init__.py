@@ -10,7 +10,7 @@ from __future__ import annotations
 from .ports import free_port
 from .processes import Started, started
 from .services import REQUIRED, require_service
-from .waiting import wait_for, wait_for_port
+from .waiting import until, wait_for, wait_for_port
 
 __all__ = [
     "REQUIRED",
@@ -18,6 +18,7 @@ __all__ = [
     "free_port",
     "require_service",
     "started",
+    "until",
     "wait_for",
     "wait_for_port",
 ]

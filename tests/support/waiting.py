@@ -1,12 +1,15 @@
 """Waiting on a condition, never on a fixed time: each wait has a deadline, generous enough
-for a busy machine, and says what it waited for when it runs out."""
+for a busy machine, and says what it waited for when it runs out. ``until`` is the twin for
+coroutines (the event loop keeps running meanwhile)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 DEADLINE = 60.0
 """How long a wait goes on by default: a condition that holds in well under a second on a
@@ -50,3 +53,22 @@ def wait_for_port(
         return True
 
     wait_for(accepts, what=what or f"{host}:{port} to accept", timeout=timeout, process=process)
+
+
+T = TypeVar("T")
+
+
+async def until(
+    check: Callable[[], Awaitable[T]], what: str, within: float = DEADLINE, every: float = 0.05
+) -> T:
+    """``await check()`` until it returns something true; that value. An AssertionError
+    naming ``what`` once ``within`` seconds have passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        got = await check()
+        if got:
+            return got
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {within:.0f} s waiting for {what}")
+        await asyncio.sleep(every)

@@ -1,7 +1,7 @@
 """Waiting on a workflow's condition, never on a fixed number of tries: what the dev server
 shows (a pause, a listing: search attributes are eventually consistent) arrives when it
 arrives, later on a busy machine. Each wait has the support package's deadline
-(:func:`tests.support.awaiting.until`)."""
+(:func:`tests.support.until`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.awaiting import until
+from tests.support import until
 
 __all__ = ["pending", "recorded", "until"]
 

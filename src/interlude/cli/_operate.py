@@ -52,6 +52,13 @@ def serve_limit_options(serve: argparse.ArgumentParser) -> None:
         "(100; behind a proxy every client is the proxy)",
     )
     serve.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=3.0,
+        help="seconds requests in flight have to finish after Ctrl-C or SIGTERM; event "
+        "streams end at once (3)",
+    )
+    serve.add_argument(
         "--public-url",
         metavar="URL",
         help="the URL this server is reached at (https://inbox.example.com), named by the "
@@ -81,6 +88,8 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
             f"--body-timeout takes seconds > 0 and --max-client-connections a number >= 1, "
             f"got {args.body_timeout} and {args.max_client_connections}"
         )
+    if not args.shutdown_timeout >= 0:
+        raise CliError(f"--shutdown-timeout takes seconds >= 0, got {args.shutdown_timeout}")
     if getattr(args, "temporal", None):
         if args.worker:
             raise CliError(
@@ -219,7 +228,7 @@ def _run_server(args: argparse.Namespace, asgi: Any) -> None:
         max_client_connections=args.max_client_connections,
         log_level="warning",
         lifespan="on",
-        timeout_graceful_shutdown=3,
+        timeout_graceful_shutdown=args.shutdown_timeout,
     )
 
     class Server(uvicorn.Server):

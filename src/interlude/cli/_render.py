@@ -70,9 +70,7 @@ class Output:
     def _json(self, data: Any) -> None:
         print(_printable(json.dumps(data, indent=2, ensure_ascii=False)))
 
-    def error(
-        self, message: str, *, session: str | None = None, code: str | None = None
-    ) -> None:
+    def error(self, message: str, *, session: str | None = None, code: str | None = None) -> None:
         """One line on stderr; with ``--json``, also ``{"error", "session"}`` on stdout, and
         ``code`` for a refused answer (the code every door gives it)."""
         line = " ".join(message.split())
@@ -80,9 +78,7 @@ class Output:
         if self.json_mode:
             self.error_json(line, session, code)
 
-    def error_json(
-        self, message: str, session: str | None = None, code: str | None = None
-    ) -> None:
+    def error_json(self, message: str, session: str | None = None, code: str | None = None) -> None:
         body: dict[str, Any] = {"error": message, "session": session}
         if code is not None:
             body["code"] = code

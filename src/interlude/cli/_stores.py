@@ -23,7 +23,6 @@ __all__ = ["DEFAULT_STORE", "_await", "_decode", "_live_claim", "_refuse_if_runn
 T = TypeVar("T")
 
 
-
 def _store(url: str, *, create: bool = False) -> InboxStore:
     """The store at ``url``; unless ``create``, a SQLite or file store must already exist."""
     from ..sessions import local_store_path, open_store

@@ -94,4 +94,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module, __name__), _RENAMED.get(name, name))
     globals()[name] = value
     return value
-

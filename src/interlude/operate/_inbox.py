@@ -412,4 +412,3 @@ async def _graph_view(
         stopped=record.status == "running" and not live,
         kind=record.kind if record.kind in ("graph", "swarm") else "graph",
     )
-

@@ -19,7 +19,8 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
 
 - ``SessionStore`` (required, ``REQUIRED``): round trip, run claims, append-only writes,
   compare-and-swap conflicts, resume by a fresh agent, two resumers racing (processes when the
-  store has a URL), a process killed right after a pause, listing and deleting, bad ids,
+  store has a URL), two store objects on one place (a stale save loses), two processes saving
+  over one version (one wins), a process killed right after a pause, listing and deleting, bad ids,
   corrupt data and unknown versions, agent names and audit trails (appended with the save,
   kept across store objects, gone with the session), and forks (``fork``: a new session from
   the start of another, which never changes; a store without the method gets a copy).

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..._messages import ToolUse
 from ...errors import SessionConflictError
-from ...sessions import SessionStore
-from ._base import StoreHooks
+from ...sessions import SessionStore, open_store
+from ._base import StoreHooks, _close
 from ._support import _runs, _text, _update, build_agent
 
 __all__ = ["ProcessChecks"]
@@ -54,6 +54,36 @@ _CHILD = textwrap.dedent(
     print(json.dumps({"outcome": outcome}), flush=True)
     """
 )
+
+_SAVER = textwrap.dedent(
+    """
+    import asyncio, os, sys, time
+    from interlude.errors import SessionConflictError
+    from interlude.sessions import SessionUpdate, open_store
+
+    async def main():
+        url, barrier, who = sys.argv[1:4]
+        store = open_store(url)
+        seen = await store.load("race")
+        open(os.path.join(barrier, who), "w").close()
+        deadline = time.time() + 30
+        while len(os.listdir(barrier)) < 2 and time.time() < deadline:
+            time.sleep(0.002)
+        update = SessionUpdate(expected_version=seen.version, first_index=len(seen.messages),
+                               new_messages=[{"role": "user", "content": [{"type": "text",
+                               "text": who}]}], pause=None, pending=[], tools=[],
+                               format_version=1)
+        try:
+            await store.save("race", update)
+            print("won")
+        except SessionConflictError:
+            print("lost")
+
+    asyncio.run(main())
+    """
+)
+"""A process that loads session ``race``, says so in the barrier folder, waits for the other
+process to say so too, then saves one message over the version it loaded."""
 
 
 class ProcessChecks(StoreHooks):
@@ -201,6 +231,61 @@ class ProcessChecks(StoreHooks):
             "assistant",
             "user",
             "assistant",
+        ]
+
+    def test_two_store_objects_share_one_place(self, tmp_path: Path) -> None:
+        url = self.store_url(tmp_path)
+        if url is None:
+            import pytest
+
+            pytest.skip("this store lives in one object")
+        one = self.store_for(SessionStore, tmp_path)
+        two = open_store(url)
+        try:
+            asyncio.run(one.save("s", _update(0, 0, [_text(0)])))
+            seen = asyncio.run(two.load("s"))
+            assert seen is not None and seen.version == 1 and seen.messages == [_text(0)]
+            asyncio.run(two.save("s", _update(1, 1, [_text(1)], state={"by": "two"})))
+            try:  # the first object's view is stale now: its save writes nothing
+                asyncio.run(one.save("s", _update(1, 1, [_text(2)], state={"by": "one"})))
+            except SessionConflictError:
+                pass
+            else:
+                raise AssertionError("a save over a version another store object replaced won")
+            for store in (one, two):
+                loaded = asyncio.run(store.load("s"))
+                assert loaded is not None and loaded.version == 2
+                assert loaded.messages == [_text(0), _text(1)] and loaded.state == {"by": "two"}
+        finally:
+            _close(two)
+
+    def test_two_processes_saving_one_version_one_wins(self, tmp_path: Path) -> None:
+        url = self.store_url(tmp_path)
+        if url is None:
+            import pytest
+
+            pytest.skip("this store lives in one process")
+        store = self.store_for(SessionStore, tmp_path)
+        asyncio.run(store.save("race", _update(0, 0, [_text(0)])))
+        barrier = tmp_path / "save-barrier"
+        barrier.mkdir()
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _SAVER, url, str(barrier), who],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for who in ("p1", "p2")
+        ]
+        outcomes = [_finish(p) for p in procs]
+        assert sorted(outcomes) == ["lost", "won"], outcomes
+        final = asyncio.run(store.load("race"))
+        winner = "p1" if outcomes[0] == "won" else "p2"
+        assert final is not None and final.version == 2
+        assert final.messages == [
+            _text(0),
+            {"role": "user", "content": [{"type": "text", "text": winner}]},
         ]
 
 
