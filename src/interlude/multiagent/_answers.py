@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .._agent import check_answers, check_by
@@ -113,8 +112,8 @@ def plan_expiry(
             if q.has_default:
                 given[q.id] = q.default
         if settle or expired:
-            runs[name] = replace(
-                run, given=freeze(given), by=None, expired=(*run.expired, *expired), settle=settle
+            runs[name] = run.but(
+                given=freeze(given), by=None, expired=(*run.expired, *expired), settle=settle
             )
     if not runs:
         raise ResumeInputError(

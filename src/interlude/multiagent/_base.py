@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._frozen import thaw
@@ -89,6 +89,7 @@ class Orchestration(Controls, EngineOwner):
         self._version = 0
         self._claim: object = None  # the stored claim, as last seen
         self._audit_saved = 0  # audit entries already in the store's trail
+        self._listed: tuple[Interrupt, ...] = ()  # the questions in the store's pending index
         self._loaded = self._store is None
         self._running = False
         self._lock: asyncio.Lock | None = None
@@ -255,7 +256,7 @@ class Orchestration(Controls, EngineOwner):
         record = self.record
         active = dict(record.active)
         for name, given in per_node.items():
-            active[name] = replace(active[name], given=given, by=by)
+            active[name] = active[name].but(given=given, by=by)
         record = record.but(status="running", active=active, audit=(*record.audit, *entries))
         return await self._engine(
             record, lambda engine: engine.drive(tuple(per_node), partial=partial, emit=emit)
@@ -279,29 +280,35 @@ class Orchestration(Controls, EngineOwner):
         return await self._engine(self.record, lambda engine: engine.drive(recovering=started))
 
     async def _engine(self, record: Record, go: Any) -> MultiAgentResult:
-        """Run ``go(engine)`` on ``record``, whose save is the run's claim: if it fails
-        (another process's claim landed first), nothing changed and nothing ran."""
+        """Run ``go(engine)`` on ``record``. The engine's first save is the run's claim: until
+        it landed nothing ran, and if it fails (another process's claim landed first), or
+        anything before it does, the record is as it was."""
         self._running = True
         self._lock = asyncio.Lock()
         before, self.record = self.record, record
         renewer = Renewer(self.session_lease, self._renew)
-        engine = Engine(self)
+        claimed = False
+
+        async def claim() -> None:
+            nonlocal claimed
+            await self.save()
+            claimed = True
+            if self._store is not None:
+                renewer.start()
+
+        engine = Engine(self, claim)
         with self._cancel_lock:
             self._engine_now, self._loop = engine, asyncio.get_running_loop()
         try:
-            try:
-                await self.save()
-            except BaseException:
-                self.record = before
-                raise
-            if self._store is not None:
-                renewer.start()
             try:
                 result: MultiAgentResult = await go(engine)
             except asyncio.CancelledError:
                 if renewer.lost is not None:
                     raise renewer.lost from None
                 raise
+            finally:
+                if not claimed:
+                    self.record = before
             return result
         finally:
             await renewer.stop()
@@ -325,7 +332,8 @@ class Orchestration(Controls, EngineOwner):
     # --- sessions, export and import --------------------------------------------------------
 
     async def load(self) -> None:
-        """Load the session (done at first use)."""
+        """Load the record from the session (done at first use); a node's own session is
+        read when the node runs, or when it is looked at."""
         if self._loaded:
             return
         assert self._store is not None and self._session_id is not None
@@ -340,9 +348,8 @@ class Orchestration(Controls, EngineOwner):
             self._version = stored.version
             self._claim = stored.claim
             self._audit_saved = len(self.record.audit)
-        for node in self.nodes.values():
-            await node.load()
-        self._loaded = True
+            self._listed = tuple(self.record.questions) if self.list_pending else ()
+        self._loaded = True  # a node's own session is read when the node runs
 
     def _load_sync(self) -> None:
         if not self._loaded:
@@ -360,12 +367,14 @@ class Orchestration(Controls, EngineOwner):
             claim = (
                 new_claim(self._claim, self.session_lease) if record.status == "running" else None
             )
+            listed = tuple(record.questions) if self.list_pending else ()
+            same = len(listed) == len(self._listed) and all(map(operator.is_, listed, self._listed))
             update = SessionUpdate(
                 expected_version=self._version,
                 first_index=0,
                 new_messages=[],
                 pause=None,
-                pending=[q.to_dict() for q in record.questions] if self.list_pending else [],
+                pending=None if same else [q.to_dict() for q in listed],  # None: as it is
                 tools=[],
                 format_version=VERSION,
                 state={STATE_KEY: record_to_json(record, self.kind)},
@@ -374,7 +383,7 @@ class Orchestration(Controls, EngineOwner):
                 audit=[thaw(e) for e in record.audit[self._audit_saved :]],
             )
             self._version = await self._store.save(self._session_id, update)
-            self._claim, self._audit_saved = claim, len(record.audit)
+            self._claim, self._audit_saved, self._listed = claim, len(record.audit), listed
 
     @property
     def audit(self) -> list[dict[str, JsonValue]]:

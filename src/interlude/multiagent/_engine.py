@@ -1,11 +1,15 @@
 """The run loop graphs and swarms share: start ready nodes, collect outcomes, pause, resume.
 
 A node's run is a task on the event loop, so nodes ready at the same time run concurrently.
-Each outcome (finished, paused with questions, cancelled by a hook) replaces the record and
+Each outcome (finished, paused with questions, cancelled by a hook) replaces the record, and
 the record is saved (with a session) before anything else starts, so a finished node is
-recorded as it finishes. While a node waits on a person, no new node starts (unless a resume
-says ``partial=True``): the nodes already running go to their end, then the orchestration
-pauses with every question.
+recorded as it finishes: one save per step, holding the outcomes that came in and the nodes
+they let start (a node starts once the save that records it landed). A node's own session is
+read when it first runs, so a resume reads none of the nodes that do not run.
+
+While a node waits on a person, no new node starts (unless a resume says ``partial=True``):
+the nodes already running go to their end, then the orchestration pauses with every
+question.
 """
 
 from __future__ import annotations
@@ -61,8 +65,12 @@ class Engine:
     """The loop over one orchestration's nodes. The orchestration supplies the record (and
     gets it back), how a node's prompt is made and what runs after a node finished."""
 
-    def __init__(self, owner: EngineOwner) -> None:
+    def __init__(
+        self, owner: EngineOwner, claim: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self.owner = owner
+        self._claim = claim
+        """The run's first save (None: ``owner.save``)."""
         self.cancelling = False
         """Set by :meth:`cancel`: nothing new starts, running nodes are cancelled."""
         self._tasks: dict[asyncio.Task[Outcome], str] = {}
@@ -100,47 +108,36 @@ class Engine:
         """Run until nothing can run: every node done, or the rest waiting on answers.
 
         ``resumed`` nodes carry on with the answers their runs hold (``NodeRun.given``, saved
-        by the resume's claim); ``recovering`` nodes were started by a process that stopped."""
+        by the resume's claim); ``recovering`` nodes were started by a process that stopped.
+
+        One save per step: the run's first save (its claim) holds the nodes it starts, and
+        each later one the outcomes that came in and the nodes they let start; nothing starts
+        before the save that records it. The last step's outcomes go in the final save (the
+        pause, or the end)."""
         owner = self.owner
         tasks = self._tasks
-        failure: Exception | None = None
-        for name in recovering:
-            tasks[asyncio.ensure_future(self._recover(name, emit))] = name
-        for name in resumed:
-            run = owner.record.active[name]
-            tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
+        carried = (*recovering, *resumed)
+        for name in carried:  # their sessions' errors are raised before anything changes
+            await owner.nodes[name].load()
+        starts, failure = await self._ready_runs(set(carried), partial)
+        await self._commit()  # the run's claim: nothing ran before it
         try:
-            while True:
-                if failure is None:
-                    try:
-                        if self._start_ready(tasks, partial, emit):
-                            await owner.save()
-                    except Exception as exc:  # a limit reached: start nothing more
-                        failure = exc
-                if not tasks:
-                    break
+            for name in recovering:
+                tasks[asyncio.ensure_future(self._recover(name, emit))] = name
+            for name in resumed:
+                run = owner.record.active[name]
+                tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
+            self._spawn(starts, emit)
+            while tasks:
                 done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
                 for task in sorted(done, key=lambda t: owner.position(tasks[t])):
-                    name = tasks.pop(task)
-                    try:
-                        outcome = (
-                            Cancelled(CANCELLED)
-                            if task.cancelled() and self.cancelling
-                            else task.result()
-                        )
-                    except Exception as exc:
-                        failure = failure or exc
-                        owner.record = self._failed(owner.record, name)
-                        continue
-                    try:  # an edge condition may raise
-                        owner.record = owner.applied(owner.record, name, outcome)
-                    except Exception as exc:
-                        failure = failure or exc
-                        owner.record = self._failed(owner.record, name)
-                        continue
-                    if emit is not None and not isinstance(outcome, Paused):
-                        emit(NodeFinished(name, owner.record.results[name]))
-                await owner.save()
+                    failure = self._apply(tasks.pop(task), task, emit) or failure
+                starts = []
+                if failure is None:
+                    starts, failure = await self._ready_runs(set(tasks.values()), partial)
+                if tasks or starts:  # else the final save below records this step
+                    await owner.save()
+                    self._spawn(starts, emit)
         except BaseException:
             for task in tasks:
                 task.cancel()
@@ -157,27 +154,58 @@ class Engine:
         result = owner.result()
         return replace(result, stop_reason="cancelled") if self.cancelling else result
 
-    def _start_ready(
-        self, tasks: dict[asyncio.Task[Outcome], str], partial: bool, emit: Emit | None
-    ) -> bool:
-        """Start the ready nodes that can start now; whether any did."""
+    async def _commit(self) -> None:
+        """The run's first save, its claim (given by the orchestration), once."""
+        claim, self._claim = self._claim, None
+        await (self.owner.save() if claim is None else claim())
+
+    def _apply(self, name: str, task: asyncio.Task[Outcome], emit: Emit | None) -> Exception | None:
+        """Put a finished task's outcome in the record; the error if the node (or an edge
+        condition) raised."""
+        owner = self.owner
+        try:
+            outcome = (
+                Cancelled(CANCELLED) if task.cancelled() and self.cancelling else task.result()
+            )
+            owner.record = owner.applied(owner.record, name, outcome)  # a condition may raise
+        except Exception as exc:
+            owner.record = self._failed(owner.record, name)
+            return exc
+        if emit is not None and not isinstance(outcome, Paused):
+            emit(NodeFinished(name, owner.record.results[name]))
+        return None
+
+    def _spawn(self, starts: list[tuple[str, NodeRun]], emit: Emit | None) -> None:
+        for name, run in starts:
+            self._tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
+
+    async def _ready_runs(
+        self, busy: set[str], partial: bool
+    ) -> tuple[list[tuple[str, NodeRun]], Exception | None]:
+        """The ready nodes that can start now, put in the record as started (they start once
+        it is saved), and the error that stopped the rest (a limit reached, a node's session
+        unreadable): nothing more starts after one."""
         owner = self.owner
         record = owner.record
-        busy = set(tasks.values())
-        waiting = [n for n, run in record.active.items() if n not in busy and run.waiting]
         if self.cancelling:
             owner.record = record.but(ready=())  # cancelled: nothing more starts
-            return False
-        if waiting and not partial:
-            return False
+            return [], None
+        if not partial and any(n not in busy and r.waiting for n, r in record.active.items()):
+            return [], None
         later: list[str] = []
-        started = False
+        starts: list[tuple[str, NodeRun]] = []
+        failure: Exception | None = None
         for name in record.ready:
             if name in busy or name in record.active:
                 later.append(name)  # it is still running or waiting: it runs again after
                 continue
-            owner.check_limit(name, record)
-            node = owner.nodes[name]
+            try:
+                owner.check_limit(name, record)
+                node = owner.nodes[name]
+                await node.load()  # its session, read once it runs
+            except Exception as exc:
+                failure = exc
+                break
             number = record.runs.get(name, 0) + 1
             run = NodeRun(
                 prompt=owner.prompt(name, record),
@@ -188,11 +216,13 @@ class Engine:
                 runs={**record.runs, name: number},
                 active={**record.active, name: run},
             )
-            tasks[asyncio.ensure_future(self._step(name, run, emit))] = name
+            starts.append((name, run))
             busy.add(name)
-            started = True
+        if failure is not None:  # the rest stay ready (a new task clears them)
+            started = {n for n, _ in starts}
+            later = [n for n in record.ready if n not in started]
         owner.record = record.but(ready=tuple(later))
-        return started
+        return starts, failure
 
     async def _step(
         self, name: str, run: NodeRun, emit: Emit | None, result: AgentResult | None = None
@@ -201,7 +231,7 @@ class Engine:
         end or its next pause."""
         owner, node = self.owner, self.owner.nodes[name]
         answers, by, settle = run.given or {}, run.by, run.settle
-        run = replace(run, given=None, by=None, settle=False)
+        run = run.but(given=None, by=None, settle=False)
         if emit is not None:
             emit(NodeStarted(name))
         view = node_view(node)
@@ -224,7 +254,7 @@ class Engine:
                     return Cancelled(expired_message(exc))
                 if raised:
                     questions = tuple(marked(name, q) for q in raised)
-                    return Paused(replace(run, questions=questions, answers=given))
+                    return Paused(run.but(questions=questions, answers=given))
                 if event.cancel_message is not None:
                     return Cancelled(event.cancel_message)
             if self.cancelling:
@@ -242,18 +272,13 @@ class Engine:
             if result.stop_reason == "interrupt":
                 questions, inner = node.questions()
                 return Paused(
-                    replace(
-                        run,
-                        phase="running",
-                        questions=questions,
-                        inner=inner,
-                        answers={},
-                        expired=(),
+                    run.but(
+                        phase="running", questions=questions, inner=inner, answers={}, expired=()
                     )
                 )
             if result.stop_reason == "cancelled":
                 return Cancelled(str(result) or CANCELLED)
-            run, given = replace(run, phase="after", questions=(), answers={}, expired=()), {}
+            run, given = run.but(phase="after", questions=(), answers={}, expired=()), {}
         else:
             result, given = run.result, {**run.answers, **answers}
             assert result is not None, "a node paused after its run keeps its result"
@@ -271,7 +296,7 @@ class Engine:
             raised = await owner.hooks.invoke(event_after)
             if raised:
                 questions = tuple(marked(name, q) for q in raised)
-                return Paused(replace(run, result=result, questions=questions, answers=given))
+                return Paused(run.but(result=result, questions=questions, answers=given))
         return Finished(result)
 
     async def _recover(self, name: str, emit: Emit | None) -> Outcome:
@@ -298,9 +323,9 @@ class Engine:
         else:
             finished = node.finished_since(run.base, run.prompt)
             if finished is None:  # it saved nothing of this run: it starts again
-                return await self._step(name, replace(run, phase="before"), emit)
+                return await self._step(name, run.but(phase="before"), emit)
             result = finished
-        return await self._step(name, replace(run, phase="running", given=None), emit, result)
+        return await self._step(name, run.but(phase="running", given=None), emit, result)
 
     def _failed(self, record: Record, name: str) -> Record:
         """The record after node ``name`` raised: it keeps its questions if it still waits on
@@ -308,7 +333,7 @@ class Engine:
         run = record.active.get(name)
         node = self.owner.nodes[name]
         if run is not None and run.questions and (run.phase != "running" or node.is_paused):
-            kept = replace(run, given=None, by=None)
+            kept = run.but(given=None, by=None)
             return record.but(active={**record.active, name: kept})
         return record.but(active={n: r for n, r in record.active.items() if n != name})
 

@@ -17,7 +17,7 @@ from ..errors import ConfigurationError, NodeRunLimitError
 from ._base import Orchestration
 from ._events import GraphState
 from ._nested import make_node
-from ._nodes import check_node_name, node_session_id
+from ._nodes import check_node_name
 from ._record import with_text
 
 if TYPE_CHECKING:
@@ -74,9 +74,6 @@ class Graph(Orchestration):
         self._setup(name, hooks, session, session_id, session_lease)
         store, sid = self._node_session()
         self.nodes = {check_node_name(n): make_node(n, a, store, sid) for n, a in nodes.items()}
-        if sid is not None:
-            for n in self.nodes:
-                node_session_id(sid, n)
         self._edges = [self._edge(e) for e in self._args["edges"]]
         entries = [entry] if isinstance(entry, str) else list(entry)
         if not entries or any(e not in self.nodes for e in entries):

@@ -15,6 +15,7 @@ node's marker in front (see ``node_path``).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -45,12 +46,14 @@ __all__ = [
 
 Emit = Callable[[object], None]
 
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
 
 def check_node_name(name: object) -> str:
     """A node name: 1-64 letters, digits, ``_`` or ``-`` (it is part of ids and tool input)."""
     if not isinstance(name, str) or not name or len(name) > 64:
         raise ConfigurationError(f"a node name must be 1-64 characters, got {name!r}")
-    if not all(c.isascii() and (c.isalnum() or c in "_-") for c in name):
+    if _NAME.fullmatch(name) is None:
         raise ConfigurationError(f"node name {name!r}: use letters, digits, '_' or '-'")
     return name
 
@@ -95,14 +98,29 @@ class AgentNode:
         self._extra = tuple(extra_tools)
         self._store = store
         self._session_id = None if session_id is None else node_session_id(session_id, name)
-        self.agent = self.fresh()
+        # The template as it is now (a hook added to it later is not the node's): the copy
+        # itself is made when the node is first used, so a node that does not run costs none.
+        spec = template.spec
+        self._spec = spec
+        self._hooks = spec.hooks.copy()
+        self._state = json.dumps(template.state) if template.state else None
+        self._agent: Agent | None = None
+
+    @property
+    def agent(self) -> Agent:
+        """The node's own copy of the template (made at first use)."""
+        agent = self._agent
+        if agent is None:
+            agent = self._agent = self.fresh()
+        return agent
 
     def fresh(self, *, with_session: bool = True) -> Agent:
         """A new copy of the template (with the node's session, unless told otherwise)."""
-        spec = replace(self.template.spec, list_pending=False)  # listed with the orchestration
-        if self._extra:
-            spec = replace(spec, tools={**spec.tools, **{t.name: t for t in self._extra}})
-        state = json.loads(json.dumps(self.template.state))
+        changes: dict[str, object] = {"hooks": self._hooks, "list_pending": False}  # listed
+        if self._extra:  # with the orchestration
+            changes["tools"] = {**self._spec.tools, **{t.name: t for t in self._extra}}
+        spec = replace(self._spec, **changes)  # type: ignore[arg-type]
+        state = None if self._state is None else json.loads(self._state)
         if with_session and self._store is not None:
             return Agent.from_spec(
                 spec, state=state, session=self._store, session_id=self._session_id
@@ -126,7 +144,7 @@ class AgentNode:
         return agent
 
     def adopt(self, agent: Agent) -> None:
-        self.agent = agent
+        self._agent = agent
 
     @property
     def view(self) -> object:
@@ -135,7 +153,8 @@ class AgentNode:
 
     def cancel(self) -> None:
         """Cancel the agent's run (``Agent.cancel``: safe when it is not running)."""
-        self.agent.cancel()
+        if self._agent is not None:
+            self._agent.cancel()
 
     def discard(self) -> None:
         """Discard the agent's pause or stopped run, if it has one (``discard_pause``)."""

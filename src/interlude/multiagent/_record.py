@@ -11,9 +11,9 @@ sessions (or, without a session, in ``export_state()`` beside the record).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from .._frozen import freeze, thaw
 from .._interrupt import Interrupt
@@ -39,6 +39,8 @@ Phase = Literal["before", "running", "after"]
 hooks (its result kept)."""
 
 Status = Literal["idle", "running", "paused"]
+
+_T = TypeVar("_T")
 
 _STOP_REASONS = frozenset(("end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled"))
 
@@ -78,7 +80,7 @@ def task_from_json(data: object, where: str) -> Task | None:
     raise StateFormatError(f"{where}: expected text or a list of content blocks")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: see ``but``
 class NodeRun:
     """A node started in this invocation and not finished: paused, or running."""
 
@@ -111,13 +113,17 @@ class NodeRun:
     run of the node, so an answer to one run's question never answers the next run's); None in
     records saved before it existed: the node's name."""
 
+    def but(self, **changes: Any) -> NodeRun:
+        """This run with ``changes`` (as ``Record.but``)."""
+        return _but(self, changes)
+
     @property
     def waiting(self) -> bool:
         """Whether it waits on a person (it has questions and no answers on their way)."""
         return bool(self.questions) and self.given is None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: see ``but``
 class Record:
     """Where an orchestration stands (see the module docstring)."""
 
@@ -142,10 +148,25 @@ class Record:
         return [q for run in self.active.values() if run.waiting for q in run.questions]
 
     def but(self, **changes: Any) -> Record:
+        """This record with ``changes`` (``dataclasses.replace``, without its per-field cost:
+        the engine makes one per outcome and per node started)."""
         for name in ("runs", "results", "active"):
             if name in changes:
                 changes[name] = _frozen_map(changes[name])
-        return replace(self, **changes)
+        return _but(self, changes)
+
+
+def _but(value: _T, changes: dict[str, Any]) -> _T:
+    """A copy of the frozen dataclass ``value`` (one without slots) with ``changes``; the
+    fields need no checks of their own (no ``__post_init__``)."""
+    fields = value.__dataclass_fields__  # type: ignore[attr-defined]
+    if not fields.keys() >= changes.keys():
+        unknown = sorted(changes.keys() - fields.keys())
+        raise TypeError(f"{type(value).__name__} has no field(s) {unknown}")
+    new = object.__new__(type(value))
+    new.__dict__.update(value.__dict__)
+    new.__dict__.update(changes)
+    return new
 
 
 def result_to_json(result: AgentResult) -> dict[str, JsonValue]:
