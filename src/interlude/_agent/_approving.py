@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .._audit import AuditEntry
 from .._interrupt import Interrupt
 from .._messages import ToolResult, ToolUse
+from .._tools import FunctionTool
 from ..errors import ToolInputError
 from ..models import INVALID_JSON_KEY
 from ._approval import (
@@ -41,7 +42,8 @@ def invalid_input(tool: AgentTool, tool_use: ToolUse) -> str | None:
     raw = tool_use.input.get(INVALID_JSON_KEY)
     if isinstance(raw, str) and len(tool_use.input) == 1:
         return f"the arguments for tool {tool_use.name!r} are not valid JSON: {raw!r}"
-    validate = getattr(tool, "validate", None)
+    # A FunctionTool keeps what it validated here for the run that follows (``check``).
+    validate = tool.check if isinstance(tool, FunctionTool) else getattr(tool, "validate", None)
     if validate is None:
         return None
     try:

@@ -185,13 +185,15 @@ async def shared_guard(
     to ask first (``ran_in_parent``, ``ran_in_fork``), or (answered) the result to take instead
     of running it (``"reuse"`` / ``"fail"``); (None, None) to run it (nothing shared, or
     answered ``"rerun"``)."""
-    from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
-
     agent = run.agent
     audit = agent._state.audit
     answers = run.progress.answers
+    if not answers.values and (not audit or audit[0].name != FORK):
+        return None, None  # the common case, at no cost: not a fork, nothing answered
+    from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
+
     ran = parent_results(audit)  # None: not a fork, so every call was asked here
-    if ran is None and not answers.values:  # the common case, at no cost: nothing shared
+    if ran is None and not answers.values:
         return None, None
     use = call.active_use or call.tool_use
     index = run.batch().message_index

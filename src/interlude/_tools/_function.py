@@ -166,8 +166,24 @@ class FunctionTool:
             raise ToolInputError(f"invalid arguments for tool {self._name!r}: {problems}") from None
         return {k: getattr(parsed, k) for k in self._fields}
 
+    def check(self, arguments: dict[str, Any]) -> None:
+        """``validate``, keeping the keyword arguments for the ``run`` of this very input
+        (a read-only value: the same object means the same input), so a call checked before
+        anyone is asked about it is not validated twice. ToolInputError if invalid."""
+        kwargs = self.validate(arguments)
+        checked = self._checked
+        if len(checked) >= 64:  # checked calls that never ran (declined, cancelled)
+            checked.clear()
+        checked[id(arguments)] = (arguments, kwargs)
+
+    @cached_property
+    def _checked(self) -> dict[int, tuple[dict[str, Any], dict[str, Any]]]:
+        return {}
+
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
-        kwargs = self.validate(tool_use.input)
+        arguments = tool_use.input
+        kept = self._checked.pop(id(arguments), None) if "_checked" in self.__dict__ else None
+        kwargs = kept[1] if kept is not None and kept[0] is arguments else self.validate(arguments)
         if self._context_param is not None:
             kwargs[self._context_param] = context
         if self._is_async:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from .._json import loads as strict_json
+from .._json import loads_all
 from .._messages import JsonValue
 from ..errors import SessionCorruptError, SessionError, StoreUnavailableError
 from ._answers import read_answer
@@ -150,7 +151,10 @@ def lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> lis
     lines = raw.split(b"\n")
     if lines.pop() != b"" or len(lines) != count:
         raise corrupt(session_id, path, f"does not hold the {count} lines head.json says")
-    values = []
+    values = loads_all(lines)
+    if values is not None:
+        return values
+    values = []  # one of them is not JSON: which one
     for number, line in enumerate(lines, 1):
         try:
             values.append(strict_json(line))

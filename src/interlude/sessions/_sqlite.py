@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, Literal, NamedTuple
 
 from .._interrupt import Interrupt
+from .._json import loads_all
 from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
@@ -204,7 +205,9 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             raise _corrupt(session_id, f"agent is {agent!r}, not a name")
         if len(rows) != count or any(idx != i for i, (idx, _) in enumerate(rows)):
             raise _corrupt(session_id, f"{count} messages expected, {len(rows)} stored")
-        messages = [_json(session_id, f"message {i}", raw) for i, (_, raw) in enumerate(rows)]
+        messages = loads_all([raw for _, raw in rows])
+        if messages is None:  # one of them is not JSON: which one
+            messages = [_json(session_id, f"message {i}", raw) for i, (_, raw) in enumerate(rows)]
         state = _json(session_id, "state", state_raw)
         if not isinstance(state, dict):
             raise _corrupt(session_id, f"state is a {type(state).__name__}, not an object")
