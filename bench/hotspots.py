@@ -4,14 +4,16 @@
     .venv/bin/python bench/hotspots.py cycles-hook     # g) with the no-op before-tool hook
     .venv/bin/python bench/hotspots.py sqlite-trip     # d) SQLite pause + fresh agent + resume
     .venv/bin/python bench/hotspots.py pg-trip         # e) the same through PostgreSQL
+    .venv/bin/python bench/hotspots.py pg-calls        # e2) its store calls alone, no agents
     .venv/bin/python bench/hotspots.py memory-trip     # c) in-memory sync pause + resume
 
 Prints the top functions by own time (``--sort cumulative`` for inclusive time) in
 microseconds per cycle or per round trip. cProfile adds about a microsecond per call, so
 call-heavy code looks slower than it is: read the figures as shares, and time the suspects
-directly before concluding. A coroutine counts one call per resumption (a save that awaits a
-thread counts two), and only the main thread is profiled: PostgresStore's work in its worker
-thread shows as the event loop waiting in epoll.
+directly before concluding. A coroutine counts one call per resumption. By default the clock
+is the wall clock (the PostgreSQL workloads then show their waits in epoll); ``--cpu`` times
+with ``time.process_time`` instead: the client's CPU only, the figure to read on a busy machine
+(C functions called from Cython, libpq's included, count in their Python caller's own time).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import cProfile
 import os
 import pstats
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,19 @@ def workload(name: str, units: int, tmp: Path) -> tuple[Callable[[int], None], s
 
         pg = PostgresStore(sessions.PG_DSN, schema=f"bench_hot_{os.getpid()}")
         return (lambda i: _trip(pg, f"p{i}")), "round trip", pg
+    if name == "pg-calls":  # as in e2), on one event loop: the store's own work per round trip
+        import asyncio
+
+        from interlude.sessions import PostgresStore
+
+        pg = PostgresStore(sessions.PG_DSN, schema=f"bench_hot_{os.getpid()}")
+        calls = sessions.trip_calls(pg, "rec")
+        loop = asyncio.new_event_loop()
+
+        def replay(i: int) -> None:
+            loop.run_until_complete(sessions._replay(pg, calls, "rec", [f"c{i}"]))
+
+        return replay, "round trip's store calls", pg
     if name == "memory-trip":  # as in c), the agents are built beforehand
         agents = [bench.paused_agent() for _ in range(units + WARM_UP)]
 
@@ -76,11 +92,13 @@ def workload(name: str, units: int, tmp: Path) -> tuple[Callable[[int], None], s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "workload", choices=["cycles", "cycles-hook", "sqlite-trip", "pg-trip", "memory-trip"]
+        "workload",
+        choices=["cycles", "cycles-hook", "sqlite-trip", "pg-trip", "pg-calls", "memory-trip"],
     )
     parser.add_argument("--units", type=int, default=0, help="invocations / round trips")
     parser.add_argument("--sort", default="tottime", choices=["tottime", "cumulative"])
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--cpu", action="store_true", help="time with process_time (CPU)")
     args = parser.parse_args()
     cyc = args.workload.startswith("cycles")
     units = args.units or (10 if cyc else 300)
@@ -89,7 +107,7 @@ def main() -> None:
         try:
             for i in range(WARM_UP if not cyc else 2):
                 run(-1 - i)
-            profile = cProfile.Profile()
+            profile = cProfile.Profile(time.process_time) if args.cpu else cProfile.Profile()
             profile.enable()
             for i in range(units):
                 run(i)
@@ -97,7 +115,7 @@ def main() -> None:
         finally:
             if store is not None:
                 store.close()
-            if args.workload == "pg-trip":
+            if args.workload.startswith("pg-"):
                 sessions._drop_schema(f"bench_hot_{os.getpid()}")
     per = units * (journal.CYCLES if cyc else 1)
     stats = pstats.Stats(profile)

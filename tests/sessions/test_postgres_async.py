@@ -196,19 +196,55 @@ async def test_a_pool_timeout_is_store_unavailable(request: pytest.FixtureReques
 
 
 @pytest.fixture
-def statements(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every statement async cursors send, in order (the store's connections included)."""
+def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
+    """Every statement the store's connections send, in order, read from libpq's trace of each
+    connection opened meanwhile: the name of a prepared statement a Bind runs, or the text of
+    a simple Query. Call ``statements.clear()`` to start counting anew."""
+    import tempfile
+
     import psycopg
+    from psycopg import pq
 
-    sent: list[bytes] = []
-    execute = psycopg.AsyncCursor.execute
+    trace = tempfile.TemporaryFile("w+")  # noqa: SIM115  # read by Sent, closed after the test
+    connect = psycopg.AsyncConnection.connect.__func__  # type: ignore[attr-defined]
 
-    async def counting(self: Any, query: Any, *args: Any, **kw: Any) -> Any:
-        sent.append(query if isinstance(query, bytes) else str(query).encode())
-        return await execute(self, query, *args, **kw)
+    async def traced(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        conn = await connect(cls, *args, **kwargs)
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        return conn
 
-    monkeypatch.setattr(psycopg.AsyncCursor, "execute", counting)
-    return sent
+    class Sent(list[bytes]):
+        def _read(self) -> None:
+            trace.seek(0)
+            for line in trace.read().splitlines():
+                parts = line.split("\t")
+                if len(parts) > 3 and parts[0] == "F" and parts[2] in ("Bind", "Query"):
+                    words = parts[3].split()
+                    word = words[1 if parts[2] == "Bind" else 0]
+                    list.append(self, word.strip('"').encode())
+            trace.seek(0)
+            trace.truncate()
+
+        def __len__(self) -> int:
+            self._read()
+            return list.__len__(self)
+
+        def __getitem__(self, i: Any) -> Any:
+            self._read()
+            return list.__getitem__(self, i)
+
+        def __delitem__(self, i: Any) -> None:
+            self._read()
+            list.__delitem__(self, i)
+
+        def clear(self) -> None:
+            self._read()
+            list.clear(self)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(traced))
+    yield Sent()
+    trace.close()
 
 
 async def test_each_save_and_load_is_one_statement(
@@ -243,7 +279,7 @@ async def test_each_save_and_load_is_one_statement(
     with pytest.raises(SessionConflictError, match="holds 3 messages, but the save appends at 4"):
         await store.save("s", update(2, 4, [msg(9)]))
     loaded = await store.load("s")
-    assert len(statements) == 5 and all(b"save_session" in q for q in statements[:4])
+    assert len(statements) == 5 and all(b"save" in q for q in statements[:4])
     assert loaded is not None and loaded.version == 2 and len(loaded.messages) == 3
     assert loaded.state == {"k": 1} and loaded.audit == [{"event": "asked"}]
     assert await store.recorded_answers("s") == [] and await store.pending_interrupts() == []

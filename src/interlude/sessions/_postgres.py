@@ -27,7 +27,8 @@ from ..errors import (
     StateFormatError,
     StoreUnavailableError,
 )
-from ._answers import answered_ids, call_taken, claim_deadline
+from . import _postgres_wire as wire
+from ._answers import answered_ids, call_taken, claim_deadline, queued_first, read_answer_rows
 from ._postgres_answers import PostgresAnswers, _corrupt
 from ._postgres_options import options as _options
 from ._postgres_options import redact as _redact
@@ -102,12 +103,13 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
     conflict returns the session's version and message count, for the same
     SessionConflictError messages; its parameters go in binary (no escaping of JSON texts) and
     the arrays a save leaves empty are left out. A save that answers questions or starts tool
-    calls (``SessionUpdate.starts``) first locks the session row and checks the recorded
-    answers and the call claims (``call_claims``, :meth:`claim_call`), in the same
-    transaction. A load is one query, read in binary (a long conversation's ``text[]`` needs
-    no unescaping). Connections prepare each statement at its first use
-    (``prepare_threshold=0``). A cancelled save may still commit; load the session to see
-    where it stands.
+    calls (``SessionUpdate.starts``) calls ``save_checked`` (migration 8) instead, which first
+    locks the session row and checks the recorded answers and the call claims
+    (``call_claims``, :meth:`claim_call`), then saves: one statement too. A load is one query,
+    read in binary (a long conversation's ``text[]`` needs no unescaping). Saves, loads and
+    :meth:`recorded_answers` go on libpq directly (``_postgres_wire``: the least client CPU per
+    call); connections prepare each statement at its first use (``prepare_threshold=0``). A
+    cancelled save may still commit; load the session to see where it stands.
 
     A pooled connection is checked before use without a round trip (its socket has nothing to
     read while idle) and pinged, then replaced, when it has: so those a server restart killed
@@ -162,6 +164,11 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
             with psycopg.connect(dsn, **timeout) as conn:
                 self._migrate(conn, sql.Identifier(schema))
                 self._sql = self._statements(conn, sql.Identifier(schema))
+                self._wire = {
+                    k: wire.statement(k, v, wire.ENCODERS)
+                    for k, v in self._sql.items()
+                    if wire.hot(k)
+                }
         except psycopg.Error as exc:
             # The server cannot be reached (down, restarting): an outage, which a caller may
             # wait out; anything else (a refused login, a failed migration) is not.
@@ -172,7 +179,13 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
                 f"{_redact(str(exc)).strip()}"
             ) from None
         # Prepared at first use: the hot statements skip parsing and planning from the start.
-        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, **timeout}
+        # UTF8: the encoding the hot statements' texts are sent and read in (_postgres_wire).
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "prepare_threshold": 0,
+            **timeout,
+            "client_encoding": "UTF8",
+        }
         if "application_name" not in params:  # to tell this store's connections apart
             kwargs["application_name"] = f"interlude-{schema}"
 
@@ -238,9 +251,12 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
     async def _load(self, session_id: str) -> StoredSession | None:
         async with self._pools.connection() as conn:
             # Binary results: a long conversation's text[] needs no unescaping (twice as fast).
-            cursor = await conn.execute(self._sql["load"], {"id": session_id}, binary=True)
-            row = await cursor.fetchone()
-        return None if row is None else self._stored(session_id, row)
+            result = await wire.run(conn, self._wire["load"], {"id": session_id})
+        if not result.ntuples:
+            return None
+        cell = result.get_value
+        row = [decode(cell(0, i)) for i, decode in enumerate(wire.LOAD_COLUMNS)]
+        return self._stored(session_id, row)
 
     @staticmethod
     def _stored(session_id: str, row: Any) -> StoredSession:
@@ -344,39 +360,45 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
         return version
 
     async def _save(self, p: dict[str, Any]) -> int:
-        """One statement (migration 6's function): the compare-and-swap, the rows it adds and
-        removes, and on a conflict where the session stands, in one round trip."""
+        """One statement: migration 6's function (the compare-and-swap, the rows it adds and
+        removes, and on a conflict where the session stands), or for a save that answers
+        questions or starts calls migration 8's, which first locks the session row and checks
+        the recorded answers and the call claims; one round trip either way."""
         sid = p["id"]
+        checked = bool(p["answered"] or p["starts"])
+        statement = p["statement"].replace("save:", "checked:", 1) if checked else p["statement"]
         try:
             async with self._pools.connection() as conn:
-                if p["answered"] or p["starts"]:  # checked and saved in one transaction
-                    async with conn.transaction():
-                        locked = await conn.execute(self._sql["lock_session"], p)
-                        at = await locked.fetchone()
-                        if p["answered"]:
-                            await self._check_queue(conn, p)
-                        if p["starts"] and (at or (0, 0)) == (p["expected"], p["first"]):
-                            await self._check_starts(conn, p)  # (else: the swap's conflict)
-                        cursor = await conn.execute(self._sql[p["statement"]], p)
-                        row = await cursor.fetchone()
-                else:
-                    cursor = await conn.execute(self._sql[p["statement"]], p)
-                    row = await cursor.fetchone()
+                result = await wire.run(conn, self._wire[statement], p)
         except self._integrity_error as exc:
             raise _corrupt(sid, f"its stored rows clash with this save ({exc})") from exc
-        if row is None or row[0] is None:
-            raise self._conflict(sid, p, None if row is None or row[1] is None else row[1:])
-        return int(row[0])
+        saved = wire.int_of(result.get_value(0, 0))
+        if saved is None:
+            if checked:
+                self._refused(p, result)
+            at = wire.int_of(result.get_value(0, 1))
+            count = wire.int_of(result.get_value(0, 2))
+            raise self._conflict(sid, p, None if at is None else (at, count or 0))
+        return saved
 
-    async def _check_starts(self, conn: Any, p: dict[str, Any]) -> None:
-        """CallTakenError if another session holds a call the save starts (read after the
-        save locked its session row, which a claim on its calls share-locks: a claim that
-        committed before is seen, a later one waits for the save)."""
-        cursor = await conn.execute(self._sql["calls_taken"], p)
-        held = dict(await cursor.fetchall())
+    @staticmethod
+    def _refused(p: dict[str, Any], result: Any) -> None:
+        """AlreadyAnsweredError if a recorded answer waits for a question the save answers;
+        CallTakenError if another session holds a call it starts (the save was not made)."""
+        cell = result.get_value
+        waiting_seqs, waiting_ids = wire.ints_of(cell(0, 3)), wire.texts_of(cell(0, 4))
+        waiting_data = wire.texts_of(cell(0, 5))
+        keys, holders = wire.texts_of(cell(0, 6)), wire.texts_of(cell(0, 7))
+        if waiting_seqs is not None:
+            rows = zip(waiting_seqs, waiting_ids or [], waiting_data or [], strict=True)
+            applied = set(p["applied"])
+            for waiting in read_answer_rows(p["id"], rows):
+                if waiting.seq not in applied:
+                    raise queued_first(p["id"], waiting)
+        held = dict(zip(keys or (), holders or (), strict=True))
         for key in p["starts"]:
             if key in held:
-                raise call_taken(p["id"], key, held[key])
+                raise call_taken(p["id"], key, str(held[key]))
 
     @staticmethod
     def _conflict(

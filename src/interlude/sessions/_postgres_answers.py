@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._messages import JsonValue
 from ..errors import ConfigurationError, SessionCorruptError
+from . import _postgres_wire as wire
 from ._answers import (
     answer_entries,
     check_version,
     conflict,
     no_session,
-    queued_first,
     read_answer,
     read_answer_rows,
 )
@@ -45,6 +45,7 @@ class PostgresAnswers:
     _lock: threading.Lock
     _pools: LoopPools
     _sql: dict[str, bytes]
+    _wire: dict[str, wire.Statement]
     _integrity_error: type[psycopg.IntegrityError]
 
     async def _run(self, what: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -52,16 +53,6 @@ class PostgresAnswers:
 
     async def _rows(self, statement: str, params: dict[str, Any]) -> list[Any]:
         raise NotImplementedError
-
-    async def _check_queue(self, conn: Any, p: dict[str, Any]) -> None:
-        """AlreadyAnsweredError if the save answers a question a recorded answer waits for
-        (the caller locked the session row first, as recording answers locks it: they take
-        turns)."""
-        rows = await (await conn.execute(self._sql["answers_for"], p)).fetchall()
-        applied = set(p["applied"])
-        for waiting in read_answer_rows(p["id"], rows):
-            if waiting.seq not in applied:
-                raise queued_first(p["id"], waiting)
 
     async def record_answers(
         self,
@@ -109,10 +100,17 @@ class PostgresAnswers:
 
     async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
         check_session_id(session_id)
-        rows = await self._run(
-            f"read the answers of {session_id!r}", self._rows, "answers", {"id": session_id}
-        )
+        rows = await self._run(f"read the answers of {session_id!r}", self._answers, session_id)
         return read_answer_rows(session_id, rows)
+
+    async def _answers(self, session_id: str) -> list[tuple[int | None, str | None, str | None]]:
+        async with self._pools.connection() as conn:
+            result = await wire.run(conn, self._wire["answers"], {"id": session_id})
+        cell = result.get_value
+        return [
+            (wire.int_of(cell(i, 0)), wire.text_of(cell(i, 1)), wire.text_of(cell(i, 2)))
+            for i in range(result.ntuples)
+        ]
 
     async def clear_answers(self, session_id: str, upto_seq: int) -> None:
         check_session_id(session_id)

@@ -144,9 +144,8 @@ class LoopPool:
 
     def put(self, conn: AsyncConnection[Any]) -> None:
         """Give ``conn`` back: kept if it is idle and healthy, else closed."""
-        from psycopg import pq
-
-        healthy = not conn.closed and conn.info.transaction_status == pq.TransactionStatus.IDLE
+        # libpq's own status (``conn.info`` would make an object per call): 0 is IDLE
+        healthy = not conn.closed and conn.pgconn.transaction_status == 0
         with self._lock:
             keep = healthy and not self.closed
             if keep:

@@ -180,6 +180,58 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             holder text COLLATE "C" NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS call_claims_origin ON {s}.call_claims (origin)",
     ),
+    (  # a save that answers questions or starts calls in one round trip: the session row
+        # locked, the waiting answers and the claims checked, then save_session, in one call
+        """CREATE FUNCTION {s}.save_checked(
+            p_id text, p_expected bigint, p_first int, p_fv int, p_state text, p_pause text,
+            p_claim text, p_lease double precision, p_tools text, p_agent text,
+            p_keep_pending boolean, p_messages text[] DEFAULT '{{}}',
+            p_ids text[] DEFAULT '{{}}', p_names text[] DEFAULT '{{}}',
+            p_tool_names text[] DEFAULT '{{}}', p_raised double precision[] DEFAULT '{{}}',
+            p_expires double precision[] DEFAULT '{{}}', p_data text[] DEFAULT '{{}}',
+            p_audit text[] DEFAULT '{{}}', p_applied bigint[] DEFAULT '{{}}',
+            p_answered text[] DEFAULT '{{}}', p_starts text[] DEFAULT '{{}}',
+            OUT saved bigint, OUT at_version bigint, OUT at_count int,
+            OUT waiting_seqs bigint[], OUT waiting_ids text[], OUT waiting_data text[],
+            OUT taken_keys text[], OUT taken_holders text[])
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            v bigint;
+            c int;
+        BEGIN
+            -- The row locked first, as recording answers locks it (they take turns) and as a
+            -- claim on its calls share-locks it. Each statement below takes a new snapshot
+            -- (READ COMMITTED, a volatile function): it sees what committed before the lock.
+            SELECT s.version, s.message_count INTO v, c FROM {s}.sessions s
+            WHERE s.id = p_id FOR UPDATE;
+            -- Refused (saved NULL, nothing written) when a recorded answer not applied by this
+            -- save waits for a question it answers: all the answers to those questions come
+            -- back, for the same error as the other stores.
+            IF cardinality(p_answered) > 0 AND EXISTS (SELECT 1 FROM {s}.answers a
+                    WHERE a.session_id = p_id AND a.interrupt_id = ANY(p_answered)
+                    AND a.seq <> ALL(p_applied)) THEN
+                SELECT array_agg(a.seq ORDER BY a.seq), array_agg(a.interrupt_id ORDER BY a.seq),
+                    array_agg(a.data ORDER BY a.seq)
+                INTO waiting_seqs, waiting_ids, waiting_data
+                FROM {s}.answers a WHERE a.session_id = p_id AND a.interrupt_id = ANY(p_answered);
+                RETURN;
+            END IF;
+            -- Refused when another session holds a call the save starts (checked only when
+            -- the compare-and-swap can pass; otherwise the swap's conflict is the answer).
+            IF cardinality(p_starts) > 0 AND coalesce(v, 0) = p_expected
+                    AND coalesce(c, 0) = p_first THEN
+                SELECT array_agg(k.key), array_agg(k.holder) INTO taken_keys, taken_holders
+                FROM {s}.call_claims k WHERE k.key = ANY(p_starts) AND k.holder <> p_id;
+                IF taken_keys IS NOT NULL THEN
+                    RETURN;
+                END IF;
+            END IF;
+            SELECT r.saved, r.at_version, r.at_count INTO saved, at_version, at_count
+            FROM {s}.save_session(p_id, p_expected, p_first, p_fv, p_state, p_pause, p_claim,
+                p_lease, p_tools, p_agent, p_keep_pending, p_messages, p_ids, p_names,
+                p_tool_names, p_raised, p_expires, p_data, p_audit, p_applied) r;
+        END $$""",
+    ),
 )
 
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
@@ -208,17 +260,28 @@ SAVE_ARRAYS: dict[str, LiteralString] = {
 }
 
 
+# A save that answers questions or starts calls: migration 8's function, which checks first.
+CHECKED_HEAD: LiteralString = """SELECT saved, at_version, at_count, waiting_seqs, waiting_ids,
+    waiting_data, taken_keys, taken_holders FROM {s}.save_checked(
+    %(id)b::text, %(expected)b::bigint, %(first)b::int, %(fv)b::int, %(state)b::text,
+    %(pause)b::text, %(claim)b::text, %(lease)b::float8, %(tools)b::text, %(agent)b::text,
+    %(keep_pending)b::boolean, p_answered => %(answered)b::text[],
+    p_starts => %(starts)b::text[]"""
+
+
 def save_statements() -> dict[str, LiteralString]:
     """The save call for each combination of non-empty arrays, named ``save:<arrays>``
-    (e.g. ``save:messages,audit``)."""
+    (e.g. ``save:messages,audit``), and the same calls checking answers and calls first,
+    ``checked:<arrays>``."""
     out: dict[str, LiteralString] = {}
     names = list(SAVE_ARRAYS)
     for mask in range(1 << len(names)):
         chosen = [n for i, n in enumerate(names) if mask >> i & 1]
-        query: LiteralString = SAVE_HEAD
+        arrays: LiteralString = ""
         for name in chosen:
-            query += SAVE_ARRAYS[name]
-        out["save:" + ",".join(chosen)] = query + ")"
+            arrays += SAVE_ARRAYS[name]
+        out["save:" + ",".join(chosen)] = SAVE_HEAD + arrays + ")"
+        out["checked:" + ",".join(chosen)] = CHECKED_HEAD + arrays + ")"
     return out
 
 
@@ -235,14 +298,6 @@ ORDER BY p.expires_at, p.session_id, p.interrupt_id LIMIT %(limit)s"""
 # Locks the session row: callers recording answers for one session take turns.
 ANSWER_SEQ = """UPDATE {s}.sessions SET answer_seq = answer_seq + %(n)s WHERE id = %(id)s
 RETURNING answer_seq, version"""
-# A save that answers questions or starts calls first locks the session row (as recording
-# answers does; where it stands tells whether the save's compare-and-swap can pass), then
-# reads the answers waiting for those questions and the claims on those calls, in the save's
-# transaction (READ COMMITTED: statements after the lock see what committed before it).
-LOCK_SESSION = """SELECT version, message_count FROM {s}.sessions WHERE id = %(id)s
-FOR UPDATE"""
-CALLS_TAKEN = """SELECT key, holder FROM {s}.call_claims
-WHERE key = ANY(%(starts)s::text[]) AND holder <> %(id)s"""
 # A claim share-locks its origin's row: a save of the origin (which locks the row for update)
 # either committed before (and the claim's read of the origin holds it) or waits for the claim
 # to commit (and then sees it). Claims on calls of one origin do not wait for each other.
@@ -251,8 +306,6 @@ CLAIM_CALL = """INSERT INTO {s}.call_claims (key, origin, holder)
 VALUES (%(key)s, %(id)s, %(holder)s) ON CONFLICT (key) DO NOTHING"""
 CALL_HOLDER = "SELECT holder FROM {s}.call_claims WHERE key = %(key)s"
 DELETE_CALLS = "DELETE FROM {s}.call_claims WHERE origin = %(id)s"
-ANSWERS_FOR = """SELECT seq, interrupt_id, data FROM {s}.answers
-WHERE session_id = %(id)s AND interrupt_id = ANY(%(answered)s::text[]) ORDER BY seq"""
 ANSWER_TAKEN = """SELECT interrupt_id FROM {s}.answers
 WHERE session_id = %(id)s AND interrupt_id = ANY(%(ids)s::text[]) ORDER BY seq LIMIT 1"""
 ADD_ANSWERS = """INSERT INTO {s}.answers (session_id, seq, interrupt_id, at, data)
@@ -356,13 +409,10 @@ STATEMENTS: dict[str, LiteralString] = {
     "expired": EXPIRED,
     "answer_seq": ANSWER_SEQ,
     "answer_taken": ANSWER_TAKEN,
-    "lock_session": LOCK_SESSION,
-    "calls_taken": CALLS_TAKEN,
     "share_session": SHARE_SESSION,
     "claim_call": CLAIM_CALL,
     "call_holder": CALL_HOLDER,
     "delete_calls": DELETE_CALLS,
-    "answers_for": ANSWERS_FOR,
     "add_answers": ADD_ANSWERS,
     "answers": ANSWERS,
     "clear_answers": CLEAR_ANSWERS,
