@@ -1,10 +1,20 @@
 """Shared fixture: the conversation invariant every finished, failed or cancelled run must keep."""
 
 import json
+import signal
 
 import pytest
 
 from interlude import Message, ToolResult, ToolUse
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C means Ctrl-C in the processes the tests start. A suite started in the background
+    by a non-interactive shell (``nohup``, ``cmd &``, some CI runners) inherits SIGINT ignored,
+    and so would every child: the tests that press Ctrl-C on a child would see nothing happen.
+    (Each pytest-xdist worker runs this too, in its main thread.)"""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _check_conversation(messages: list[Message]) -> None:
