@@ -5,8 +5,10 @@ The public API is the names below plus the modules ``interlude.hooks``, ``interl
 database driver or validation library; those load when first used.
 """
 
+from typing import TYPE_CHECKING
+
 from . import errors, hooks, models
-from ._agent import Agent, Checkpoint, DirectTool, Prompt, ToolCaller
+from ._agent import Agent, DirectTool, Prompt, ToolCaller
 from ._audit import AuditEntry
 from ._interrupt import Interrupt, InterruptSource
 from ._messages import (
@@ -40,16 +42,27 @@ from ._stream import (
 )
 from ._tools import AgentTool, FunctionTool, ToolContext, ToolSpec, tool
 from ._version import __version__
-from .operate import AgentSession, App, Worker, WorkerHealth
+
+_OPERATE = frozenset({"AgentSession", "App", "Inbox", "SessionView", "Worker", "WorkerHealth"})
+
+if TYPE_CHECKING:
+    from ._agent import Checkpoint
+    from .operate import AgentSession, App, Inbox, SessionView, Worker, WorkerHealth
 
 
 def __getattr__(name: str) -> object:
-    """``Inbox`` and ``SessionView`` (the operator floor's, loaded on first use)."""
-    if name in ("Inbox", "SessionView"):
+    """The operator floor's names (``App``, ``Worker``, ``Inbox``, ...) and ``Checkpoint``
+    (time travel), loaded on first use: ``import interlude`` stays light."""
+    if name in _OPERATE:
         from . import operate
 
-        return getattr(operate, name)
-    raise AttributeError(f"module 'interlude' has no attribute {name!r}")
+        value = getattr(operate, name)
+    elif name == "Checkpoint":
+        from ._agent import Checkpoint as value
+    else:
+        raise AttributeError(f"module 'interlude' has no attribute {name!r}")
+    globals()[name] = value  # looked up once
+    return value
 
 
 __all__ = [

@@ -42,8 +42,22 @@ SOURCES: frozenset[str] = frozenset(get_args(InterruptSource))
 _NAMESPACE_OID = bytes.fromhex("6ba7b8129dad11d180b400c04fd430c8")  # uuid.NAMESPACE_OID
 
 
+_UUIDS: dict[str, str] = {}
+"""``_uuid5`` of the question names seen (a few, named in code), bounded."""
+
+
 def _uuid5(name: str) -> str:
     """uuid.uuid5(uuid.NAMESPACE_OID, name) as text, without importing uuid."""
+    known = _UUIDS.get(name)
+    if known is not None:
+        return known
+    if len(_UUIDS) >= 256:
+        _UUIDS.clear()
+    _UUIDS[name] = made = _made_uuid5(name)
+    return made
+
+
+def _made_uuid5(name: str) -> str:
     import hashlib
 
     digest = bytearray(hashlib.sha1(_NAMESPACE_OID + name.encode("utf-8")).digest()[:16])

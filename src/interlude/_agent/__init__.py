@@ -26,7 +26,6 @@ from ._executor import (
     ToolOutcome,
     ToolRequest,
 )
-from ._observe import Observer, RunInfo, install
 
 if TYPE_CHECKING:
     from ._answering import (
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._history import Checkpoint, checkpoints_of
+    from ._observe import Observer, RunInfo, install
     from ._signing import as_key
     from ._standing import AgentState
     from ._state import Position
@@ -104,6 +104,9 @@ _LAZY = {
     "is_approval": "._approval",
     "remembered_decisions": "._approval",
     "Position": "._state",
+    "Observer": "._observe",
+    "RunInfo": "._observe",
+    "install": "._observe",
 }
 
 _LOOP_MODULES = (

@@ -8,7 +8,6 @@ raised as a ResumeError subclass naming the question (and the field); then nothi
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -467,6 +466,8 @@ def check_by(by: object) -> str:
             f"by= must be printable text of at most 200 characters (no control characters), "
             f"got {by[:40]!r}"
         )
+    import unicodedata  # (loaded when a name is first given: ``import interlude`` stays light)
+
     name = " ".join(unicodedata.normalize("NFKC", by).split())
     scripts = {_script(c) for c in name if c.isalpha()} & _LOOKALIKE
     if len(scripts) > 1:
@@ -484,12 +485,16 @@ _LOOKALIKE = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "C
 
 
 def _script(char: str) -> str:
+    import unicodedata
+
     return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
 
 
 def person_key(name: str) -> str:
     """Who ``name`` is, for counting people: the recorded name (``check_by``) case-folded, so
     "Ana", "ana " and its full-width form are one person toward a quorum."""
+    import unicodedata
+
     return " ".join(unicodedata.normalize("NFKC", name).split()).casefold()
 
 

@@ -188,8 +188,12 @@ async def shared_guard(
     agent = run.agent
     audit = agent._state.audit
     answers = run.progress.answers
-    if not answers.values and (not audit or audit[0].name != FORK):
-        return None, None  # the common case, at no cost: not a fork, nothing answered
+    if not audit or audit[0].name != FORK:  # not a fork: shared only through an answer
+        if not answers.values:
+            return None, None  # the common case, at no cost
+        asked = f"v1:in_doubt:{call.tool_use.id}:"  # (``interrupt_id``'s form)
+        if not any(k.startswith(asked) for k in answers.values):
+            return None, None
     from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
 
     ran = parent_results(audit)  # None: not a fork, so every call was asked here

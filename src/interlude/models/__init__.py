@@ -9,7 +9,7 @@ A model needs one method. Provider adapters live in submodules and are imported 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._messages import Message
 from .._stream import (
@@ -28,9 +28,25 @@ from .._tools import ToolSpec
 # model's stream, and the key a tool use whose input was not JSON keeps its raw text under.
 from ._assemble import INVALID_JSON_KEY as INVALID_JSON_KEY
 from ._assemble import assemble as assemble
-from ._resolve import model_from_string
-from ._retry import RetryPolicy
-from ._schema import OutputSchema
+
+if TYPE_CHECKING:
+    from ._resolve import model_from_string
+    from ._retry import RetryPolicy
+    from ._schema import OutputSchema
+
+_LAZY = {"model_from_string": "._resolve", "RetryPolicy": "._retry", "OutputSchema": "._schema"}
+
+
+def __getattr__(name: str) -> object:
+    """``RetryPolicy``, ``OutputSchema`` and ``model_from_string``, loaded on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Model",
