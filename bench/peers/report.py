@@ -1,0 +1,197 @@
+"""From the rounds' figures to what the runner shows: per key, each side's figure (medians over
+the rounds) and its per-round ratios to Interlude's (median and range), as a plain-text table
+and as the README's Markdown table."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Each key's title and unit, in the order shown (the keys of sides/_harness.py's PLAN).
+KEYS: dict[str, tuple[str, str]] = {
+    "cycle-20": ("cycle, 20 turns", "us/cycle"),
+    "cycle-200": ("cycle, 200 turns", "us/cycle"),
+    "cycle-1000": ("cycle, 1,000 turns", "us/cycle"),
+    "journal-20": ("journaled cycle, 20 turns, SQLite", "us/cycle"),
+    "journal-200": ("journaled cycle, 200 turns, SQLite", "us/cycle"),
+    "journal-1000": ("journaled cycle, 1,000 turns, SQLite", "us/cycle"),
+    "approval-memory": ("approval round trip, in memory", "us"),
+    "approval-sqlite": ("approval round trip, SQLite, fresh agent", "ms"),
+    "graph-sqlite": ("graph a -> b, interrupt, SQLite, fresh graph", "ms"),
+    "resume-10": ("fresh resume after 10 messages, SQLite", "ms"),
+    "resume-1000": ("fresh resume after 1,000 messages, SQLite", "ms"),
+    "postgres": ("approval round trip, PostgreSQL, fresh agent", "ms"),
+    "import": ("import time, net of a bare interpreter", "ms"),
+}
+BASE = "interlude"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spread:
+    """A median and its range over the rounds."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        return cls(median=statistics.median(values), low=min(values), high=max(values))
+
+    def ratio_text(self) -> str:
+        return f"{_ratio(self.median)}x ({_ratio(self.low)}-{_ratio(self.high)})"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cell:
+    """One side on one key: its figures and ratios, or why it has none."""
+
+    side: str
+    wall: Spread | None = None
+    cpu: Spread | None = None
+    wall_ratio: Spread | None = None
+    cpu_ratio: Spread | None = None
+    api: str = ""
+    missing: str = ""  # "n/a: ..." or "error: ..."
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeySummary:
+    key: str
+    cells: list[Cell] = field(default_factory=list)
+
+
+Rounds = Sequence[Mapping[str, Mapping[str, Mapping[str, Any]]]]  # [{side: {key: result}}]
+
+
+def summarize(rounds: Rounds, sides: Sequence[str]) -> list[KeySummary]:
+    """Per key (in KEYS order, those any round has), each side's cell. A ratio is taken in
+    each round where both the side and Interlude have a figure; its median and range are
+    over those rounds."""
+    present = {key for found in rounds for results in found.values() for key in results}
+    out = []
+    for key in [k for k in KEYS if k in present]:
+        out.append(KeySummary(key=key, cells=[_cell(rounds, side, key) for side in sides]))
+    return out
+
+
+def _cell(rounds: Rounds, side: str, key: str) -> Cell:
+    figures = [r.get(side, {}).get(key) for r in rounds]
+    measured = [f for f in figures if f is not None and "wall" in f]
+    if not measured:
+        first = next((f for f in figures if f is not None), None)
+        if first is None:
+            return Cell(side=side, missing="not run")
+        if "na" in first:
+            reason = f"n/a: {first['na']}"
+        elif "over" in first:
+            reason = f"over budget: {first['over']}"
+        else:
+            reason = f"error: {first.get('error', '?')}"
+        return Cell(side=side, missing=reason)
+    pairs = [
+        (f, r.get(BASE, {}).get(key))
+        for r, f in zip(rounds, figures, strict=True)
+        if f is not None and "wall" in f
+    ]
+    ratios = [(f["wall"] / b["wall"], f["cpu"] / b["cpu"]) for f, b in pairs if b and "wall" in b]
+    return Cell(
+        side=side,
+        wall=Spread.of([f["wall"] for f in measured]),
+        cpu=Spread.of([f["cpu"] for f in measured]),
+        wall_ratio=Spread.of([w for w, _ in ratios]) if ratios else None,
+        cpu_ratio=Spread.of([c for _, c in ratios]) if ratios else None,
+        api=str(measured[0].get("api", "")),
+    )
+
+
+def _num(value: float) -> str:
+    return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+
+
+def text_tables(summaries: Sequence[KeySummary], labels: Mapping[str, str]) -> str:
+    """The console report: one small table per key."""
+    lines = []
+    for summary in summaries:
+        title, unit = KEYS[summary.key]
+        lines.append(f"\n{summary.key}: {title} ({unit}; wall / CPU medians over the rounds)")
+        head = ["side", "wall", "CPU", "wall ratio (range)", "CPU ratio (range)", "API"]
+        body = []
+        for cell in summary.cells:
+            label = labels.get(cell.side, cell.side)
+            if cell.wall is None or cell.cpu is None:
+                body.append([label, "", "", cell.missing, "", ""])
+                continue
+            wall_r = cell.wall_ratio.ratio_text() if cell.wall_ratio else "-"
+            cpu_r = cell.cpu_ratio.ratio_text() if cell.cpu_ratio else "-"
+            if cell.side == BASE:
+                wall_r = cpu_r = "1"
+            body.append(
+                [label, _num(cell.wall.median), _num(cell.cpu.median), wall_r, cpu_r, cell.api]
+            )
+        lines.extend(_grid(head, body, right={1, 2, 3, 4}))
+    return "\n".join(lines)
+
+
+def _grid(head: list[str], body: list[list[str]], right: set[int]) -> list[str]:
+    # n/a and error texts span the columns after the first: they do not set the widths
+    sized = [row for row in [head, *body] if row[1] or row is head]
+    widths = [max(len(row[i]) for row in sized) for i in range(len(head))]
+
+    def fmt(row: list[str]) -> str:
+        if not row[1] and row is not head:
+            return f"{row[0].ljust(widths[0])}  {row[3]}"
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    return [fmt(head), "  ".join("-" * w for w in widths), *(fmt(row) for row in body)]
+
+
+def markdown_table(summaries: Sequence[KeySummary], labels: Mapping[str, str]) -> list[str]:
+    """The README's table: Interlude's figures, then each peer's ratios (wall, CPU)."""
+    sides = [c.side for c in summaries[0].cells] if summaries else []
+    peers = [s for s in sides if s != BASE]
+    head = ["workload", "Interlude, wall / CPU", *(labels.get(p, p) for p in peers)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for summary in summaries:
+        title, unit = KEYS[summary.key]
+        by_side = {c.side: c for c in summary.cells}
+        base = by_side.get(BASE)
+        ours = (
+            f"{_num(base.wall.median)} / {_num(base.cpu.median)} {unit}"
+            if base is not None and base.wall is not None and base.cpu is not None
+            else (base.missing if base is not None else "not run")
+        )
+        row = [title, ours]
+        for peer in peers:
+            cell = by_side[peer]
+            if cell.wall_ratio is None or cell.cpu_ratio is None:
+                row.append(_short(cell.missing) if cell.missing else "-")
+            else:
+                row.append(f"{cell.wall_ratio.ratio_text()} / {cell.cpu_ratio.ratio_text()}")
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def _short(missing: str) -> str:
+    return "n/a" if missing.startswith("n/a") else missing.split(":")[0]
+
+
+def replace_between(text: str, start: str, end: str, inner: str) -> str:
+    """``text`` with what lies between the ``start`` and ``end`` marker lines replaced."""
+    head, found, rest = text.partition(start)
+    if not found:
+        raise ValueError(f"marker {start!r} not found")
+    _, found, tail = rest.partition(end)
+    if not found:
+        raise ValueError(f"marker {end!r} not found after {start!r}")
+    return f"{head}{start}\n{inner.strip()}\n{end}{tail}"
