@@ -48,6 +48,7 @@ def __getattr__(name: str) -> object:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "Model",
     "ModelEvent",
