@@ -101,3 +101,24 @@ def test_a_split_file_store_line_is_named(tmp_path: Path) -> None:
     fresh = Agent(ScriptedModel([]), tools=[pay], session=FileStore(tmp_path), session_id="s1")
     with pytest.raises(SessionCorruptError, match="line 1 is not valid JSON"):
         fresh.interrupts  # noqa: B018
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "1e999"])
+def test_a_stored_message_holding_a_number_json_cannot_carry_is_corrupt(
+    tmp_path: Path, number: str
+) -> None:
+    """Messages read together skip the plain-JSON check (their text had no such number);
+    one that has one is read on its own and refused, as before."""
+    from interlude._json import loads_all
+
+    assert loads_all([b"[1]", f"[{number}]".encode()]) is None
+    db = tmp_path / "s.db"
+    _paused(SQLiteStore(db))
+    with sqlite3.connect(db) as conn:
+        (data,) = conn.execute("SELECT data FROM messages WHERE idx = 1").fetchone()
+        bad = data.replace('"cents": 100', f'"cents": {number}')
+        assert bad != data
+        conn.execute("UPDATE messages SET data = ? WHERE idx = 1", (bad,))
+    fresh = Agent(ScriptedModel([]), tools=[pay], session=SQLiteStore(db), session_id="s1")
+    with pytest.raises(SessionCorruptError, match="not plain JSON"):
+        fresh.interrupts  # noqa: B018

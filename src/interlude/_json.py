@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["DuplicateKeyError", "loads", "loads_all"]
+__all__ = ["DuplicateKeyError", "PlainJson", "loads", "loads_all"]
 
 
 class DuplicateKeyError(ValueError):
@@ -67,19 +67,28 @@ def loads(text: str | bytes | bytearray, *, constants: bool = True) -> Any:
     return (_STRICT if constants else _NO_CONSTANTS).decode(text)
 
 
-def loads_all(texts: list[bytes] | list[str]) -> list[Any] | None:
+class PlainJson(list[Any]):
+    """Values read from JSON text that has no NaN, no Infinity and no number too large for a
+    float (:func:`loads_all`): plain JSON by construction, so a reader need not encode them
+    again to check that they are."""
+
+    __slots__ = ()
+
+
+def loads_all(texts: list[bytes] | list[str]) -> PlainJson | None:
     """``[loads(t) for t in texts]`` in one pass of the decoder (a stored conversation is read
     as one array, not a thousand calls), or None if that pass fails or does not make one
     value per text: the caller then reads them one by one with :func:`loads`, to name the one
-    that is wrong. Bytes must be UTF-8 here (anything else takes the slow way)."""
+    that is wrong (or to keep what only ``loads`` reads: NaN, Infinity, a number too large for
+    a float). Bytes must be UTF-8 here (anything else takes the slow way)."""
     if not texts:
-        return []
+        return PlainJson()
     try:
         if type(texts[0]) is str:
             text = "[" + ",".join(texts) + "]"
         else:
             text = "[" + b",".join(texts).decode("utf-8") + "]"  # type: ignore[arg-type]
-        values = _STRICT.decode(text)  # (a byte-order mark before a value is refused too)
+        values = _NO_CONSTANTS.decode(text)  # (a byte-order mark before a value: refused)
     except (TypeError, ValueError, RecursionError):  # not all bytes (or str), not UTF-8, bad
         return None
-    return values if len(values) == len(texts) else None
+    return PlainJson(values) if len(values) == len(texts) else None

@@ -129,16 +129,26 @@ def encode_state(
 
 
 def decode_state(
-    data: Any, key: bytes | None = None, agent: str | None = None, session: str | None = None
+    data: Any,
+    key: bytes | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    *,
+    plain_messages: bool = False,
 ) -> Decoded:
     """The state in ``data``; StateFormatError (and nothing else, quickly) for anything that
     is not a state this version reads: wrong shapes, values JSON cannot carry (sets, bytes,
     objects, NaN), nesting too deep to read, a pause that does not fit its conversation.
     With a signing ``key``, StateIntegrityError for a pause that is not signed with it for the
     agent named ``agent`` (the loading agent's name; None for an unnamed agent), and for an
-    audit trail signed for another session than ``session`` (the session it is loaded as)."""
+    audit trail signed for another session than ``session`` (the session it is loaded as).
+    ``plain_messages``: the messages were read from JSON text with no NaN or Infinity in it (a
+    store's :class:`~interlude._json.PlainJson`), so they are not encoded again to check it."""
     try:
-        json.dumps(data, allow_nan=False)
+        if plain_messages and isinstance(data, dict):
+            json.dumps({k: v for k, v in data.items() if k != "messages"}, allow_nan=False)
+        else:
+            json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise StateFormatError(f"the state is not plain JSON: {exc}") from None
     except RecursionError:
@@ -169,8 +179,16 @@ def decode_stored(
         "agent": getattr(stored, "agent", None),
         "audit": getattr(stored, "audit", None) or [],
     }
+    from .._json import PlainJson
+
     try:
-        return decode_state(data, key, name, stored.session_id if key is not None else None)
+        return decode_state(
+            data,
+            key,
+            name,
+            stored.session_id if key is not None else None,
+            plain_messages=type(stored.messages) is PlainJson,
+        )
     except StateFormatError as exc:
         raise SessionCorruptError(f"session {stored.session_id!r}: {exc}") from None
 

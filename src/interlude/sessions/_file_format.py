@@ -151,10 +151,10 @@ def lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> lis
     lines = raw.split(b"\n")
     if lines.pop() != b"" or len(lines) != count:
         raise corrupt(session_id, path, f"does not hold the {count} lines head.json says")
-    values = loads_all(lines)
-    if values is not None:
-        return values
-    values = []  # one of them is not JSON: which one
+    together = loads_all(lines)
+    if together is not None:
+        return together
+    values = []  # one of them is not JSON (or not plain JSON): which one
     for number, line in enumerate(lines, 1):
         try:
             values.append(strict_json(line))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._interrupt import Interrupt
 from .._json import loads as strict_json
+from .._json import loads_all
 from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
@@ -271,7 +272,9 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
                 session_id,
                 f"it should hold messages 0..{count - 1} but holds {n} (indexes {lo}..{hi})",
             )
-        messages = [_load_json(t, f"message {i}", session_id) for i, t in enumerate(texts)]
+        messages: list[Any] | None = loads_all(texts)  # in one pass (else: which one is bad)
+        if messages is None:
+            messages = [_load_json(t, f"message {i}", session_id) for i, t in enumerate(texts)]
         for i, message in enumerate(messages):
             if not isinstance(message, dict):
                 kind = type(message).__name__

@@ -205,8 +205,8 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             raise _corrupt(session_id, f"agent is {agent!r}, not a name")
         if len(rows) != count or any(idx != i for i, (idx, _) in enumerate(rows)):
             raise _corrupt(session_id, f"{count} messages expected, {len(rows)} stored")
-        messages = loads_all([raw for _, raw in rows])
-        if messages is None:  # one of them is not JSON: which one
+        messages: list[Any] | None = loads_all([raw for _, raw in rows])
+        if messages is None:  # one of them is not JSON (or not plain JSON): which one
             messages = [_json(session_id, f"message {i}", raw) for i, (_, raw) in enumerate(rows)]
         state = _json(session_id, "state", state_raw)
         if not isinstance(state, dict):
