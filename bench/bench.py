@@ -234,13 +234,30 @@ def bench_loop(reps: dict[int, int], blocks: int) -> tuple[list[Row], dict[str, 
     return rows, ratios
 
 
+def time_export(reps: int) -> list[float]:
+    """us for pausing, export_state() -> JSON text -> import_state() into a freshly built
+    agent, and resuming that one (both agents built outside the timed region)."""
+    out = []
+    for _ in range(reps):
+        agent, fresh = paused_agent(), paused_agent()
+        gc.collect()
+        t0 = time.perf_counter()
+        paused = agent("go")
+        fresh.import_state(json.loads(json.dumps(agent.export_state())))
+        fresh.resume({paused.interrupts[0].id: True})
+        out.append((time.perf_counter() - t0) * 1e6)
+    return out
+
+
 def bench_pause_resume(reps: int, blocks: int) -> tuple[list[Row], int]:
     time_sync(paused_agent, 20)  # warm-up
+    time_export(10)
     per_block = max(1, reps // blocks)
     found = in_blocks(
         {
             "sync": partial(time_sync, paused_agent, per_block),
             "async": lambda: time_async(paused_agent, per_block + 5)[5:],  # a new loop each
+            "export": partial(time_export, per_block),
         },
         blocks,
     )
@@ -261,6 +278,13 @@ def bench_pause_resume(reps: int, blocks: int) -> tuple[list[Row], int]:
             "us",
             None,
             found["async"][1],
+        ),
+        Row(
+            "pause, export -> JSON -> import into a fresh agent, resume (info)",
+            found["export"][0],
+            "us",
+            None,
+            found["export"][1],
         ),
     ], size
 

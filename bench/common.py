@@ -8,12 +8,15 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interlude import Agent, AgentSession, AgentTool, ToolResult, ToolUse
+from interlude import Agent, ToolResult, ToolUse
 from interlude.hooks import BeforeToolCallEvent
-from interlude.sessions import PendingInterrupt, PendingQuery, SessionUpdate, StoredSession
-from interlude.testing import FunctionModel, ModelRequest
+
+if TYPE_CHECKING:  # (names older versions lack: bench.py --ab-src runs against them)
+    from interlude import AgentSession, AgentTool
+    from interlude.sessions import PendingInterrupt, PendingQuery, SessionUpdate, StoredSession
+    from interlude.testing import ModelRequest
 
 
 @dataclass
@@ -166,6 +169,8 @@ def _approve(event: BeforeToolCallEvent) -> None:
 def approval_agent(session: AgentSession, pay: AgentTool) -> Agent:
     """The agent of the answer-path benches on ``session``: its model asks for ``pay`` with the
     user's text, a before-tool hook asks for approval, then the model says "done"."""
+    from interlude.testing import FunctionModel
+
     agent = Agent(
         FunctionModel(_pay_reply), tools=[pay], session=session.store, session_id=session.id
     )
