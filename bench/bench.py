@@ -356,7 +356,8 @@ def live_ab(baseline_src: str, rounds: int, quick: bool) -> None:
             found[label].append(json.loads(out.stdout))
     head = ["benchmark", "best block", "before", "ratio", "target", "", "median", "before", "ratio"]
     body = []
-    for name in found["now"][0]["median"]:
+    before_names = found["before"][0]["median"]
+    for name in [n for n in found["now"][0]["median"] if n in before_names]:  # rows in both
         figures = {
             (label, kind): statistics.median(run[kind][name] for run in runs)
             for label, runs in found.items()
