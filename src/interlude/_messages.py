@@ -305,7 +305,27 @@ def message_from_dict(data: Any, where: str = "message") -> Message:
 def messages_from_dicts(data: Any, where: str = "messages") -> list[Message]:
     if not isinstance(data, list):
         raise StateFormatError(f"{where}: expected a list, got {type(data).__name__}")
-    return [message_from_dict(m, f"{where}[{i}]") for i, m in enumerate(data)]
+    out: list[Message] = []
+    append = out.append
+    for i, m in enumerate(data):
+        # The common case inline (a long conversation's load): text blocks only. Anything
+        # else, including anything wrong, goes through ``message_from_dict``, which names it.
+        if type(m) is dict:
+            role, content = m.get("role"), m.get("content")
+            if (role == "user" or role == "assistant") and type(content) is list:
+                blocks: list[ContentBlock] = []
+                for b in content:
+                    if type(b) is not dict or b.get("type") != "text":
+                        break
+                    text = b.get("text")
+                    if type(text) is not str:
+                        break
+                    blocks.append(Text(text))
+                else:
+                    append(Message(role, blocks))
+                    continue
+        append(message_from_dict(m, f"{where}[{i}]"))
+    return out
 
 
 # Small shape checkers shared by the state codecs.
