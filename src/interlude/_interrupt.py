@@ -69,7 +69,13 @@ def _made_uuid5(name: str) -> str:
 
 def interrupt_id(source: InterruptSource, scope: str, name: str) -> str:
     """The deterministic id ``v1:<source>:<scope>:<uuid5(NAMESPACE_OID, name)>``."""
-    return f"v1:{source}:{scope}:{_uuid5(name)}"
+    return id_prefix(source, scope) + _uuid5(name)
+
+
+def id_prefix(source: InterruptSource, scope: str) -> str:
+    """The start every :func:`interrupt_id` of ``source`` and ``scope`` shares, whatever the
+    question's name."""
+    return f"v1:{source}:{scope}:"
 
 
 _PLAIN = re.compile(r"v\d+:[a-z_]+:")

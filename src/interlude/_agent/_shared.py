@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .._interrupt import Interrupt, interrupt_id
+from .._interrupt import Interrupt, id_prefix, interrupt_id
 from .._messages import JsonValue, Text, ToolResult, ToolUse, message_from_dict
 from ._history import FORK
 
@@ -191,7 +191,7 @@ async def shared_guard(
     if not audit or audit[0].name != FORK:  # not a fork: shared only through an answer
         if not answers.values:
             return None, None  # the common case, at no cost
-        asked = f"v1:in_doubt:{call.tool_use.id}:"  # (``interrupt_id``'s form)
+        asked = id_prefix("in_doubt", call.tool_use.id)
         if not any(k.startswith(asked) for k in answers.values):
             return None, None
     from ._fork import RAN_IN_PARENT, parent_result_now, parent_results, ran_in_parent_question
