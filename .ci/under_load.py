@@ -79,13 +79,15 @@ def prepare(commit: str, workdir: Path) -> Path:
     if shared.exists():
         (workdir / "shared").symlink_to(shared)
     print(f"--- installing {commit} into {clone} (quiet machine: no burners yet)", flush=True)
-    subprocess.run(
+    install = subprocess.run(
         "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]'",
         shell=True,
         cwd=clone,
-        check=True,
-        stdout=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
     )
+    if install.returncode != 0:
+        sys.exit(f"the install failed:\n{install.stderr}")
     return clone
 
 
