@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._frozen import freeze
 from ._interrupt import Interrupt, shown_digest
 from ._messages import JsonValue
 from .errors import StateFormatError
@@ -68,8 +69,6 @@ class AuditEntry:
     an answer that says ``"remember": "session"`` is remembered for that tool."""
 
     def __post_init__(self) -> None:
-        from ._frozen import freeze
-
         object.__setattr__(self, "answer", freeze(self.answer))
 
     @classmethod
@@ -104,6 +103,21 @@ class AuditEntry:
             at=at,
             shown=shown_digest(interrupt),
             expired=True,
+        )
+
+    def linked(self, chain: str) -> AuditEntry:
+        """This entry with its link ``chain`` (see :func:`chained`)."""
+        return AuditEntry(
+            interrupt_id=self.interrupt_id,
+            name=self.name,
+            answer=self.answer,  # (frozen already: freezing again returns it as it is)
+            by=self.by,
+            at=self.at,
+            shown=self.shown,
+            expired=self.expired,
+            chain=chain,
+            vote=self.vote,
+            tool=self.tool,
         )
 
     def to_dict(self) -> dict[str, JsonValue]:
@@ -210,16 +224,13 @@ def chained(
 ) -> list[AuditEntry]:
     """``entries`` linked in order after ``trail`` (signed with ``key`` if given; a signed
     chain that starts here starts bound to ``session_id``)."""
-    from dataclasses import replace
-
     previous = (trail[-1].chain or "") if trail else ""
     if not previous and key is not None:
         previous = seed(session_id)
     out: list[AuditEntry] = []
     for entry in entries:
-        entry = replace(entry, chain=_link(previous, entry, key))
-        previous = entry.chain or ""
-        out.append(entry)
+        previous = _link(previous, entry, key)
+        out.append(entry.linked(previous))
     return out
 
 

@@ -366,6 +366,8 @@ def check_answers(
             raise UnknownInterruptError(
                 f"no pending interrupt has id {key!r}; pending: {', '.join(sorted(asked))}"
             )
+        if value is True or value is False or value is None:  # (the common answers)
+            continue
         try:
             # NaN is not JSON, and a lone surrogate is not text: PostgreSQL refuses both.
             json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._result import AgentResult
 from ..errors import AgentBusyError, NotPausedError, StateFormatError
+from ._loop import Run
 from ._standing import check_reserved
 
 if TYPE_CHECKING:
@@ -19,8 +20,6 @@ __all__ = ["start"]
 
 async def start(agent: Agent, plan: Plan, emit: Emit | None) -> AgentResult:
     """Run ``plan`` on ``agent`` to its end or its pause (see ``Run.drive``)."""
-    from ._loop import Run
-
     step, progress, replay, audit = plan
     progress = progress.but(answers=progress.answers.with_clock(agent.clock))
     check_reserved(agent.state, StateFormatError)  # refused before anything is saved

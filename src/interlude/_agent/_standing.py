@@ -39,6 +39,8 @@ class Identity:
 
 def check_reserved(data: Mapping[str, JsonValue], error: type[Exception]) -> None:
     """``error`` if ``data`` uses the key reserved for the conversation manager's state."""
+    if not data:  # (most agents keep no state: no import on the hot path)
+        return
     from ..conversation import STATE_KEY
 
     if STATE_KEY in data:
