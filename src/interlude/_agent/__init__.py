@@ -26,6 +26,7 @@ from ._executor import (
     ToolOutcome,
     ToolRequest,
 )
+from ._spec import respec
 
 if TYPE_CHECKING:
     from ._answering import (
@@ -80,6 +81,7 @@ __all__ = [
     "load_all",
     "person_key",
     "remembered_decisions",
+    "respec",
     "resume_plan",
     "same_person",
     "vote_problem",

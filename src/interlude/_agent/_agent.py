@@ -10,7 +10,6 @@ import contextlib
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from .._audit import EXPIRY
@@ -26,7 +25,7 @@ from ._answering import Plan, bind_output, check_queued, prompt_plan, resume_pla
 from ._direct import ToolCaller
 from ._holding import AgentHolding
 from ._overlay import BODY_STATE
-from ._spec import AgentSpec, Approver, SpecField, tools_by_name
+from ._spec import AgentSpec, Approver, SpecField, respec, tools_by_name
 from ._standing import AgentState, Conversation, check_reserved
 
 if TYPE_CHECKING:
@@ -145,7 +144,7 @@ class Agent(AgentHolding):
         session."""
         agent = cls.__new__(cls)
         # Its own hook registry (the same callbacks): one added to a copy stays the copy's.
-        agent._setup(replace(spec, hooks=spec.hooks.copy()), messages, state, session, session_id)
+        agent._setup(respec(spec, hooks=spec.hooks.copy()), messages, state, session, session_id)
         return agent
 
     @classmethod

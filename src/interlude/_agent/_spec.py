@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._executor import Executor
     from ._observe import Observer
 
-__all__ = ["AgentSpec", "Approver", "SpecField", "check_settings", "tools_by_name"]
+__all__ = ["AgentSpec", "Approver", "SpecField", "check_settings", "respec", "tools_by_name"]
 
 T = TypeVar("T")
 
@@ -75,6 +75,32 @@ class AgentSpec:
         object.__setattr__(self, "signing_key", as_key(self.signing_key))
         if not isinstance(self.tools, MappingProxyType):
             object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+
+
+_SETTERS = tuple((name, AgentSpec.__dict__[name].__set__) for name in AgentSpec.__slots__)
+
+
+def respec(
+    spec: AgentSpec,
+    *,
+    hooks: HookRegistry | None = None,
+    list_pending: bool | None = None,
+    tools: Mapping[str, AgentTool] | None = None,
+) -> AgentSpec:
+    """``spec`` with another hook registry, pending listing or set of tools: settings no check
+    looks at, so the others (checked when ``spec`` was made, and frozen since) are not checked
+    again. Copies of agents (graph nodes, agents as tools) are made this way, per run."""
+    changes: dict[str, object] = {}
+    if hooks is not None:
+        changes["hooks"] = hooks
+    if list_pending is not None:
+        changes["list_pending"] = list_pending
+    if tools is not None:
+        changes["tools"] = MappingProxyType(dict(tools))
+    new = object.__new__(AgentSpec)
+    for name, set_field in _SETTERS:
+        set_field(new, changes[name] if name in changes else getattr(spec, name))
+    return new
 
 
 class SpecField(Generic[T]):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeAlias
 
-from .._agent import Agent, Prompt
+from .._agent import Agent, Prompt, respec
 from .._interrupt import Interrupt
 from .._messages import JsonValue
 from .._result import AgentResult
@@ -116,10 +116,11 @@ class AgentNode:
 
     def fresh(self, *, with_session: bool = True) -> Agent:
         """A new copy of the template (with the node's session, unless told otherwise)."""
-        changes: dict[str, object] = {"hooks": self._hooks, "list_pending": False}  # listed
+        tools = None
         if self._extra:  # with the orchestration
-            changes["tools"] = {**self._spec.tools, **{t.name: t for t in self._extra}}
-        spec = replace(self._spec, **changes)  # type: ignore[arg-type]
+            tools = {**self._spec.tools, **{t.name: t for t in self._extra}}
+        # (list_pending False: the orchestration lists its nodes' questions)
+        spec = respec(self._spec, hooks=self._hooks, list_pending=False, tools=tools)
         state = None if self._state is None else json.loads(self._state)
         if with_session and self._store is not None:
             return Agent.from_spec(
