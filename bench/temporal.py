@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +66,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(binary: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    binary: str, extra: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A dev server on a free port, Interlude's search attributes (and ``extra``, name ->
+    type) registered: (its process, its address)."""
     from interlude.temporal import SEARCH_ATTRIBUTES
 
     port = _free_port()
     args = [binary, "server", "start-dev", "--headless", "--port", str(port)]
     args += ["--ip", "127.0.0.1", "--log-level", "error"]
-    for name, kind in SEARCH_ATTRIBUTES.items():
+    for name, kind in {**SEARCH_ATTRIBUTES, **(extra or {})}.items():
         args += ["--search-attribute", f"{name}={kind}"]
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return server, f"127.0.0.1:{port}"

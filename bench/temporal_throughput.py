@@ -45,7 +45,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from common import Row, approval_agent, print_grid, print_table
 
@@ -59,6 +59,8 @@ WARM_UP = 6  # runs per setup before the measured rounds: the workers' first run
 EMBEDDED_POLL = 0.05
 STALL = 120.0  # seconds without progress before a round is given up
 LIST_POLL = 0.02  # how often the Temporal side lists the paused workflows
+
+T = TypeVar("T")
 
 app = App()
 
@@ -86,36 +88,41 @@ def _build(session: AgentSession) -> Agent:
 # --- shared: worker processes, the tool-run check ------------------------------------------------
 
 
-def _spawn_workers(argv: list[str], ran_dir: str, logs: Path) -> list[subprocess.Popen[str]]:
-    """WORKERS processes of ``python -m interlude <argv>`` in this folder, each ready (it has
-    printed its first line) when this returns."""
+def interlude_command(argv: list[str]) -> list[str]:
+    """``python -m interlude <argv>`` with this Python."""
+    return [sys.executable, "-m", "interlude", *argv]
+
+
+def spawn_workers(
+    command: list[str], ran_dir: str, logs: Path, cwd: Path = HERE
+) -> list[subprocess.Popen[str]]:
+    """WORKERS processes of ``command`` in ``cwd`` (by default this folder), each ready (it has
+    printed its first line) when this returns; whatever happens meanwhile, none is left."""
     env = {**os.environ, RAN_DIR: ran_dir, "PYTHONUNBUFFERED": "1"}
-    procs = []
-    for k in range(WORKERS):
-        log = open(logs / f"worker{k}.log", "w")  # noqa: SIM115 (closed with the process)
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "interlude", *argv],
-                cwd=HERE,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for k in range(WORKERS):
+            log = open(logs / f"worker{k}.log", "w")  # noqa: SIM115 (closed with the process)
+            procs.append(
+                subprocess.Popen(
+                    command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+                )
             )
-        )
-        log.close()  # the child holds its own descriptor
-    for k, p in enumerate(procs):
-        assert p.stdout is not None
-        if not p.stdout.readline():
-            _stop_workers(procs)
-            raise RuntimeError(
-                f"worker {k} exited before it was ready:\n"
-                + (logs / f"worker{k}.log").read_text()[-800:]
-            )
+            log.close()  # the child holds its own descriptor
+        for k, p in enumerate(procs):
+            assert p.stdout is not None
+            if not p.stdout.readline():
+                raise RuntimeError(
+                    f"worker {k} exited before it was ready:\n"
+                    + (logs / f"worker{k}.log").read_text()[-800:]
+                )
+    except BaseException:
+        stop_workers(procs)
+        raise
     return procs
 
 
-def _stop_workers(procs: list[subprocess.Popen[str]]) -> None:
+def stop_workers(procs: list[subprocess.Popen[str]]) -> None:
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGINT)  # both worker commands stop cleanly on Ctrl-C
@@ -171,10 +178,12 @@ Pids = Callable[[], Awaitable[dict[str, list[int]]]]  # part ("workers", ...) ->
 
 class Setup:
     """One side's measured rounds: seconds per round, CPU seconds per part (the bench process
-    as "client", and the processes ``pids`` names) and the tool-run check of every round."""
+    as "client", and the processes ``pids`` names) and the tool-run check of every round. Its
+    runs are named ``<tag>warm-<k>`` and ``<tag>r<round>-<k>``."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, tag: str = "") -> None:
         self.name = name
+        self.tag = tag
         self.seconds: list[float] = []
         self.cpu: defaultdict[str, float] = defaultdict(float)
         self.wrong: list[str] = []
@@ -184,9 +193,9 @@ class Setup:
     async def rounds(
         self, run: Callable[[str, int], Awaitable[None]], pids: Pids, ran: str, n: int, rounds: int
     ) -> None:
-        await run("warm-", WARM_UP)
+        await run(f"{self.tag}warm-", WARM_UP)
         for r in range(rounds):
-            prefix = f"r{r}-"
+            prefix = f"{self.tag}r{r}-"
             before = {part: {p: cpu_seconds(p) for p in ps} for part, ps in (await pids()).items()}
             client, t0 = time.process_time(), time.perf_counter()
             await run(prefix, n)
@@ -198,6 +207,10 @@ class Setup:
             wrong, per_worker = _tool_runs(ran, [f"{prefix}{k}" for k in range(n)])
             self.wrong += wrong
             self.per_worker += per_worker
+
+    def first_run(self) -> str:
+        """The name of the first measured run."""
+        return f"{self.tag}r0-0"
 
     def row(self, n: int) -> Row:
         return Row(self.name, [n / s for s in self.seconds], "runs/s")
@@ -219,71 +232,105 @@ class Setup:
         ]
 
 
-# --- Temporal ------------------------------------------------------------------------------------
+# --- Temporal ---------------------------------------------------------------------------------
 
 
-async def _temporal(address: str, server: int, n: int, rounds: int, ran_dir: str) -> Setup:
+async def first_pending(workflow_id: str, pending: Callable[[str], Awaitable[list[T]]]) -> T:
+    """The first thing ``workflow_id`` waits on, by ``pending``, once it is listed as paused
+    (the listing can run ahead of what the workflow itself tells: rarely)."""
+    for _ in range(100):
+        asked = await pending(workflow_id)
+        if asked:
+            return asked[0]
+        await asyncio.sleep(0.02)
+    raise RuntimeError(f"{workflow_id} is listed as paused but asks nothing")
+
+
+async def answer_when_listed(
+    names: list[str],
+    start: Callable[[str], Awaitable[object]],
+    paused: Callable[[], Awaitable[list[str]]],
+    answer: Callable[[str], Awaitable[None]],
+) -> None:
+    """Start a workflow for each of ``names`` at once, list the ``paused`` every LIST_POLL s,
+    ``answer`` each as soon as it is listed; return once every answer is done."""
+    started = asyncio.gather(*(start(w) for w in names))
+    answering: list[asyncio.Task[None]] = []
+    waiting = set(names)
+    stalled = Stall("paused")
+    try:
+        while waiting:
+            stalled.check(len(waiting), started)
+            for workflow_id in await paused():
+                if workflow_id in waiting:
+                    waiting.discard(workflow_id)
+                    answering.append(asyncio.ensure_future(answer(workflow_id)))
+            if waiting:
+                await asyncio.sleep(LIST_POLL)
+        await started
+        await asyncio.gather(*answering)
+    finally:
+        for task in [started, *answering]:
+            task.cancel()
+
+
+async def history_note(handle: Any) -> str:
+    """What one workflow's history holds: events, bytes, workflow tasks, activities."""
+    history = await handle.fetch_history()
+    kinds = Counter(e.WhichOneof("attributes") for e in history.events)
+    local = sum(
+        e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+        for e in history.events
+    )
+    return (
+        f"one run's history: {len(history.events)} events "
+        f"({sum(e.ByteSize() for e in history.events):,} bytes), "
+        f"{kinds['workflow_task_completed_event_attributes']} workflow tasks, "
+        f"{kinds['activity_task_completed_event_attributes']} activities, "
+        f"{local} local activities"
+    )
+
+
+async def measure_temporal(
+    address: str, server: int, n: int, rounds: int, ran_dir: str, *, tag: str = ""
+) -> Setup:
+    """Interlude on the dev server at ``address`` (process ``server``): 3 temporal-worker
+    processes of their own, a warm-up, then ``rounds`` rounds of ``n`` runs named by ``tag``."""
     from temporal import connect
 
     from interlude.temporal import AgentClient
 
-    queue = f"bench-throughput-{os.getpid()}"
+    queue = "-".join(filter(None, ["bench-throughput", str(os.getpid()), tag.strip("-")]))
     argv = ["--temporal", address, "temporal-worker", "--app", "temporal_throughput:app"]
-    procs = _spawn_workers([*argv, "--task-queue", queue], ran_dir, Path(ran_dir))
+    command = interlude_command([*argv, "--task-queue", queue])
+    procs = spawn_workers(command, ran_dir, Path(ran_dir))
     try:
         agents = AgentClient(await connect(address), task_queue=queue)
 
         async def answer(workflow_id: str) -> None:
-            for _ in range(100):
-                asked = await agents.pending(workflow_id)
-                if asked:
-                    break
-                await asyncio.sleep(0.02)  # listed as paused before the query sees it: rare
-            else:
-                raise RuntimeError(f"{workflow_id} is listed as paused but asks nothing")
-            outcome = await agents.answer(workflow_id, {asked[0].id: True}, by="bench")
+            asked = await first_pending(workflow_id, agents.pending)
+            outcome = await agents.answer(workflow_id, {asked.id: True}, by="bench")
             result = await agents.result(workflow_id)
             if outcome["stop_reason"] != "end_turn" or result["text"] != "done":
                 raise RuntimeError(f"{workflow_id}: {outcome} / {result['text']!r}")
 
         async def run(prefix: str, count: int) -> None:
             names = [f"{prefix}{k}" for k in range(count)]
-            started = asyncio.gather(*(agents.start("bench", w, workflow_id=w) for w in names))
-            answering: list[asyncio.Task[None]] = []
-            waiting = set(names)
-            stalled = Stall("paused")
-            while waiting:  # answer each workflow as soon as it is listed as paused
-                stalled.check(len(waiting), started)
-                for workflow_id in await agents.paused("bench"):
-                    if workflow_id in waiting:
-                        waiting.discard(workflow_id)
-                        answering.append(asyncio.ensure_future(answer(workflow_id)))
-                if waiting:
-                    await asyncio.sleep(LIST_POLL)
-            await started
-            await asyncio.gather(*answering)
+
+            async def start(workflow_id: str) -> str:
+                return await agents.start("bench", workflow_id, workflow_id=workflow_id)
+
+            await answer_when_listed(names, start, lambda: agents.paused("bench"), answer)
 
         async def pids() -> dict[str, list[int]]:
             return {"workers": [p.pid for p in procs], "server": [server]}
 
-        setup = Setup(f"Temporal, {WORKERS} temporal-worker processes")
+        setup = Setup(f"Temporal, {WORKERS} temporal-worker processes", tag)
         await setup.rounds(run, pids, ran_dir, n, rounds)
-        history = await agents.handle("r0-0").fetch_history()
-        kinds = Counter(e.WhichOneof("attributes") for e in history.events)
-        local = sum(
-            e.marker_recorded_event_attributes.marker_name == "core_local_activity"
-            for e in history.events
-        )
-        setup.notes.append(
-            f"one run's history: {len(history.events)} events "
-            f"({sum(e.ByteSize() for e in history.events):,} bytes), "
-            f"{kinds['workflow_task_completed_event_attributes']} workflow tasks, "
-            f"{kinds['activity_task_completed_event_attributes']} activities, "
-            f"{local} local activities"
-        )
+        setup.notes.append(await history_note(agents.handle(setup.first_run())))
         return setup
     finally:
-        _stop_workers(procs)
+        stop_workers(procs)
 
 
 def bench_temporal(n: int, rounds: int) -> Setup | str:
@@ -299,7 +346,7 @@ def bench_temporal(n: int, rounds: int) -> Setup | str:
     server, address = start_server(binary)
     try:
         with tempfile.TemporaryDirectory() as ran_dir:
-            return asyncio.run(_temporal(address, server.pid, n, rounds, ran_dir))
+            return asyncio.run(measure_temporal(address, server.pid, n, rounds, ran_dir))
     finally:
         stop_server(server)
 
@@ -316,7 +363,8 @@ async def _embedded(store: Any, url: str, tag: str, n: int, rounds: int, ran_dir
         from interlude.sessions import Inbox  # type: ignore[attr-defined,no-redef]
 
     argv = ["--store", url, "worker", "--app", "temporal_throughput:app"]
-    procs = _spawn_workers([*argv, "--poll", str(EMBEDDED_POLL)], ran_dir, Path(ran_dir))
+    command = interlude_command([*argv, "--poll", str(EMBEDDED_POLL)])
+    procs = spawn_workers(command, ran_dir, Path(ran_dir))
     inbox = Inbox(store)
     gate = asyncio.Semaphore(8)  # the store's pool has 4 connections: keep the queue short
     try:
@@ -363,7 +411,7 @@ async def _embedded(store: Any, url: str, tag: str, n: int, rounds: int, ran_dir
         await setup.rounds(run, pids, ran_dir, n, rounds)
         return setup
     finally:
-        _stop_workers(procs)
+        stop_workers(procs)
 
 
 def bench_embedded(n: int, rounds: int) -> Setup | str:

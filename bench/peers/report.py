@@ -195,3 +195,73 @@ def replace_between(text: str, start: str, end: str, inner: str) -> str:
     if not found:
         raise ValueError(f"marker {end!r} not found after {start!r}")
     return f"{head}{start}\n{inner.strip()}\n{end}{tail}"
+
+
+# --- Temporal runs per second (bench/peers/temporal_runs.py) -------------------------------------
+
+PARTS = ("workers", "client", "server")  # whose CPU a Temporal turn counts, besides "all"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One side's turn on Temporal: N runs after a warm-up, on worker processes of its own."""
+
+    side: str
+    round: int
+    load: tuple[float, float, float]  # the load average (1/5/15 min) as the turn started
+    runs_per_s: float
+    cpu_ms: dict[str, float]  # CPU ms per run of each of PARTS, and "all"
+    not_once: list[str]  # runs whose tool did not run exactly once
+    per_worker: list[int]  # tool runs per worker process
+    history: str  # what one run's workflow history holds
+
+    def line(self, label: str) -> str:
+        cpu = ", ".join(f"{part} {self.cpu_ms[part]:.1f}" for part in (*PARTS, "all"))
+        once = "yes" if not self.not_once else f"NO: {self.not_once[:5]}"
+        return (
+            f"round {self.round}, {label:<11}  load {self.load[0]:5.2f}  "
+            f"{self.runs_per_s:6.1f} runs/s  CPU ms/run: {cpu}  "
+            f"every tool ran exactly once: {once}  tool runs per worker {self.per_worker}"
+        )
+
+
+def temporal_report(turns: Sequence[Turn], labels: Mapping[str, str]) -> list[str]:
+    """Per side, runs/s (median and range over the rounds) and the median CPU ms per run; per
+    peer, Interlude's runs/s over the peer's and the peer's CPU per run over Interlude's, in
+    each round where both had a turn (median and range); the load at each turn; the
+    exactly-once check."""
+    sides = list(dict.fromkeys(t.side for t in turns))
+    head = ["side", "runs/s (range)", *(f"CPU {p}" for p in PARTS), "CPU all", "one run"]
+    body = []
+    for side in sides:
+        mine = [t for t in turns if t.side == side]
+        rps = Spread.of([t.runs_per_s for t in mine])
+        cpu = [statistics.median(t.cpu_ms[k] for t in mine) for k in (*PARTS, "all")]
+        history = mine[0].history.removeprefix("one run's history: ")
+        spread = f"{rps.median:.1f} ({rps.low:.1f}-{rps.high:.1f})"
+        body.append([labels.get(side, side), spread, *(f"{c:.1f}" for c in cpu), history])
+    lines = _grid(head, body, right={1, 2, 3, 4, 5})
+    ours = {t.round: t for t in turns if t.side == BASE}
+    for peer in (s for s in sides if s != BASE):
+        pairs = [(ours[t.round], t) for t in turns if t.side == peer and t.round in ours]
+        if not pairs:
+            continue
+        label = labels.get(peer, peer)
+        for what, ratios in (
+            (f"Interlude's runs/s over {label}'s", [b.runs_per_s / p.runs_per_s for b, p in pairs]),
+            (
+                f"{label}'s CPU per run over Interlude's",
+                [p.cpu_ms["all"] / b.cpu_ms["all"] for b, p in pairs],
+            ),
+        ):
+            each = ", ".join(f"{r:.2f}" for r in ratios)
+            lines.append(f"{what}, per round: {each}; median {Spread.of(ratios).ratio_text()}")
+    loads = ", ".join(f"{labels.get(t.side, t.side)} {t.round}: {t.load[0]:.2f}" for t in turns)
+    lines.append(f"Load average (1 min) at the start of each turn: {loads}")
+    wrong = [f"{labels.get(t.side, t.side)} {t.round}" for t in turns if t.not_once]
+    lines.append(
+        "Exactly once: every tool of every measured run ran exactly once, on every side"
+        if not wrong
+        else f"Exactly once: NOT in {', '.join(wrong)}"
+    )
+    return lines

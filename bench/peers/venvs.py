@@ -28,6 +28,8 @@ class Peer:
     name: str
     label: str
     top: tuple[str, ...]  # the packages asked for; the pins hold them and their dependencies
+    # packages pinned to the release in Interlude's venv (both sides of a comparison on one)
+    match: tuple[str, ...] = ()
 
     @property
     def requirements(self) -> Path:
@@ -51,7 +53,12 @@ PEERS = (
         ),
     ),
     Peer(name="strands", label="Strands Agents", top=("strands-agents",)),
-    Peer(name="pydantic_ai", label="Pydantic AI", top=("pydantic-ai-slim",)),
+    Peer(
+        name="pydantic_ai",
+        label="Pydantic AI",
+        top=("pydantic-ai-slim[temporal]",),  # [temporal]: for bench/peers/temporal_runs.py
+        match=("temporalio",),
+    ),
     Peer(name="openai_agents", label="OpenAI Agents SDK", top=("openai-agents",)),
 )
 SIDES_BY_NAME = {p.name: p for p in (INTERLUDE, *PEERS)}
@@ -106,14 +113,25 @@ def _quiet(command: list[str]) -> None:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
 
 
+def interlude_version(package: str) -> str:
+    """The release of ``package`` installed in Interlude's venv."""
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
+    done = subprocess.run([str(INTERLUDE_PYTHON), "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{package!r} is not installed in {INTERLUDE_PYTHON}")
+    return done.stdout.strip()
+
+
 def repin(peers: tuple[Peer, ...]) -> None:
-    """Install each peer's packages, unpinned (the newest releases), in a scratch venv and
-    write what got installed as its requirements file."""
+    """Install each peer's packages, unpinned (the newest releases, but those it ``match``es
+    at Interlude's), in a scratch venv and write what got installed as its requirements file."""
     for peer in peers:
+        same = [f"{name}=={interlude_version(name)}" for name in peer.match]
         with tempfile.TemporaryDirectory(prefix=f"repin-{peer.name}-") as tmp:
             subprocess.run([_base_python(), "-m", "venv", tmp], check=True)
             python = str(Path(tmp) / "bin" / "python")
-            subprocess.run([python, "-m", "pip", "install", "-q", *peer.top], check=True)
+            install = [python, "-m", "pip", "install", "-q", *peer.top, *same]
+            subprocess.run(install, check=True)
             frozen = subprocess.run(
                 [python, "-m", "pip", "freeze", "--exclude-editable"],
                 check=True,
@@ -121,7 +139,7 @@ def repin(peers: tuple[Peer, ...]) -> None:
                 text=True,
             ).stdout
         head = (
-            f"# {peer.label}: {' '.join(peer.top)} and their dependencies, pinned by\n"
+            f"# {peer.label}: {' '.join((*peer.top, *same))} and their dependencies, pinned by\n"
             f"# `bench/peers/run.py --repin` (Python {platform.python_version()}).\n"
         )
         peer.requirements.write_text(head + frozen)

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 PEERS = Path(__file__).resolve().parents[2] / "bench" / "peers"
 
@@ -99,3 +100,77 @@ def test_the_readme_table_is_replaced_between_its_markers_only() -> None:
     new = report.replace_between(text, start, end, "\n| new | table |\n")
     assert new == f"# Title\nbefore\n{start}\n| new | table |\n{end}\nafter\n"
     assert report.replace_between(new, start, end, "| new | table |") == new
+
+
+def _turn(side: str, number: int, runs_per_s: float, cpu_all: float, **more: object) -> Any:
+    cpu = {"workers": cpu_all / 2, "client": cpu_all / 4, "server": cpu_all / 4, "all": cpu_all}
+    fields: dict[str, object] = {
+        "side": side,
+        "round": number,
+        "load": (float(number), 0.0, 0.0),
+        "runs_per_s": runs_per_s,
+        "cpu_ms": cpu,
+        "not_once": [],
+        "per_worker": [2, 2, 2],
+        "history": "one run's history: 24 events",
+        **more,
+    }
+    return report.Turn(**fields)
+
+
+def test_temporal_report_ratios_per_round_and_the_exactly_once_check() -> None:
+    turns = [
+        _turn("interlude", 1, 40.0, 30.0),
+        _turn("pydantic_ai", 1, 20.0, 60.0),
+        _turn("interlude", 2, 30.0, 40.0),
+        _turn("pydantic_ai", 2, 20.0, 60.0),
+        _turn("interlude", 3, 50.0, 20.0),
+        _turn("pydantic_ai", 3, 20.0, 50.0),
+    ]
+    labels = {"interlude": "Interlude", "pydantic_ai": "Pydantic AI"}
+    lines = report.temporal_report(turns, labels)
+    head = ["side", "runs/s (range)", "CPU workers", "CPU client", "CPU server", "CPU all"]
+    assert [c.strip() for c in lines[0].split("  ") if c.strip()] == [*head, "one run"]
+    assert lines[2].split()[:6] == ["Interlude", "40.0", "(30.0-50.0)", "15.0", "7.5", "7.5"]
+    assert lines[2].endswith("30.0  24 events")
+    assert lines[3].startswith("Pydantic AI") and "20.0 (20.0-20.0)" in lines[3]
+    assert lines[4] == (
+        "Interlude's runs/s over Pydantic AI's, per round: 2.00, 1.50, 2.50; "
+        "median 2.00x (1.50-2.50)"
+    )
+    assert lines[5] == (
+        "Pydantic AI's CPU per run over Interlude's, per round: 2.00, 1.50, 2.50; "
+        "median 2.00x (1.50-2.50)"
+    )
+    assert lines[6].endswith(
+        "Interlude 1: 1.00, Pydantic AI 1: 1.00, Interlude 2: 2.00, "
+        "Pydantic AI 2: 2.00, Interlude 3: 3.00, Pydantic AI 3: 3.00"
+    )
+    assert lines[7].startswith("Exactly once: every tool")
+    assert "exactly once: yes" in turns[0].line("Interlude")
+
+    turns[3] = _turn("pydantic_ai", 2, 20.0, 60.0, not_once=["pai2-r0-4 x2"])
+    lines = report.temporal_report(turns, labels)
+    assert lines[-1] == "Exactly once: NOT in Pydantic AI 2"
+    assert "NO: ['pai2-r0-4 x2']" in turns[3].line("Pydantic AI")
+
+
+def test_pydantic_ais_venv_holds_its_temporal_extra_at_interludes_temporalio() -> None:
+    venvs = sys.modules["venvs"]
+    peer = venvs.SIDES_BY_NAME["pydantic_ai"]
+    assert peer.top == ("pydantic-ai-slim[temporal]",) and peer.match == ("temporalio",)
+    head, *lines = peer.requirements.read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if "==" in line and not line.startswith("#"))
+    assert {"pydantic-ai-slim", "temporalio"} <= set(pins)
+    assert f"temporalio=={pins['temporalio']}" in head  # pinned at the .venv's, by --repin
+
+
+def test_the_temporal_driver_loads_and_shows_its_options() -> None:
+    import subprocess
+
+    script = PEERS / "temporal_runs.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--rounds" in done.stdout and "--quick" in done.stdout and "-n N" in done.stdout
