@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+import interlude
 from interlude.cli import main
 
 CLI = [sys.executable, "-m", "interlude"]
@@ -95,10 +96,15 @@ def as_a_process(cwd: Path, env: dict[str, str], at: float | None = None) -> Ite
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        # Forgotten: the user's modules in ``cwd`` (an app written there), never Interlude's
+        # own (``cwd`` may be the repository, which holds src/interlude): a module of the
+        # package imported again is a second copy, and a test that patched the first one
+        # (monkeypatch.setattr(module, ...)) would patch what no longer runs.
         folder = str(Path(cwd).resolve())
+        own = str(Path(interlude.__file__).resolve().parent) + os.sep
         for name in set(sys.modules) - modules:
-            path = getattr(sys.modules[name], "__file__", None) or ""
-            if os.path.abspath(path).startswith(folder + os.sep):
+            path = os.path.abspath(getattr(sys.modules[name], "__file__", None) or "")
+            if path.startswith(folder + os.sep) and not path.startswith(own):
                 del sys.modules[name]
 
 
