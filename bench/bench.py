@@ -36,6 +36,7 @@ from interlude.testing import ScriptedModel
 __all__ = ["Row", "print_table"]  # also imported from here by older callers
 
 IMPORT_TARGET_MS = 80.0
+IMPORT_TARGET_MODULES = 72  # issue 37: what 2852626 loaded
 CYCLE_TARGET_US = 150.0
 RATIO_TARGET = 1.5
 ROUND_TRIP_TARGET_US = 500.0
@@ -106,6 +107,10 @@ def bench_import(runs: int) -> list[Row]:
     for key in ("import", "names"):
         net = [t - base for t in times[key]]
         rows.append(Row(f"{codes[key]} (net)", net, "ms", IMPORT_TARGET_MS))
+    count = "import sys; b = set(sys.modules); import interlude; print(len(set(sys.modules) - b))"
+    loaded = subprocess.run([sys.executable, "-c", count], capture_output=True, text=True)
+    modules = float(loaded.stdout)
+    rows.append(Row("import interlude: modules", [modules], "modules", IMPORT_TARGET_MODULES))
     return rows
 
 

@@ -8,8 +8,7 @@ database driver or validation library; those load when first used.
 from typing import TYPE_CHECKING
 
 from . import errors, hooks, models
-from ._agent import Agent, DirectTool, Prompt, ToolCaller
-from ._audit import AuditEntry
+from ._agent import Agent, Prompt
 from ._interrupt import Interrupt, InterruptSource
 from ._messages import (
     ContentBlock,
@@ -41,24 +40,36 @@ from ._stream import (
     ToolUseStart,
 )
 from ._tools import AgentTool, FunctionTool, ToolContext, ToolSpec, tool
-from ._version import __version__
 
 _OPERATE = frozenset({"AgentSession", "App", "Inbox", "SessionView", "Worker", "WorkerHealth"})
 
+_LATER = {
+    "AuditEntry": "._audit",
+    "Checkpoint": "._agent",
+    "DirectTool": "._agent",
+    "ToolCaller": "._agent",
+    "__version__": "._version",
+}
+
 if TYPE_CHECKING:
-    from ._agent import Checkpoint
+    from ._agent import Checkpoint, DirectTool, ToolCaller
+    from ._audit import AuditEntry
+    from ._version import __version__
     from .operate import AgentSession, App, Inbox, SessionView, Worker, WorkerHealth
 
 
 def __getattr__(name: str) -> object:
-    """The operator floor's names (``App``, ``Worker``, ``Inbox``, ...) and ``Checkpoint``
-    (time travel), loaded on first use: ``import interlude`` stays light."""
+    """The operator floor's names (``App``, ``Worker``, ``Inbox``, ...), ``Checkpoint`` (time
+    travel), the audit entry, direct tool calls and the version, loaded on first use:
+    ``import interlude`` stays light."""
     if name in _OPERATE:
         from . import operate
 
         value = getattr(operate, name)
-    elif name == "Checkpoint":
-        from ._agent import Checkpoint as value
+    elif name in _LATER:
+        import importlib
+
+        value = getattr(importlib.import_module(_LATER[name], __name__), name)
     else:
         raise AttributeError(f"module 'interlude' has no attribute {name!r}")
     globals()[name] = value  # looked up once

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._frozen import freeze
-from ._interrupt import Interrupt, shown_digest
+from ._interrupt import EXPIRY, Interrupt, shown_digest
 from ._messages import JsonValue
 from .errors import StateFormatError
 
@@ -37,9 +37,6 @@ __all__ = [
     "seed",
     "shown_digest",
 ]
-
-EXPIRY = "expiry"
-"""The ``by`` of an answer given by a deadline passing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ._frozen import freeze
 from ._interrupt_answers import Answers
@@ -16,12 +15,27 @@ from ._interrupt_args import (
     check_json,
     check_name,
     policy_fields,
+    seconds_of,
     typed_and_timed,
 )
 from ._messages import JsonValue, ToolUse, tool_use_from_dict, tool_use_to_dict
 from .errors import InterruptError, InterruptSignal, StateFormatError
 
-__all__ = ["Answers", "Interrupt", "InterruptSource", "Interrupter", "interrupt_id", "shown_digest"]
+if TYPE_CHECKING:
+    from datetime import timedelta
+
+__all__ = [
+    "EXPIRY",
+    "Answers",
+    "Interrupt",
+    "InterruptSource",
+    "Interrupter",
+    "interrupt_id",
+    "shown_digest",
+]
+
+EXPIRY = "expiry"
+"""The ``by`` of an answer given by a deadline passing (see ``AuditEntry``)."""
 
 InterruptSource = Literal[
     "before_invocation",
@@ -422,8 +436,7 @@ def _question(
         raised_at = before.raised_at
     expires_at = None
     if expires_in is not None:
-        seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
-        expires_at = raised_at + float(seconds)
+        expires_at = raised_at + float(seconds_of(expires_in))
     interrupt = Interrupt(
         id=iid,
         name=name,

@@ -7,22 +7,36 @@ apart from the ``Interrupt`` type and the ``Interrupter`` that calls them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
-from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._frozen import thaw
 from ._messages import JsonValue
 from .errors import InterruptError
 
+if TYPE_CHECKING:
+    from datetime import timedelta
+
 __all__ = [
     "NO_DEFAULT",
+    "seconds_of",
     "as_answer",
     "check_json",
     "check_name",
     "policy_fields",
     "typed_and_timed",
 ]
+
+
+def seconds_of(value: Any) -> Any:
+    """``value``'s seconds if it is a ``datetime.timedelta``, else ``value`` itself (checked by
+    the caller). (A timedelta exists only once ``datetime`` is imported: ``import interlude``
+    does not import it.)"""
+    dt = sys.modules.get("datetime")
+    if dt is not None and isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return value
 
 
 class _NoDefault:
@@ -76,7 +90,7 @@ def typed_and_timed(
         if default is not NO_DEFAULT:
             raise InterruptError(f"interrupt {name!r}: a default needs a deadline (expires_in)")
         return extra
-    seconds = expires_in.total_seconds() if isinstance(expires_in, timedelta) else expires_in
+    seconds = seconds_of(expires_in)
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
         raise InterruptError(
             f"interrupt {name!r}: expires_in must be a number of seconds >= 0 or a timedelta, "
@@ -129,7 +143,7 @@ def policy_fields(
     for field_name, value in (("escalate_after", escalate_after), ("warn_before", warn_before)):
         if value is None:
             continue
-        seconds = value.total_seconds() if isinstance(value, timedelta) else value
+        seconds = seconds_of(value)
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
             raise InterruptError(
                 f"interrupt {name!r}: {field_name} is a number of seconds >= 0 or a timedelta, "

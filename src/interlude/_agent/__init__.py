@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._agent import Agent, Prompt
-from ._direct import DirectTool, ToolCaller
 from ._executor import (
     LOCAL,
     Asked,
@@ -88,6 +87,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "DirectTool": "._direct",
+    "ToolCaller": "._direct",
     "FORMAT": "._codec",
     "AgentState": "._standing",
     "Decoded": "._codec",

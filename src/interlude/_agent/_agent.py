@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from .._audit import EXPIRY
+from .._interrupt import EXPIRY
 from .._messages import ContentBlock, JsonValue, Message
 from .._result import AgentResult
 from .._stream import RunFinished, StreamEvent
@@ -22,9 +22,8 @@ from ..errors import AgentBusyError, ConfigurationError, NotPausedError, StateMi
 from ..hooks import HookProvider, HookRegistry
 from ..models import Model
 from ._answering import Plan, bind_output, check_queued, prompt_plan, resume_plan
-from ._direct import ToolCaller
+from ._executor import current_body
 from ._holding import AgentHolding
-from ._overlay import BODY_STATE
 from ._spec import AgentSpec, Approver, SpecField, respec, tools_by_name
 from ._standing import AgentState, Conversation, check_reserved
 
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
 
     from ..conversation import ConversationManager
     from ..sessions import SessionStore, StoredSession
+    from ._direct import ToolCaller
     from ._loop import Emit
     from ._observe import Observer
     from ._persist import SessionLink
@@ -177,7 +177,7 @@ class Agent(AgentHolding):
         self._task: asyncio.Task[AgentResult] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_requested = False
-        self.tool = ToolCaller(self)
+        self._tool: ToolCaller | None = None  # made at first use (see tool)
         self._session: SessionLink | None = None
         self._unloaded = False
         """Whether the session is still to be loaded (at first use: see :meth:`load`)."""
@@ -191,6 +191,17 @@ class Agent(AgentHolding):
             )
             self._unloaded = True
 
+    @property
+    def tool(self) -> ToolCaller:
+        """``agent.tool.name(**input)``: tool ``name`` run directly, hooks included, not
+        recorded in the conversation (see ``ToolCaller``)."""
+        caller = self._tool
+        if caller is None:
+            from ._direct import ToolCaller
+
+            caller = self._tool = ToolCaller(self)
+        return caller
+
     def _set_spec(self, spec: AgentSpec) -> None:
         if self._running and spec.executor is not self._spec.executor:
             raise AgentBusyError("the executor cannot change while a run is going")
@@ -203,7 +214,7 @@ class Agent(AgentHolding):
         agent's standing at each run's end (and saved with its session)."""
         if self._unloaded:
             self._load_now()
-        body = BODY_STATE.get()
+        body = current_body()
         if body is not None and body.agent is self:  # inside one of its tool bodies
             return body.state(self._data)
         return self._data
@@ -212,7 +223,7 @@ class Agent(AgentHolding):
     def state(self, value: Mapping[str, JsonValue]) -> None:
         if self._unloaded:
             self._load_now()
-        body = BODY_STATE.get()
+        body = current_body()
         if body is not None and body.agent is self:
             body.state(self._data).replace_all(dict(value))
         else:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._audit import EXPIRY, AuditEntry, chained
-from .._interrupt import Interrupt
+from .._interrupt import EXPIRY, Interrupt
 from .._messages import Image, JsonValue, Message, Reasoning, Text, ToolResult, ToolUse
 from ..errors import (
     AgentPausedError,
@@ -26,6 +25,7 @@ from ..errors import (
 from ._state import BeforeInvocation, Progress, Step
 
 if TYPE_CHECKING:
+    from .._audit import AuditEntry
     from ._agent import Agent, Prompt
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "vote_problem",
 ]
 
-Plan = tuple[Step, Progress, bool, list[AuditEntry]]
+Plan = tuple[Step, Progress, bool, list["AuditEntry"]]
 """Where a run starts: the step, the progress, whether it replays a pause, and the audit
 entries of the answers it applies (recorded once the run starts)."""
 
@@ -119,6 +119,8 @@ def resume_plan(
             "no pending interrupt has expired"
             + (f" (the next deadline is in {min(deadlines) - now:.0f} s)" if deadlines else "")
         )
+    from .._audit import AuditEntry, chained  # (with the first answer: a light import)
+
     p = pause.progress
     if relayed:  # a sub-agent's copy: its caller counted the votes, the answers are settled
         answers = dict(answers)
@@ -224,6 +226,8 @@ def _count_votes(
     ResumeInputError, nothing changed, for a vote without ``by``, a second vote of one person
     or a vote for another answer than the one voted for so far."""
     from types import MappingProxyType
+
+    from .._audit import AuditEntry
 
     who = "unknown" if by is None else by
     settled: dict[str, JsonValue] = {}

@@ -12,7 +12,7 @@ faster than a frozen dataclass); build them by keyword.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
@@ -20,13 +20,12 @@ from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, Message, ToolResult, ToolUse
 from .._tools import RelaySignal, ToolContext
 from ..errors import InterruptSignal
-from ..models import assemble
-from ._overlay import BODY_STATE, Body
 
 if TYPE_CHECKING:
     from .._stream import ModelResponse, StreamEvent
     from .._tools import AgentTool, ToolSpec
     from ..models import Model
+    from ._overlay import Body
 
 __all__ = [
     "LOCAL",
@@ -180,7 +179,7 @@ class LocalExecutor:
             system_prompt,
             **options,
         )
-        return await assemble(stream, emit, model)
+        return await (_ASSEMBLE or _load_assemble())(stream, emit, model)
 
     async def run_tool(self, request: ToolRequest) -> ToolOutcome:
         return await self.run_body(request.tool, request.tool_use, request.context)
@@ -191,8 +190,9 @@ class LocalExecutor:
         """Run the body here; the answers it took come back as ``used``, what it changed of its
         own copy of ``agent.state`` as ``state`` (the loop calls this directly when nothing
         needs the :class:`ToolRequest` value: no other executor, no observer)."""
-        body = Body(context.agent)  # its own agent.state, made when it first looks at it
-        token = BODY_STATE.set(body)
+        bodies = _BODIES or _load_bodies()
+        body = bodies.Body(context.agent)  # its own agent.state, made when it first looks
+        token = bodies.BODY_STATE.set(body)
         try:
             result = await tool.run(tool_use, context)
         except RelaySignal as signal:
@@ -213,7 +213,7 @@ class LocalExecutor:
         except Exception as exc:
             return Raised(exception=exc, used=tuple(context._taken), state=body.delta())
         finally:
-            BODY_STATE.reset(token)
+            bodies.BODY_STATE.reset(token)
         overlay = body.overlay  # ``Returned(result, used, body.delta())``, two calls fewer
         delta = None if overlay is None else overlay.delta()
         return _tuple_new(Returned, (result, tuple(context._taken), delta))
@@ -223,3 +223,33 @@ _tuple_new = tuple.__new__
 
 
 LOCAL = LocalExecutor()
+
+
+_ASSEMBLE: Callable[..., Awaitable[ModelResponse]] | None = None
+"""``interlude.models.assemble``, loaded with the first model call."""
+
+
+def _load_assemble() -> Callable[..., Awaitable[ModelResponse]]:
+    global _ASSEMBLE
+    from ..models import assemble
+
+    _ASSEMBLE = assemble
+    return assemble
+
+
+_BODIES: Any = None
+"""The ``_overlay`` module once a tool body has run here (loaded then, with contextvars: an
+agent that runs no tool never loads it)."""
+
+
+def _load_bodies() -> Any:
+    global _BODIES
+    from . import _overlay
+
+    _BODIES = _overlay
+    return _overlay
+
+
+def current_body() -> Body | None:
+    """The tool body running in this context (see ``_overlay``), or None."""
+    return None if _BODIES is None else _BODIES.BODY_STATE.get()

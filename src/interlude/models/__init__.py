@@ -26,19 +26,26 @@ from .._tools import ToolSpec
 
 # What the loop takes of a reply besides the public names (not in __all__): the assembler of a
 # model's stream, and the key a tool use whose input was not JSON keeps its raw text under.
-from ._assemble import INVALID_JSON_KEY as INVALID_JSON_KEY
-from ._assemble import assemble as assemble
 
 if TYPE_CHECKING:
+    from ._assemble import INVALID_JSON_KEY as INVALID_JSON_KEY
+    from ._assemble import assemble as assemble
     from ._resolve import model_from_string
     from ._retry import RetryPolicy
     from ._schema import OutputSchema
 
-_LAZY = {"model_from_string": "._resolve", "RetryPolicy": "._retry", "OutputSchema": "._schema"}
+_LAZY = {
+    "model_from_string": "._resolve",
+    "RetryPolicy": "._retry",
+    "OutputSchema": "._schema",
+    "assemble": "._assemble",
+    "INVALID_JSON_KEY": "._assemble",
+}
 
 
 def __getattr__(name: str) -> object:
-    """``RetryPolicy``, ``OutputSchema`` and ``model_from_string``, loaded on first use."""
+    """``RetryPolicy``, ``OutputSchema``, ``model_from_string`` and the stream assembler,
+    loaded on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
