@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
@@ -77,7 +78,9 @@ class AgentSpec:
             object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
 
 
-_SETTERS = tuple((name, AgentSpec.__dict__[name].__set__) for name in AgentSpec.__slots__)
+_FIELDS = attrgetter(*AgentSpec.__slots__)  # every field's value, in one call
+_SETTERS = tuple(AgentSpec.__dict__[name].__set__ for name in AgentSpec.__slots__)
+_INDEX = {name: i for i, name in enumerate(AgentSpec.__slots__)}
 
 
 def respec(
@@ -90,16 +93,16 @@ def respec(
     """``spec`` with another hook registry, pending listing or set of tools: settings no check
     looks at, so the others (checked when ``spec`` was made, and frozen since) are not checked
     again. Copies of agents (graph nodes, agents as tools) are made this way, per run."""
-    changes: dict[str, object] = {}
+    values = list(_FIELDS(spec))
     if hooks is not None:
-        changes["hooks"] = hooks
+        values[_INDEX["hooks"]] = hooks
     if list_pending is not None:
-        changes["list_pending"] = list_pending
+        values[_INDEX["list_pending"]] = list_pending
     if tools is not None:
-        changes["tools"] = MappingProxyType(dict(tools))
+        values[_INDEX["tools"]] = MappingProxyType(dict(tools))
     new = object.__new__(AgentSpec)
-    for name, set_field in _SETTERS:
-        set_field(new, changes[name] if name in changes else getattr(spec, name))
+    for set_field, value in zip(_SETTERS, values, strict=True):
+        set_field(new, value)
     return new
 
 
