@@ -4,6 +4,7 @@ is missing (fails in CI)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,11 @@ from .conftest import chromium
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
+
+ANSWER_TAKEN = re.compile(r"Your answer is recorded|Answered by \w+; a worker carries the run on")
+"""The notice once a person's answer is recorded: the answer's own page says so, or, once that
+page has reloaded itself (its session changed, and the event stream tells it at once), the
+question says who answered. Which one a test sees depends on how fast the machine is."""
 
 
 @contextmanager

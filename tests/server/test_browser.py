@@ -16,6 +16,7 @@ from interlude.server import create_app
 from tests.support.serving import serving
 
 from . import inbox_app
+from .browser import ANSWER_TAKEN
 from .conftest import TOKENS, chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def test_a_person_approves_in_chromium_and_the_tool_runs_once(store_url: str) ->
             page.wait_for_url(f"{url}/sessions/demo-1*")
             expect(page.locator("section.question pre").first).to_contain_text('"service": "web"')
             page.click("button.approve")
-            expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
+            expect(page.locator(".notice").first).to_contain_text(ANSWER_TAKEN)
 
             (recorded,) = Inbox(store_url).session("demo-1").recorded
             assert (recorded.interrupt_id, recorded.answer, recorded.by) == (iid, True, "ana")

@@ -9,7 +9,7 @@ import asyncio
 from interlude import Inbox, Worker
 
 from . import approvals_app as A
-from .browser import signed_in
+from .browser import ANSWER_TAKEN, signed_in
 
 ANA = "ana-token-0123456789abcdef"
 TOKENS = {ANA: {"name": "ana", "groups": ["ops"]}}
@@ -34,7 +34,7 @@ def test_approve_an_edited_call_and_see_the_votes(store_url: str) -> None:
         page.select_option("select[name=remember]", "run")
         page.fill("textarea[name=note]", "only 95 this month")
         page.click("button.approve")
-        expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
+        expect(page.locator(".notice").first).to_contain_text(ANSWER_TAKEN)
     (recorded,) = Inbox(store_url).session("pay-1").recorded
     assert recorded.by == "ana"
     assert recorded.answer == {

@@ -15,6 +15,7 @@ from interlude.multiagent import Graph, node_path
 from interlude.server import create_app
 from tests.support.serving import serving
 
+from .browser import ANSWER_TAKEN
 from .conftest import TOKENS, chromium
 
 TOKEN = next(t for t, name in TOKENS.items() if name == "ana")
@@ -52,7 +53,7 @@ def test_a_node_s_question_is_answered_in_chromium_and_the_graph_goes_on(store_u
             expect(question).to_contain_text("Spend 900 EUR?")
             expect(question.locator("code.node")).to_have_text("budget")
             question.locator("button.approve").click()
-            expect(page.locator(".notice").first).to_contain_text("Your answer is recorded")
+            expect(page.locator(".notice").first).to_contain_text(ANSWER_TAKEN)
         finally:
             browser.close()
 
