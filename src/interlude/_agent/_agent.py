@@ -348,9 +348,10 @@ class Agent(AgentHolding):
         ``message`` is text from the person sent to the model with the answers: it joins the
         next user message of the run (the tool results of a paused batch), or is sent as one
         before the next model call (also when the run would otherwise end)."""
+        loading = self._unloaded
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
-        await check_queued(self, answers)
+        await check_queued(self, answers, just_loaded=loading)
         return await self._start(plan, None, output_type)
 
     def check_resume(
@@ -423,9 +424,10 @@ class Agent(AgentHolding):
         """:meth:`resume_async`, yielding the rest of the run's events as they happen (the last
         one is :class:`RunFinished`). The answers are checked as ``resume`` checks them before
         the first event: a refused resume raises on the first iteration and changes nothing."""
+        loading = self._unloaded
         await self.load()
         plan = bind_output(resume_plan(self, answers, by, shown, message=message), output_type)
-        await check_queued(self, answers)
+        await check_queued(self, answers, just_loaded=loading)
         async with contextlib.aclosing(self._streamed(plan, output_type)) as events:
             async for event in events:  # closed with this stream: its run stops at once
                 yield event

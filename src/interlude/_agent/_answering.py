@@ -182,19 +182,27 @@ def _check_answered_before(agent: Agent, answers: Mapping[str, JsonValue], pause
         )
 
 
-async def check_queued(agent: Agent, answers: Mapping[str, JsonValue]) -> None:
+async def check_queued(
+    agent: Agent, answers: Mapping[str, JsonValue], *, just_loaded: bool = False
+) -> None:
     """AlreadyAnsweredError, before the run starts (so nothing is saved), when an answer to
     one of these questions waits in the store's answer queue (recorded first, through another
-    door); the store checks it again, atomically, with the resume's first save."""
-    store, session_id = agent.session_store, agent.session_id
-    if store is None or session_id is None:
+    door); the store checks it again, atomically, with the resume's first save. When the
+    session was ``just_loaded`` by this resume and the store read its queue with it, that is
+    the queue checked (no second call to the store)."""
+    store, session_id, link = agent.session_store, agent.session_id, agent._session
+    if store is None or session_id is None or link is None:
         return
     from ..sessions import AnswerQueue
 
     if not isinstance(store, AnswerQueue):
         return  # (a worker's applying view of the store: it applies the queue itself)
     answers = _by_question_id(session_id, answers)  # (a map: resume_plan checked it)
-    for waiting in await store.recorded_answers(session_id):
+    queued = link.queued if just_loaded else None
+    link.queued = None  # (read once: a later resume asks the store)
+    if queued is None:
+        queued = await store.recorded_answers(session_id)
+    for waiting in queued:
         if waiting.interrupt_id in answers:
             from ..sessions import queued_first
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .._audit import AuditEntry
     from .._interrupt import Interrupt
     from .._messages import JsonValue, Message
-    from ..sessions import SessionStore, SessionUpdate, StoredSession
+    from ..sessions import RecordedAnswer, SessionStore, SessionUpdate, StoredSession
     from ._codec import Decoded
     from ._loop import Run
     from ._standing import AgentState, Identity
@@ -69,6 +69,7 @@ class SessionLink:
         "lease",
         "legacy_resumed",
         "list_pending",
+        "queued",
         "saved",
         "session_id",
         "version",
@@ -88,6 +89,7 @@ class SessionLink:
         self.claim: dict[str, Any] | None = None  # the stored claim, as last seen
         self.legacy_resumed: Position | None = None  # a pre-journal run marker's pause
         self.agent_name: str | None = None  # the agent name stored with the session
+        self.queued: list[RecordedAnswer] | None = None  # the answer queue read with the load
         self.audit_saved = 0  # audit entries already stored
         self._last: object = None  # the pause slot as last saved
         self._chain = NO_MESSAGES  # the digest of the first _chained saved messages (signing)
@@ -163,6 +165,7 @@ class SessionLink:
             raise SessionCorruptError(f"session {self.session_id!r}: claim is {claim!r}")
         self.claim = claim
         self.agent_name = getattr(stored, "agent", None)
+        self.queued = getattr(stored, "answers", None)  # (None: the store did not read it)
         self.version = stored.version
         self.saved = len(loaded.messages)
         self.audit_saved = len(loaded.audit)

@@ -263,7 +263,7 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
     def _stored(session_id: str, row: Any) -> StoredSession:
         """The session of a row of the ``load`` query; SessionCorruptError if unreadable."""
         version, format_version, state_text, pause_text, tools_text, count, claim_text = row[:7]
-        agent, texts, n, lo, hi, audit_texts, seqs = row[7:]
+        agent, texts, n, lo, hi, audit_texts, seqs, answer_seqs, answer_ids, answer_data = row[7:]
         texts = texts or []
         if version < 1:
             raise _corrupt(session_id, f"version {version!r} is not positive")
@@ -303,6 +303,9 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
             claim=claim,
             agent=agent,
             audit=audit,
+            answers=read_answer_rows(
+                session_id, zip(answer_seqs or [], answer_ids or [], answer_data or [], strict=True)
+            ),
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:

@@ -234,14 +234,20 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
     ),
 )
 
+# The session, its messages, its audit trail and its recorded answers (the answer queue, read
+# with it: a resume right after the load needs no second round trip to check against it).
 LOAD = """SELECT s.version, s.format_version, s.state, s.pause, s.tools, s.message_count,
-    s.claim, s.agent, m.data, m.n, m.lo, m.hi, a.entries, a.seqs
+    s.claim, s.agent, m.data, m.n, m.lo, m.hi, a.entries, a.seqs, q.seqs, q.ids, q.data
 FROM {s}.sessions s LEFT JOIN LATERAL (
     SELECT array_agg(data ORDER BY idx) AS data, count(*) AS n, min(idx) AS lo, max(idx) AS hi
     FROM {s}.messages WHERE session_id = s.id) m ON true
 LEFT JOIN LATERAL (
     SELECT array_agg(entry ORDER BY seq) AS entries, array_agg(seq ORDER BY seq) AS seqs
     FROM {s}.audit WHERE session_id = s.id) a ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(seq ORDER BY seq) AS seqs, array_agg(interrupt_id ORDER BY seq) AS ids,
+        array_agg(data ORDER BY seq) AS data
+    FROM {s}.answers WHERE session_id = s.id) q ON true
 WHERE s.id = %(id)s"""
 # The whole save in one statement (one round trip, one transaction): migration 6's function.
 # Parameters go in binary (``%(x)b``: no escaping of the JSON texts), and the arrays a save

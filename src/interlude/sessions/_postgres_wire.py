@@ -219,6 +219,7 @@ LOAD_COLUMNS: tuple[Callable[[bytes | None], Any], ...] = (
     *(int_of, int_of, text_of, text_of, text_of, int_of),
     *(text_of, text_of, texts_of, int_of, int_of, int_of),
     *(texts_of, ints_of),
+    *(ints_of, texts_of, texts_of),  # the recorded answers: seqs, interrupt ids, data
 )
 
 

@@ -100,6 +100,11 @@ class StoredSession:
     """The name of the agent that saved it (None: saved without one)."""
     audit: list[dict[str, JsonValue]] = field(default_factory=list)
     """Every audit entry, oldest first."""
+    answers: list[RecordedAnswer] | None = None
+    """The answers recorded and not yet applied (:class:`AnswerQueue`), as they stood when the
+    session was read, for a store that reads them with it (in the same read); None when it did
+    not. A resume right after the load checks its answers against these, with no second call;
+    the save that applies answers checks the queue again, atomically, as always."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -36,6 +36,7 @@ from ._protocol import (
 from ._sqlite_answers import SQLiteAnswers, _corrupt, _is_int, _json
 from ._sqlite_outbox import SQLiteOutbox
 from ._sqlite_sql import (
+    ANSWERS,
     FILTERS,
     MIGRATIONS,
     PENDING_HEAD,
@@ -50,7 +51,7 @@ _MIGRATIONS = MIGRATIONS  # the name the tests (and earlier releases) use
 
 
 # What _read reads of a session: its row, its message rows (idx, data), its audit entries.
-_Read = tuple[Any, list[Any], list[dict[str, JsonValue]]]
+_Read = tuple[Any, list[Any], list[dict[str, JsonValue]], list[Any]]
 _dumps = json.JSONEncoder().encode  # json.dumps with its defaults, minus a call
 _new_row = tuple.__new__
 
@@ -169,8 +170,8 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
         return None if read is None else self._stored(session_id, *read)
 
     def _read(self, conn: sqlite3.Connection, session_id: str) -> _Read | None:
-        """The session's row, its message rows and its audit entries, read in the caller's
-        transaction (:meth:`load`'s, or :meth:`claim_call`'s); None if there is no session."""
+        """The session's row, message rows, audit entries and recorded answers' rows, read in
+        the caller's transaction (:meth:`load`'s, or :meth:`claim_call`'s); None: no session."""
         row = conn.execute(
             "SELECT version, format_version, message_count, CAST(state AS BLOB), "
             "CAST(pause AS BLOB), CAST(tools AS BLOB), CAST(claim AS BLOB), agent "
@@ -191,11 +192,12 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             "WHERE session_id = ? AND idx < ? ORDER BY idx",
             (session_id, row[2]),
         ).fetchall()
-        return row, rows, self._audit(conn, session_id)
+        answers = conn.execute(ANSWERS, (session_id,)).fetchall()
+        return row, rows, self._audit(conn, session_id), answers
 
     @staticmethod
     def _stored(
-        session_id: str, row: Any, rows: list[Any], audit: list[dict[str, JsonValue]]
+        session_id: str, row: Any, rows: list[Any], audit: list[Any], answers: list[Any]
     ) -> StoredSession:
         """The session :meth:`_read` read (outside its transaction); SessionCorruptError if it
         is unreadable."""
@@ -231,6 +233,7 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             claim=claim,
             agent=agent,
             audit=audit,
+            answers=read_answer_rows(session_id, answers),
         )
 
     @staticmethod

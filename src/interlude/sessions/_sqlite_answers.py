@@ -22,7 +22,7 @@ from ._answers import (
     read_answer_rows,
 )
 from ._protocol import RecordedAnswer, check_session_id, epoch
-from ._sqlite_sql import RESERVE, TO_RESERVE, TO_RESUME
+from ._sqlite_sql import ANSWERS, RESERVE, TO_RESERVE, TO_RESUME
 
 __all__ = ["SQLiteAnswers"]
 
@@ -108,11 +108,7 @@ class SQLiteAnswers:
     async def recorded_answers(self, session_id: str) -> list[RecordedAnswer]:
         check_session_id(session_id)
         with self._transaction("BEGIN") as conn:
-            rows = conn.execute(
-                "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? "
-                "ORDER BY seq",
-                (session_id,),
-            ).fetchall()
+            rows = conn.execute(ANSWERS, (session_id,)).fetchall()
         return read_answer_rows(session_id, rows)
 
     async def clear_answers(self, session_id: str, upto_seq: int) -> None:

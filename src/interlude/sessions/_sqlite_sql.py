@@ -12,6 +12,7 @@ from .._messages import JsonValue
 from ..errors import SessionError
 
 __all__ = [
+    "ANSWERS",
     "FILTERS",
     "MIGRATIONS",
     "PENDING_HEAD",
@@ -22,6 +23,11 @@ __all__ = [
     "pending_rows",
     "use_wal",
 ]
+
+ANSWERS = (
+    "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? ORDER BY seq"
+)
+"""A session's recorded answers, oldest first (read with the session by ``load``, too)."""
 
 # Forward-only: never edit an applied entry, append a new one. ``PRAGMA user_version`` holds how
 # many are applied. Each entry is a list of statements (executescript would commit on its own).

@@ -132,6 +132,41 @@ class AnswerChecks(StoreHooks):
 
         asyncio.run(go())
 
+    def test_a_load_reads_the_queue_as_it_stands_or_not_at_all(self, tmp_path: Path) -> None:
+        """``StoredSession.answers``: None (the store does not read the queue with the
+        session), or exactly what ``recorded_answers`` gives at that moment."""
+        store = self.store_for(AnswerQueue, tmp_path)
+
+        def answer(iid: str) -> dict[str, Any]:
+            return {"interrupt_id": iid, "answer": [iid], "by": "ann", "at": 2.0, "shown": "x"}
+
+        async def same() -> None:
+            stored = await store.load("s")
+            assert stored is not None
+            if stored.answers is not None:
+                assert stored.answers == await store.recorded_answers("s")
+
+        async def go() -> None:
+            asks = [_question("a", None), _question("b", None)]
+            await store.save("s", _update(0, 0, [_text(0)], pending=asks))
+            await same()  # none recorded
+            await store.record_answers("s", [answer("a"), answer("b")])
+            await same()
+            stored = await store.load("s")
+            assert stored is not None
+            if stored.answers is not None:  # in seq order, with their answers as recorded
+                assert [(a.seq, a.interrupt_id, a.answer) for a in stored.answers] == [
+                    (1, "a", ["a"]),
+                    (2, "b", ["b"]),
+                ]
+            audit = [{"interrupt_id": "a", "by": "ann"}]
+            await store.save("s", _update(1, 1, [], pending=None, audit=audit, applied_answers=[1]))
+            await same()  # the applied one is gone
+            await store.clear_answers("s", 2)
+            await same()
+
+        asyncio.run(go())
+
     def test_the_first_answer_wins_between_the_queue_and_a_save(self, tmp_path: Path) -> None:
         """A save answering a question whose answer waits in the queue is refused (it writes
         nothing), unless it applies that answer; answers checked against a version of the
