@@ -30,7 +30,10 @@ def test_a_kill_while_the_answer_runs_the_tool_still_runs_it_once(
         env=client.env,
         text=True,
     )
-    wait_for(hold.exists, what="the tool to start", process=in_flight)
+    # Its text, not only the file: the body makes the file, then writes it (two steps).
+    wait_for(
+        lambda: hold.exists() and hold.read_text(), what="the tool to start", process=in_flight
+    )
     assert hold.read_text() == "in the body"
     [busy] = client.drive(served.url, "th", [{"prompt": "pay ana again"}])
     assert busy["error"]["code"] == "conflict"  # one run of a session at a time

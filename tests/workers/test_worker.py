@@ -220,7 +220,12 @@ def test_a_worker_killed_mid_payment_is_recovered_by_another_which_asks_first(
     )
     doomed = subprocess.Popen([sys.executable, "-c", code, f"sqlite:///{db}"], cwd=ROOT, env=env)
     try:
-        wait_for(started.exists, what="the payment to start", process=doomed)
+        # Its text, not only the file: the body makes the file, then writes it (two steps).
+        wait_for(
+            lambda: started.exists() and started.read_text(),
+            what="the payment to start",
+            process=doomed,
+        )
         assert started.read_text() == "ana\n", "the payment never started"
         doomed.send_signal(signal.SIGKILL)
     finally:
