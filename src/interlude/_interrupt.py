@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ._frozen import freeze
@@ -56,22 +57,9 @@ SOURCES: frozenset[str] = frozenset(get_args(InterruptSource))
 _NAMESPACE_OID = bytes.fromhex("6ba7b8129dad11d180b400c04fd430c8")  # uuid.NAMESPACE_OID
 
 
-_UUIDS: dict[str, str] = {}
-"""``_uuid5`` of the question names seen (a few, named in code), bounded."""
-
-
+@lru_cache(maxsize=256)  # question names are few, named in code
 def _uuid5(name: str) -> str:
     """uuid.uuid5(uuid.NAMESPACE_OID, name) as text, without importing uuid."""
-    known = _UUIDS.get(name)
-    if known is not None:
-        return known
-    if len(_UUIDS) >= 256:
-        _UUIDS.clear()
-    _UUIDS[name] = made = _made_uuid5(name)
-    return made
-
-
-def _made_uuid5(name: str) -> str:
     import hashlib
 
     digest = bytearray(hashlib.sha1(_NAMESPACE_OID + name.encode("utf-8")).digest()[:16])

@@ -483,7 +483,9 @@ def check_by(by: object) -> str:
     import unicodedata  # (loaded when a name is first given: ``import interlude`` stays light)
 
     name = " ".join(unicodedata.normalize("NFKC", by).split())
-    scripts = {_script(c) for c in name if c.isalpha()} & _LOOKALIKE
+    # (each letter's script: the first word of its Unicode name)
+    scripts = {unicodedata.name(c, "UNKNOWN").split(" ", 1)[0] for c in name if c.isalpha()}
+    scripts &= _LOOKALIKE
     if len(scripts) > 1:
         raise ResumeInputError(
             f"by={by[:40]!r} mixes the {' and '.join(sorted(scripts)).lower()} scripts, whose "
@@ -496,12 +498,6 @@ def check_by(by: object) -> str:
 
 _LOOKALIKE = frozenset({"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"})
 """Scripts whose letters pass for one another: a name may not mix them."""
-
-
-def _script(char: str) -> str:
-    import unicodedata
-
-    return unicodedata.name(char, "UNKNOWN").split(" ", 1)[0]
 
 
 def person_key(name: str) -> str:
