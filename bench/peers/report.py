@@ -1,12 +1,13 @@
 """From the rounds' figures to what the runner shows: per key, each side's figure (medians over
 the rounds) and its per-round ratios to Interlude's (median and range), as a plain-text table
-and as the README's Markdown table."""
+and as the README's Markdown table; with ``--before``, Interlude now against an older tree of
+its own (per key, the figures of both and now over before in each round)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Each key's title and unit, in the order shown (the keys of sides/_harness.py's PLAN).
@@ -26,6 +27,7 @@ KEYS: dict[str, tuple[str, str]] = {
     "import": ("import time, net of a bare interpreter", "ms"),
 }
 BASE = "interlude"
+BEFORE = "interlude_before"  # run.py --before: an older Interlude tree, on Interlude's side script
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,12 +113,122 @@ def _cell(rounds: Rounds, side: str, key: str) -> Cell:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Change:
+    """One key on Interlude before (``--before``) and now: each side's cell, and now over
+    before, wall and CPU, in each round where both have a figure (round numbers from 1)."""
+
+    key: str
+    before: Cell
+    now: Cell
+    rounds: list[int] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    def spread_text(self, values: Sequence[float]) -> str:
+        return Spread.of(values).ratio_text() if values else "-"
+
+    def line(self) -> str:
+        """The ratios, one line: for under the key's table."""
+        if not self.rounds:
+            why = self.before.missing or self.now.missing or "no round with both"
+            return f"now over before: - ({why})"
+        each = [
+            f"{what} {self.spread_text(values)}, per round " + ", ".join(f"{v:.2f}" for v in values)
+            for what, values in (("wall", self.wall), ("CPU", self.cpu))
+        ]
+        return "now over before: " + "; ".join(each)
+
+    def as_json(self) -> dict[str, Any]:
+        def side(cell: Cell) -> dict[str, Any]:
+            if cell.wall is None or cell.cpu is None:
+                return {"missing": cell.missing}
+            return {"wall": asdict(cell.wall), "cpu": asdict(cell.cpu), "api": cell.api}
+
+        ratios = [
+            {"round": n, "wall": w, "cpu": c}
+            for n, w, c in zip(self.rounds, self.wall, self.cpu, strict=True)
+        ]
+        return {
+            "key": self.key,
+            "unit": KEYS[self.key][1],
+            "before": side(self.before),
+            "now": side(self.now),
+            "now_over_before": ratios,
+            "wall_ratio": asdict(Spread.of(self.wall)) if self.wall else None,
+            "cpu_ratio": asdict(Spread.of(self.cpu)) if self.cpu else None,
+        }
+
+
+def changes(rounds: Rounds, before: str = BEFORE) -> list[Change]:
+    """Per key (in KEYS order, those any round has), Interlude now over ``before``."""
+    present = {key for found in rounds for results in found.values() for key in results}
+    out = []
+    for key in [k for k in KEYS if k in present]:
+        numbers: list[int] = []
+        walls: list[float] = []
+        cpus: list[float] = []
+        for number, found in enumerate(rounds, start=1):
+            old = found.get(before, {}).get(key)
+            new = found.get(BASE, {}).get(key)
+            if old and new and "wall" in old and "wall" in new:
+                numbers.append(number)
+                walls.append(new["wall"] / old["wall"])
+                cpus.append(new["cpu"] / old["cpu"])
+        out.append(
+            Change(
+                key=key,
+                before=_cell(rounds, before, key),
+                now=_cell(rounds, BASE, key),
+                rounds=numbers,
+                wall=walls,
+                cpu=cpus,
+            )
+        )
+    return out
+
+
+def change_table(found: Sequence[Change]) -> list[str]:
+    """Before and now side by side, as a Markdown table (for a note on a change)."""
+    head = [
+        "workload",
+        "before, wall / CPU",
+        "now, wall / CPU",
+        "now / before, wall",
+        "now / before, CPU",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for change in found:
+        title, unit = KEYS[change.key]
+
+        def figures(cell: Cell, unit: str = unit) -> str:
+            if cell.wall is None or cell.cpu is None:
+                return _short(cell.missing) if cell.missing else "-"
+            return f"{_num(cell.wall.median)} / {_num(cell.cpu.median)} {unit}"
+
+        row = [
+            title,
+            figures(change.before),
+            figures(change.now),
+            change.spread_text(change.wall),
+            change.spread_text(change.cpu),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def _num(value: float) -> str:
     return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
 
 
-def text_tables(summaries: Sequence[KeySummary], labels: Mapping[str, str]) -> str:
-    """The console report: one small table per key."""
+def text_tables(
+    summaries: Sequence[KeySummary],
+    labels: Mapping[str, str],
+    changes: Sequence[Change] = (),
+) -> str:
+    """The console report: one small table per key (and under it, given ``changes``, now
+    over before)."""
+    by_key = {c.key: c for c in changes}
     lines = []
     for summary in summaries:
         title, unit = KEYS[summary.key]
@@ -136,6 +248,8 @@ def text_tables(summaries: Sequence[KeySummary], labels: Mapping[str, str]) -> s
                 [label, _num(cell.wall.median), _num(cell.cpu.median), wall_r, cpu_r, cell.api]
             )
         lines.extend(_grid(head, body, right={1, 2, 3, 4}))
+        if summary.key in by_key:
+            lines.append(by_key[summary.key].line())
     return "\n".join(lines)
 
 
