@@ -81,7 +81,8 @@ LAYER_OF: dict[str, str] = {
     "interlude._agent.*": "loop",
     "interlude.otel": "loop",
     # Extension points: tools, hooks, models (the test models and the A2A relay model among
-    # them), conversation managers, MCP tools (a client; Interlude serves no MCP), and the
+    # them), approval policies (rules judged in the loop, replayed over stores), conversation
+    # managers, MCP tools (a client; Interlude serves no MCP), and the
     # read-only agent view hooks and tools are typed with.
     "interlude._tools.*": "extensions",
     "interlude._view": "extensions",
@@ -90,6 +91,7 @@ LAYER_OF: dict[str, str] = {
     "interlude.hooks.*": "extensions",
     "interlude.mcp.*": "extensions",
     "interlude.models.*": "extensions",
+    "interlude.policy.*": "extensions",
     "interlude.testing.*": "extensions",
     # Stores.
     "interlude.sessions.*": "stores",

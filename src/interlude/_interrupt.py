@@ -31,7 +31,9 @@ __all__ = [
     "Interrupt",
     "InterruptSource",
     "Interrupter",
+    "approval_id",
     "interrupt_id",
+    "policy_id",
     "shown_digest",
 ]
 
@@ -72,6 +74,21 @@ def _uuid5(name: str) -> str:
 def interrupt_id(source: InterruptSource, scope: str, name: str) -> str:
     """The deterministic id ``v1:<source>:<scope>:<uuid5(NAMESPACE_OID, name)>``."""
     return id_prefix(source, scope) + _uuid5(name)
+
+
+APPROVAL_ID_NAME = "interlude.approval"  # not "approval": a hook's question of that name differs
+"""The name the id of the built-in approval question is made from (see ``_agent._approval``)."""
+
+
+def approval_id(tool_use_id: str) -> str:
+    """The id of the built-in approval question about tool use ``tool_use_id``."""
+    return interrupt_id("before_tool_call", tool_use_id, APPROVAL_ID_NAME)
+
+
+def policy_id(tool_use_id: str) -> str:
+    """The id under which the audit trail records a policy's decision about tool use
+    ``tool_use_id`` (see ``interlude.policy``): not a question anyone answers."""
+    return interrupt_id("before_tool_call", tool_use_id, "interlude.policy")
 
 
 def id_prefix(source: InterruptSource, scope: str) -> str:

@@ -65,6 +65,7 @@ def _argv(command: str, question: str) -> list[str]:
         "demo": ["demo"],
         "sessions": ["sessions"],
         "delete": ["delete", "no-such-session"],
+        "policy": ["policy", "check", "no-such-policy.toml"],
     }[command]
 
 
@@ -131,7 +132,8 @@ def test_every_command_names_its_arguments_alike(capsys: pytest.CaptureFixture[s
         for name in _positionals(capsys, command):
             seen.setdefault(name, set()).add(command)
     # one name per thing, in capitals as options' values are: no `session` / `interrupt_id`
-    assert set(seen) == {"AGENT", "SESSION", "PROMPT", "QUESTION", "ANSWER"}, seen
+    assert set(seen) == {"AGENT", "SESSION", "PROMPT", "QUESTION", "ANSWER", "ACTION"}, seen
+    assert seen["ACTION"] == {"policy"}  # policy check / policy replay
     assert seen["SESSION"] == {
         "run",
         "answer",

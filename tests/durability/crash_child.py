@@ -36,6 +36,7 @@ Reproduce one point by hand (phase 2 needs the phase-1 pause first, as ``setup``
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from interlude.hooks import (
     HookRegistry,
     MessageAddedEvent,
 )
+from interlude.policy import Policy, Rule
 from interlude.sessions import SessionStore, SessionUpdate
 from interlude.testing import FunctionModel, ModelRequest
 from interlude.testing._models import Turn
@@ -187,7 +189,13 @@ async def notify(text: str, context: ToolContext) -> str:
     return await _effect(context, f"notified: {text}")
 
 
-def build(store: SessionStore, session_id: str, points: Points) -> Agent:
+POLICY = Policy([Rule(tool="*", then="allow")], version="crash")
+"""``--policy``: every call judged (and recorded) by a policy that allows it."""
+
+
+def build(
+    store: SessionStore, session_id: str, points: Points, policy: Policy | None = None
+) -> Agent:
     """The scenario agent on ``store`` (wrapped so saves are kill points)."""
     _POINTS[:] = [points]
 
@@ -215,6 +223,7 @@ def build(store: SessionStore, session_id: str, points: Points) -> Agent:
         session=CrashStore(store, points),
         session_id=session_id,
         session_lease=LEASE,
+        policy=policy,
     )
 
 
@@ -246,7 +255,18 @@ SCENARIO = crash.Scenario(
 
 def main(argv: list[str]) -> int:
     deploy.spec, notify.spec  # noqa: B018  (builds the tools' validators once, for every fork)
-    return crash.main(argv, lambda args: SCENARIO)
+
+    def scenario(args: argparse.Namespace) -> crash.Scenario:
+        if not args.policy:
+            return SCENARIO
+        return dataclasses.replace(
+            SCENARIO, build=lambda store, sid, points: build(store, sid, points, POLICY)
+        )
+
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--policy", action="store_true", help="run under an allow-all policy")
+
+    return crash.main(argv, scenario, options=options)
 
 
 if __name__ == "__main__":

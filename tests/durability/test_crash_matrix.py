@@ -79,6 +79,17 @@ def test_crash_matrix_sqlite(scratch: Path) -> None:
     check_matrix(run_matrix("sqlite", scratch), "sqlite")
 
 
+def test_crash_matrix_sqlite_with_a_policy(scratch: Path) -> None:
+    """The same matrix with every call judged and recorded by a policy (issue 38): the same
+    points, the same invariants, and each call's decision in the final audit trail once."""
+    matrix = crash.run_matrix(MODULE, "sqlite", scratch, "--policy")
+    check_matrix(matrix, "sqlite")
+    for cell in matrix["cells"]:
+        final = cell.get("final") or {}
+        decided = [e["interrupt_id"] for e in final.get("audit", []) if e["name"] == "policy"]
+        assert len(decided) == len(set(decided)) == 2, (cell["point"], decided)
+
+
 def test_crash_matrix_postgres(scratch: Path) -> None:
     require_postgres()
     with fresh_store() as store:  # a throwaway schema, migrated here and dropped afterwards

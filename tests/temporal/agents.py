@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
 from interlude.hooks import AfterToolCallEvent, BeforeToolCallEvent
 from interlude.multiagent import BeforeNodeCallEvent, Graph, Swarm
+from interlude.policy import Policy, Rule
 from interlude.temporal import ActivityOptions, as_activity
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
@@ -257,6 +258,24 @@ def build_timed(session: AgentSession) -> Agent:
     notification tests on an App of their own)."""
     agent = _agent(session)
     agent.hooks.add_callback(BeforeToolCallEvent, _ask_timed)
+    return agent
+
+
+POLICY = Policy(
+    [
+        Rule(tool="touch", when="input.path.endsWith('scratch')", then="allow"),
+        Rule(tool="touch", then="ask", approvers=["ops"]),
+        Rule(tool="flaky", then="deny", note="not in workflows"),
+    ],
+    version="temporal-1",
+)
+
+
+@app.agent("policed")
+def build_policed(session: AgentSession) -> Agent:
+    """Every call judged by ``POLICY`` (CEL, evaluated in workflow code)."""
+    agent = _agent(session)
+    agent.policy = POLICY
     return agent
 
 

@@ -62,6 +62,27 @@ async def test_a_quorum_is_counted_across_updates(env: Env, tmp_path: Path) -> N
     ]
 
 
+async def test_a_policy_judges_every_call_in_workflow_code(env: Env, tmp_path: Path) -> None:
+    scratch, real, flaky = tmp_path / "scratch", tmp_path / "real", tmp_path / "flaky"
+    prompt = _prompt(
+        ("touch", {"path": str(scratch)}),
+        ("touch", {"path": str(real)}),
+        ("flaky", {"path": str(flaky)}),
+    )
+    wid = await env.agents.start("policed", prompt)
+    [question] = await _pending(env, wid)
+    assert question.tool_use.input == {"path": str(real)} and question.approvers == ("ops",)
+    assert question.reason["policy"]["policy"] == "temporal-1"
+    outcome = await env.agents.answer(wid, {question.id: True}, by="ana")
+    assert outcome["stop_reason"] == "end_turn"
+    assert (_runs(scratch), _runs(real), _runs(flaky)) == (1, 1, 0)  # allowed, asked, denied
+    result = await env.agents.result(wid)
+    decided = [
+        (e["tool"], e["answer"]["then"]) for e in result["state"]["audit"] if e["name"] == "policy"
+    ]
+    assert sorted(decided) == [("flaky", "deny"), ("touch", "allow"), ("touch", "ask")]
+
+
 async def test_the_temporal_inbox_checks_who_may_answer(env: Env, tmp_path: Path) -> None:
     from interlude.errors import NotAllowedToAnswerError
     from interlude.temporal import TemporalInbox

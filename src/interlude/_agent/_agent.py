@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from ..conversation import ConversationManager
+    from ..policy import Policy
     from ..sessions import SessionStore, StoredSession
     from ._direct import ToolCaller
     from ._loop import Emit
@@ -83,6 +84,11 @@ class Agent(AgentHolding):
     it returns an answer, applied as ``by="approver:<its name>"``, or None to leave the
     question to a person (see docs/approvals.md)."""
 
+    policy: SpecField[Policy | None] = SpecField()
+    """Who must approve what, for every tool call the agent makes (see docs/policy.md)."""
+    shadow: SpecField[Policy | None] = SpecField()
+    """A candidate policy judged and recorded beside ``policy`` on each call, never acted on."""
+
     def __init__(
         self,
         model: Model | str,
@@ -106,6 +112,8 @@ class Agent(AgentHolding):
         conversation: ConversationManager | None = None,
         observer: Observer | None = None,
         approver: Approver | None = None,
+        policy: Policy | None = None,
+        shadow: Policy | None = None,
     ) -> None:
         registry = HookRegistry()
         for provider in hooks:
@@ -127,6 +135,8 @@ class Agent(AgentHolding):
             observer=observer,
             session_lease=session_lease,
             approver=approver,
+            policy=policy,
+            shadow=shadow,
         )
         self._setup(spec, messages, state, session, session_id)
 

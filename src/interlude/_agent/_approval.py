@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._audit import AuditEntry
-from .._interrupt import Interrupt, _uuid5, interrupt_id
+from .._interrupt import APPROVAL_ID_NAME, Interrupt, _uuid5, approval_id
 from .._messages import JsonValue, Message, Text, ToolResult, ToolUse
 
 if TYPE_CHECKING:
     from .._tools import AgentTool
+    from ._policing import Judged
 
 __all__ = [
     "APPROVAL",
@@ -46,8 +47,7 @@ APPROVAL = "approval"
 """The name of the question asked before a tool that needs approval."""
 FORGET = "forget_decisions"
 """The name of the audit entry that forgets remembered decisions."""
-_ID_NAME = "interlude.approval"  # not "approval": a hook's own question of that name differs
-_ID_TAIL = ":" + _uuid5(_ID_NAME)
+_ID_TAIL = ":" + _uuid5(APPROVAL_ID_NAME)
 
 
 class Decision(NamedTuple):
@@ -58,11 +58,6 @@ class Decision(NamedTuple):
     input: Mapping[str, JsonValue] | None = None
     remember: str | None = None
     note: str | None = None
-
-
-def approval_id(tool_use_id: str) -> str:
-    """The id of the approval question of tool use ``tool_use_id``."""
-    return interrupt_id("before_tool_call", tool_use_id, _ID_NAME)
 
 
 def is_approval(question: Interrupt) -> bool:
@@ -113,20 +108,41 @@ def approval_schema(tool: AgentTool | None) -> dict[str, JsonValue]:
 
 
 def approval_question(
-    tool_use: ToolUse, tool: AgentTool, now: float, asked: Interrupt | None
+    tool_use: ToolUse,
+    tool: AgentTool,
+    now: float,
+    asked: Interrupt | None,
+    judged: Judged | None = None,
 ) -> Interrupt:
-    """The question before ``tool_use`` runs ``tool`` (asked again: its first raising time)."""
+    """The question before ``tool_use`` runs ``tool`` (asked again: its first raising time);
+    asked by a policy's rule (``judged``), it names the rule and takes the rule's approvers,
+    quorum and deadline (a question unanswered by then is declined)."""
+    raised = now if asked is None else asked.raised_at
+    reason: dict[str, JsonValue] = {
+        "message": f"May the agent run {tool.name} with this input?",
+        "tool": tool.name,
+    }
+    approvers: tuple[str, ...] = ()
+    quorum, expires_at = 1, None
+    if judged is not None:
+        reason.update(judged.reason())
+        rule = judged.live
+        if rule is not None and rule.then == "ask":
+            approvers, quorum = rule.approvers, rule.quorum
+            expires_at = None if rule.expires_in is None else raised + rule.expires_in
     return Interrupt(
         id=approval_id(tool_use.id),
         name=APPROVAL,
-        reason={
-            "message": f"May the agent run {tool.name} with this input?",
-            "tool": tool.name,
-        },
+        reason=reason,
         source="before_tool_call",
         tool_use=tool_use,
-        raised_at=now if asked is None else asked.raised_at,
+        raised_at=raised,
         response_schema=approval_schema(tool),
+        approvers=approvers,
+        quorum=quorum,
+        expires_at=expires_at,
+        default=False if expires_at is not None else None,  # unanswered in time: declined
+        has_default=expires_at is not None,
     )
 
 

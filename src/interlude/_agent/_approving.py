@@ -22,13 +22,23 @@ from ._approval import (
     edited_note,
     needs_approval,
 )
+from ._policing import NOBODY, judge
 from ._state import ToolCall
 
 if TYPE_CHECKING:
     from .._tools import AgentTool
+    from ..policy import Verdict
     from ._context import StepContext
 
-__all__ = ["approve", "gated", "invalid_input", "noted"]
+__all__ = [
+    "approve",
+    "denied_first",
+    "denied_message",
+    "gated",
+    "governed",
+    "invalid_input",
+    "noted",
+]
 
 
 def gated(tool: AgentTool) -> bool:
@@ -54,34 +64,44 @@ def invalid_input(tool: AgentTool, tool_use: ToolUse) -> str | None:
 
 
 def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt], str | None]:
-    """Approve the call about to run if its tool needs it: by an answer to its approval
-    question, or a remembered decision; else ask. Returns the call (with the input a person
-    gave, if they edited it), the question, and the error message of a declined call."""
+    """Approve the call about to run if its tool or the agent's policy needs it: by an answer
+    to its approval question, or a remembered decision; else ask. Returns the call (with the
+    input a person gave, if they edited it), the question, and the error message of a
+    declined (or denied) call."""
     if call.active_use is None:
         use, tool = call.tool_use, run.spec.tools.get(call.tool_use.name)
     else:
         use, tool = call.active_use, call.tool
         if tool is None and call.tool_name is not None:  # chosen in another process
             tool = run.spec.tools.get(call.tool_name)
-    if tool is None or not gated(tool):
+    if tool is None or not (gated(tool) or governed(run)):
         return call, [], None
     shown = ToolUse(use.id, tool.name, use.input)
     iid = approval_id(call.tool_use.id)
     answers = run.progress.answers
     # A person's answer binds: the rule is not asked again for a call they answered (a rule
-    # that now says "no approval needed" cannot turn their decline into a run).
+    # that now says "no approval needed" cannot turn their decline into a run); only a
+    # policy's deny beats it.
     found, answer = answers.lookup(iid, shown)
-    if not found and not needs_approval(tool, use.input):
-        return call, [], None
+    judged = judge(run, call.tool_use.id, use, tool, found) if governed(run) else NOBODY
+    verdict = judged.live
+    if verdict is not None and verdict.then == "deny":
+        return call, [], denied_message(verdict)
+    if not found:
+        asks = verdict is not None and verdict.then == "ask"
+        if not asks and not needs_approval(tool, use.input):  # (allowed, or no rule at all)
+            return call, [], None
     if found:  # (a "remember" in it was applied as the resume started)
         decision = decision_of(answer)
     else:
         remembered = _remembered(run, tool.name)
         if remembered is None:
-            question = approval_question(shown, tool, answers.clock(), answers.asked.get(iid))
+            question = approval_question(
+                shown, tool, answers.clock(), answers.asked.get(iid), judged
+            )
             return call, [question], None
         scope, approve, note = remembered
-        asked = approval_question(shown, tool, answers.clock(), None)
+        asked = approval_question(shown, tool, answers.clock(), None, judged)
         run.record(
             AuditEntry.of(
                 asked,
@@ -100,6 +120,29 @@ def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt]
         edited = ToolUse(call.tool_use.id, use.name, decision.input)  # type: ignore[arg-type]
         call = call.but(active_use=edited, tool=tool, tool_name=tool.name)
     return call, [], None
+
+
+def denied_first(run: StepContext, use: ToolUse, tool: AgentTool) -> str | None:
+    """The error message of a call the policy denies as the model asked it (then no
+    before-tool hook sees it, so no hook asks anyone about it), else None."""
+    verdict = judge(run, use.id, use, tool, False, deny_only=True).live
+    return None if verdict is None or verdict.then != "deny" else denied_message(verdict)
+
+
+def governed(run: StepContext) -> bool:
+    """Whether the agent has a policy (live or shadow): then every call is judged."""
+    spec = run.spec
+    return spec.policy is not None or spec.shadow is not None
+
+
+def denied_message(verdict: Verdict) -> str:
+    """The error result of a call the policy denies."""
+    text = f"denied by policy: {verdict.rule_text}"
+    if verdict.version is not None:
+        text = f"denied by policy {verdict.version}: {verdict.rule_text}"
+    if verdict.note:
+        text += f" (note: {verdict.note})"
+    return text
 
 
 def _remembered(run: StepContext, tool_name: str) -> tuple[str, bool, str | None] | None:

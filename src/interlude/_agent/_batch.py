@@ -19,7 +19,7 @@ from .._tools import ToolContext
 from ..errors import CallTakenError, RetryLimitError
 from ..hooks import AfterToolCallEvent, BeforeToolCallEvent, BeforeToolsEvent
 from ..models import INVALID_JSON_KEY
-from ._approving import approve, invalid_input, noted
+from ._approving import approve, denied_first, governed, invalid_input, noted
 from ._executor import LOCAL, Asked, Lost, Raised, Returned, ToolOutcome, ToolRequest
 from ._shared import shared_guard, starts_of
 from ._state import ToolBatch, ToolCall
@@ -138,9 +138,11 @@ async def _before_and_body(
     if call.phase in ("pending", "before"):
         hooked = run.hooks.has_callbacks(BeforeToolCallEvent)
         asked_tool = run.spec.tools.get(call.tool_use.name)
-        gated = getattr(asked_tool, "needs_approval", False) is not False
+        gated = getattr(asked_tool, "needs_approval", False) is not False or governed(run)
         if cancelled is None and asked_tool is not None and (hooked or gated):
             cancelled = invalid_input(asked_tool, call.tool_use)  # no one is asked about it
+        if cancelled is None and asked_tool is not None and hooked and governed(run):
+            cancelled = denied_first(run, call.tool_use, asked_tool)  # no hook asks about it
         if cancelled is None and hooked:
             call, interrupts, cancel_message = await _before(run, call, replay, approved)
             if interrupts:

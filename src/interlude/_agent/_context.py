@@ -44,6 +44,7 @@ class StepContext(Protocol):
     observer: Observer | None
     step: Step | None
     in_flight: int
+    judged: set[str] | None
     progressed: bool
     save_state: bool
 

@@ -62,6 +62,7 @@ class Run:
         "identity",
         "in_flight",
         "journal",
+        "judged",
         "messages",
         "observer",
         "progress",
@@ -113,6 +114,9 @@ class Run:
         self.save_state = False
         """Whether the next checkpoint saves the agent state too (the conversation manager's
         state changed: a summary is saved before the model call that uses it)."""
+        self.judged: set[str] | None = None
+        """The ids of the policy decisions in the audit trail (see ``_policing``): read from
+        the trail when a policy first judges a call in this run, then kept up to date."""
         self.decisions: tuple[int, Mapping[str, tuple[bool, str | None]]] | None = None
         """The session's remembered approval decisions, and the audit length they were read
         at (read when a tool that needs approval first runs)."""

@@ -23,6 +23,7 @@ from ._executor import LOCAL
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from ..conversation import ConversationManager
+    from ..policy import Policy
     from ._executor import Executor
     from ._observe import Observer
 
@@ -60,6 +61,11 @@ class AgentSpec:
     session_lease: float = 30.0
     approver: Approver | None = None
     """Called with each question when a run pauses: an answer, or None (a person decides)."""
+    policy: Policy | None = None
+    """Who must approve what, for every tool call (see ``interlude.policy``); None: the
+    tools' own ``needs_approval`` only."""
+    shadow: Policy | None = None
+    """A candidate policy judged beside ``policy`` on each call and recorded, never acted on."""
     list_pending: bool = True
     """Whether the session's questions go into the store's pending index. False for the node
     agents of an orchestration (``interlude.multiagent``): their questions are listed, under
@@ -173,6 +179,9 @@ def _check_policies(spec: AgentSpec) -> None:
             f"approver must be a function of a question (Interrupt) returning an answer or "
             f"None, got {spec.approver!r}"
         )
+    for what, policy in (("policy", spec.policy), ("shadow", spec.shadow)):
+        if policy is not None and not callable(getattr(policy, "decide", None)):
+            raise ConfigurationError(f"{what} must be an interlude.policy.Policy, got {policy!r}")
     executor = spec.executor
     if not (
         callable(getattr(executor, "call_model", None))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._messages import Text, ToolResult, ToolUse
 from .._result import AgentResult
@@ -22,8 +22,6 @@ from .._tools import ToolSpec, task_prompt, task_tool_name, task_tool_spec
 from ..errors import ConfigurationError, StateFormatError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .._interrupt import Interrupt
     from .._tools import ToolContext
     from ._agent import Agent
@@ -71,6 +69,11 @@ class SubAgentTool:
         return f"SubAgentTool({self._name!r})"
 
     @property
+    def policy_source(self) -> str:
+        """Where a policy sees this tool come from: ``agent:<tool name>``."""
+        return f"agent:{self._name}"
+
+    @property
     def name(self) -> str:
         return self._name
 
@@ -90,7 +93,7 @@ class SubAgentTool:
             raise ConfigurationError(
                 f"tool {self._name!r} was not run: sub-agents nest at most {MAX_DEPTH} deep"
             )
-        sub = self._copy(context.agent.clock)
+        sub = self._copy(context.agent)
         saved = context.checkpoint
         token = _CHAIN.set((*chain, self.agent))
         try:
@@ -111,15 +114,23 @@ class SubAgentTool:
             context.relay(sub.interrupts)
         return ToolResult(tool_use.id, "success", [Text(str(result))])
 
-    def _copy(self, clock: Callable[[], float]) -> Agent:
-        """A fresh copy of the agent (everything it is, with the calling run's clock), with
-        its own copy of ``agent.state`` and no conversation or session."""
+    def _copy(self, caller: Any) -> Agent:
+        """A fresh copy of the agent (everything it is, with the calling run's clock, and its
+        policies where the agent has none of its own: a policy covers the calls of the agents
+        it hands work to), with its own copy of ``agent.state`` and no conversation or
+        session."""
         from dataclasses import replace
 
         from ._agent import Agent
 
         template = self.agent
-        spec = replace(template.spec, clock=clock)
+        spec = template.spec
+        spec = replace(
+            spec,
+            clock=caller.clock,
+            policy=spec.policy if spec.policy is not None else getattr(caller, "policy", None),
+            shadow=spec.shadow if spec.shadow is not None else getattr(caller, "shadow", None),
+        )
         return Agent.from_spec(spec, state=json.loads(json.dumps(template.state)))
 
 

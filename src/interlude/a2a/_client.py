@@ -171,6 +171,11 @@ class RemoteAgentTool:
         return f"RemoteAgentTool({self._name!r}, {self.remote.url!r})"
 
     @property
+    def policy_source(self) -> str:
+        """Where a policy sees this tool come from: ``a2a:<tool name>``."""
+        return f"a2a:{self._name}"
+
+    @property
     def name(self) -> str:
         return self._name
 

@@ -1,5 +1,6 @@
 """``interlude``: run the demo, list pending interrupts, answer one, recover a stopped run,
-show, list, discard or delete sessions; serve the web inbox and run workers.
+show, list, discard or delete sessions; serve the web inbox and run workers; check an approval
+policy and replay stored sessions under it (``_policy``).
 
 Every command takes ``--store URL`` (default: the demo's SQLite file, or $INTERLUDE_STORE),
 ``--app module:attribute`` (default: $INTERLUDE_APP, else the built-in demo app) and ``--json``
@@ -43,6 +44,7 @@ from ._commands import (
 from ._errors import CliError as CliError
 from ._errors import _run as _run  # re-exported, as CliError: imported from here
 from ._operate import _serve, _worker, serve_limit_options
+from ._policy import policy_commands
 from ._render import Output
 from ._stores import DEFAULT_STORE
 from ._temporal import (
@@ -146,6 +148,7 @@ USES_APP: dict[str, Literal["runs", "names"]] = {
     "pending": "names",
     "show": "names",
     "history": "names",
+    "policy": "runs",
 }
 """The commands that honour ``--app``: they build the session's agents with it ("runs"), or
 name it in the commands they suggest ("names"). The others say that they ignore it."""
@@ -201,6 +204,7 @@ def _parser() -> argparse.ArgumentParser:
     _run_commands(sub)
     _session_commands(sub)
     _service_commands(sub)
+    policy_commands(sub, _command_parser, _hidden_globals)
     return parser
 
 
@@ -251,13 +255,18 @@ def _command_parser(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(command=fn, command_name=name)
+    _hidden_globals(p)
+    return p
+
+
+def _hidden_globals(p: argparse.ArgumentParser) -> None:
+    """The global options, accepted after a command's name too (where they win)."""
     hidden = argparse.SUPPRESS  # each is explained once, by `interlude --help`
     p.add_argument("--store", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--namespace", default=argparse.SUPPRESS, help=hidden)
-    return p
 
 
 EXAMPLES = {
@@ -276,6 +285,8 @@ EXAMPLES = {
     "serve": "interlude serve --worker --app myapp:app",
     "worker": "interlude worker --app myapp:app --store postgresql://localhost/agents",
     "temporal-worker": "interlude --temporal localhost:7233 temporal-worker --app myapp:app",
+    "policy": "interlude policy check policy.toml --app myapp:app\n"
+    "  interlude policy replay --policy policy.toml --since 30d",
 }
 """One example per command, shown by its ``--help``."""
 

@@ -103,6 +103,11 @@ class McpTool:
         return f"McpTool({self._name!r}, server={self.server.name!r})"
 
     @property
+    def policy_source(self) -> str:
+        """Where a policy sees this tool come from: ``mcp:<server name>``."""
+        return f"mcp:{self.server.name}"
+
+    @property
     def name(self) -> str:
         return self._name
 

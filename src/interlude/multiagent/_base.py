@@ -42,6 +42,7 @@ TaskInput = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
     from .._tools import AgentTool
+    from ..policy import Policy
     from ..sessions import SessionStore
     from ._nodes import Node
 
@@ -96,6 +97,16 @@ class Orchestration(Controls, EngineOwner):
         self._cancel_lock = threading.Lock()
         self._engine_now = None  # the run's engine, for cancel()
         self._loop = None
+        self._policies: tuple[Policy | None, Policy | None] | None = None  # (see govern)
+
+    def govern(self, policy: Policy | None, shadow: Policy | None = None) -> None:
+        """Put every node's agent (those of nested graphs and swarms too) under ``policy``
+        (and ``shadow``) where the agent has none of its own (see ``interlude.policy``);
+        copies of this graph or swarm keep them. ``App(policy=...)`` does this for the graphs
+        its factories build."""
+        self._policies = (policy, shadow)
+        for node in self.nodes.values():
+            node.govern(policy, shadow)
 
     def _node_session(self) -> tuple[SessionStore | None, str | None]:
         return self._store, self._session_id

@@ -99,6 +99,8 @@ class Graph(Orchestration):
         args = {**self._args, "name": self.name, "session_lease": self.session_lease}
         graph = Graph(**args, session=session, session_id=session_id)  # the name as it is now
         graph.hooks = self.hooks.copy()
+        if self._policies is not None:
+            graph.govern(*self._policies)
         return graph
 
     def entry_nodes(self) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from ._events import MultiAgentResult, NestedView, NodeEvent
 from ._nodes import AgentNode, Emit, marked, node_question_id, node_session_id
 
 if TYPE_CHECKING:
+    from ..policy import Policy
     from ..sessions import SessionStore
     from ._nodes import Node
     from ._record import Task
@@ -60,12 +61,20 @@ class OrchestrationNode:
         self.template = template
         self._store = store
         self._session_id = None if session_id is None else node_session_id(session_id, name)
+        self._policies: tuple[Policy | None, Policy | None] | None = None
         self.inner = self.fresh()
+
+    def govern(self, policy: Policy | None, shadow: Policy | None) -> None:
+        """Its copies' agents under these policies where they have none of their own."""
+        self._policies = (policy, shadow)
+        self.inner.govern(policy, shadow)
 
     def fresh(self) -> Orchestration:
         """A new copy of the template (with the node's session, if any)."""
         copy = self.template.copy_on(self._store, self._session_id)
         copy.list_pending = False  # listed once, by the outermost graph
+        if self._policies is not None:
+            copy.govern(*self._policies)
         return copy
 
     async def load(self) -> None:

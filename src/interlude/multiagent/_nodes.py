@@ -32,6 +32,7 @@ from ._events import NodeEvent, node_marker
 
 if TYPE_CHECKING:
     from .._tools import AgentTool
+    from ..policy import Policy
     from ..sessions import SessionStore
     from ._nested import OrchestrationNode
     from ._record import Task
@@ -113,6 +114,16 @@ class AgentNode:
         if agent is None:
             agent = self._agent = self.fresh()
         return agent
+
+    def govern(self, policy: Policy | None, shadow: Policy | None) -> None:
+        """The node's agent under these policies where its template has none of its own."""
+        spec = self._spec
+        policy = spec.policy if spec.policy is not None else policy
+        shadow = spec.shadow if spec.shadow is not None else shadow
+        if policy is not spec.policy or shadow is not spec.shadow:
+            self._spec = replace(spec, policy=policy, shadow=shadow)
+            if self._agent is not None:  # made already: the same change to it
+                self._agent.policy, self._agent.shadow = policy, shadow
 
     def fresh(self, *, with_session: bool = True) -> Agent:
         """A new copy of the template (with the node's session, unless told otherwise)."""

@@ -106,6 +106,8 @@ class Swarm(Orchestration):
         args = {**self._args, "name": self.name, "session_lease": self.session_lease}
         swarm = Swarm(**args, session=session, session_id=session_id)  # the name as it is now
         swarm.hooks = self.hooks.copy()
+        if self._policies is not None:
+            swarm.govern(*self._policies)
         return swarm
 
     def entry_nodes(self) -> tuple[str, ...]:

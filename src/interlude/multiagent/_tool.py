@@ -47,6 +47,11 @@ class OrchestrationTool:
         return f"OrchestrationTool({self._name!r})"
 
     @property
+    def policy_source(self) -> str:
+        """Where a policy sees this tool come from: ``graph:<tool name>`` (a swarm's too)."""
+        return f"graph:{self._name}"
+
+    @property
     def name(self) -> str:
         return self._name
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ..multiagent import Graph, Swarm
     from ..notify import Notifications, NotificationTarget
+    from ..policy import Policy
     from ..sessions import SessionStore, StoredSession
 
 __all__ = ["AgentSession", "App", "Opened"]
@@ -74,6 +75,9 @@ class App:
     ``interlude.notify.Email(...)``, URLs, or an ``interlude.notify.Notifications``) makes the
     app's workers tell people about its questions; ``inbox_url`` is where the inbox is served,
     for the links. They are kept as ``app.notifications`` (None: no notifications).
+
+    ``policy`` (and ``shadow``, see ``interlude.policy``) cover every agent the app builds,
+    graph and swarm nodes included, where the agent has no policy of its own.
     """
 
     def __init__(
@@ -81,7 +85,14 @@ class App:
         *,
         notify: Notifications | Sequence[NotificationTarget | str] | None = None,
         inbox_url: str | None = None,
+        policy: Policy | None = None,
+        shadow: Policy | None = None,
     ) -> None:
+        for what, given in (("policy", policy), ("shadow", shadow)):
+            if given is not None and not callable(getattr(given, "decide", None)):
+                raise ConfigurationError(f"{what} must be an interlude.policy.Policy: {given!r}")
+        self.policy = policy
+        self.shadow = shadow
         self._factories: dict[str, Factory] = {}
         self._graphs: dict[str, GraphFactory] = {}
         self.notifications: Notifications | None = None
@@ -136,6 +147,21 @@ class App:
             return factory
 
         return register
+
+    def govern(self, built: Opened) -> Opened:
+        """``built`` (an agent, graph or swarm a factory made) under the app's policies,
+        where it has none of its own."""
+        policy, shadow = self.policy, self.shadow
+        if policy is None and shadow is None:
+            return built
+        if isinstance(built, Agent):
+            if policy is not None and built.policy is None:
+                built.policy = policy
+            if shadow is not None and built.shadow is None:
+                built.shadow = shadow
+        else:
+            built.govern(policy, shadow)
+        return built
 
     def _check_free(self, name: str, factory: object) -> None:
         taken = self._factories.get(name) or self._graphs.get(name)
@@ -256,6 +282,7 @@ class App:
         where = f"the factory {_describe(factory)} of graph {name!r}"
         if not isinstance(built, Graph | Swarm):
             raise ConfigurationError(f"{where} returned {built!r}, not a Graph or a Swarm")
+        self.govern(built)
         if not bound_to(built, store, session_id):
             raise ConfigurationError(
                 f"{where} returned a {built.kind} on session {built.session_id!r}, not on the "
@@ -277,6 +304,7 @@ class App:
         where = f"the factory {_describe(factory)} of agent {name!r}"
         if not isinstance(agent, Agent):
             raise ConfigurationError(f"{where} returned {agent!r}, not an Agent")
+        self.govern(agent)
         if agent.session_id != session_id or agent.session_store is not store:
             raise ConfigurationError(
                 f"{where} returned an agent on session {agent.session_id!r}, not on the session "

@@ -23,6 +23,7 @@ __all__ = [
     "clock_text",
     "decision_lines",
     "plain",
+    "policy_line",
     "question_item",
     "short_id",
     "shown_summary",
@@ -78,12 +79,33 @@ def question_item(
         "may_answer": i.may_answer(groups, now),
         "who": who_may_answer(i, now),
         "votes": votes_line(i, voters),
+        "policy": policy_line(i.reason, "policy"),
+        "shadow": policy_line(i.reason, "shadow"),
         "voted": voters,
         "escalated": i.escalated(now) and bool(i.escalate_to),
         "escalates": None
         if i.escalate_after is None
         else clock_text(i.raised_at + i.escalate_after),
     }
+
+
+def policy_line(reason: object, key: str) -> str | None:
+    """Which rule of the agent's policy asked (``key`` "policy"), or what its shadow policy
+    would have done ("shadow"), in words; None if the question says neither."""
+    verdict = reason.get(key) if isinstance(reason, Mapping) else None
+    if not isinstance(verdict, Mapping):
+        return None
+    version = verdict.get("policy")
+    named = f"policy {version}" if isinstance(version, str) else "the policy"
+    rule = verdict.get("rule")
+    which = f"rule {rule}" if isinstance(rule, int) else "its default"
+    text = verdict.get("rule_text")
+    shown = f" ({text})" if isinstance(text, str) and isinstance(rule, int) else ""
+    why = verdict.get("why")
+    because = f"; the rule could not be evaluated: {why}" if isinstance(why, str) else ""
+    if key == "shadow":
+        return f"Shadow {named} would {verdict.get('then')}: {which}{shown}{because}"
+    return f"Asked by {named}, {which}{shown}{because}"
 
 
 def decision_lines(decisions: Mapping[str, Mapping[str, JsonValue]]) -> list[str]:
@@ -129,8 +151,14 @@ def _unshown(reason: Mapping[str, object], tool_use: ToolUse | None) -> dict[str
     return {
         k: v
         for k, v in reason.items()
-        if not (k == "tool" and v == tool_use.name) and not (k in given and given[k] == v)
+        if not (k == "tool" and v == tool_use.name)
+        and not (k in given and given[k] == v)
+        and k not in _OWN_LINES
     }
+
+
+_OWN_LINES = ("policy", "shadow")
+"""Reason fields the page shows on lines of their own (see ``policy_line``)."""
 
 
 def shown_summary(i: Interrupt, limit: int = 160) -> str:

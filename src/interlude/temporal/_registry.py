@@ -150,6 +150,7 @@ def build_agent(app: App, name: str, run_id: str) -> Agent:
     agent = factory(AgentSession(id=run_id, store=cast("object", _NoStore())))  # type: ignore[arg-type]
     if not isinstance(agent, Agent):
         raise ConfigurationError(f"the factory of agent {name!r} returned {agent!r}, not an Agent")
+    app.govern(agent)
     agent.detach_session()  # no journal, no claims: the workflow history is the journal
     if agent.name is None:
         agent.name = name
@@ -176,6 +177,7 @@ def build_graph(app: App, name: str, run_id: str) -> Graph | Swarm:
             f"the factory of graph {name!r} returned {built!r}, not a Graph or a Swarm"
         )
     copy = cast("Graph | Swarm", built.copy())  # no session: no journal, no claims
+    app.govern(copy)
     if copy.name is None:
         copy.name = name
     elif copy.name != name:

@@ -76,7 +76,7 @@ def _runner(
     none: ``sandboxed=False``)."""
     if not sandboxed:
         return UnsandboxedWorkflowRunner()
-    modules = {"interlude", "pydantic", "pydantic_core", "jsonschema", *passthrough}
+    modules = {"interlude", "pydantic", "pydantic_core", "jsonschema", "cel", *passthrough}
     for factory in app._factories.values():
         module = getattr(factory, "__module__", None)
         if module and module in sys.modules and module != "__main__":
