@@ -43,11 +43,25 @@ class Forbidden:
     def __init__(self) -> None:
         self.armed = False
         self.runs = 0
+        self.calls = 0
 
     def check(self) -> None:
         self.runs += 1
         if self.armed:
             raise AssertionError("a tool ran during the replay")
+
+    def model(self, turns: list[Any]) -> Any:
+        """A scripted model that fails the test if it is called once armed."""
+        guard, inner = self, ScriptedModel(turns)
+
+        class Guarded:
+            def stream(self, *args: Any, **kwargs: Any) -> Any:
+                guard.calls += 1
+                if guard.armed:
+                    raise AssertionError("the model was called during the replay")
+                return inner.stream(*args, **kwargs)
+
+        return Guarded()
 
 
 def build(store: SQLiteStore, guard: Forbidden) -> dict[str, str]:
@@ -73,7 +87,7 @@ def build(store: SQLiteStore, guard: Forbidden) -> dict[str, str]:
             ToolUse("c1", "wipe", {}) if i % 10 == 9 else ToolUse("c1", "pay", {"amount": i % 300})
         )
         agent = Agent(
-            ScriptedModel([[use], "ok"]),
+            guard.model([[use], "ok"]),
             tools=[pay, wipe],
             policy=LIVE,
             shadow=CANDIDATE,
@@ -98,7 +112,7 @@ def build(store: SQLiteStore, guard: Forbidden) -> dict[str, str]:
             happened[sid] = kind
     for i in range(20):  # before any policy: no path or source recorded
         agent = Agent(
-            ScriptedModel([[ToolUse("c1", "pay", {"amount": 70})], "ok"]),
+            guard.model([[ToolUse("c1", "pay", {"amount": 70})], "ok"]),
             tools=[pay, wipe],
             session=store,
             session_id=f"old{i}",
@@ -140,9 +154,10 @@ def amount_of(sid: str) -> int | None:
 
 def test_replay_reports_every_call_and_each_change_running_nothing(history: Any) -> None:
     path, happened, guard = history
-    runs_before = guard.runs
+    runs_before, calls_before = guard.runs, guard.calls
+    assert calls_before == 2 * (SESSIONS + 20)  # (the guard sees the live runs' model calls)
     report = asyncio.run(CANDIDATE.replay(f"sqlite:///{path}"))
-    assert guard.runs == runs_before  # no tool ran (and no agent, so no model, was built)
+    assert (guard.runs, guard.calls) == (runs_before, calls_before)  # 0 tool runs, 0 calls
     assert report.calls == SESSIONS + 20 and report.sessions == SESSIONS + 20
     assert report.unjudged == []  # the candidate reads nothing the old records lack
     would = Counter(expected(amount_of(sid)) for sid in happened)
