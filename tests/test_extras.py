@@ -29,6 +29,7 @@ GUIDES: dict[tuple[str, str | None], str] = {
     ("protocols.md", "## A2A"): "a2a",
     ("protocols.md", "## MCP Tasks"): "mcp",
     ("mcp.md", None): "mcp",
+    ("channels.md", "## MCP clients"): "mcp",
     ("observability.md", None): "otel",
 }
 # What an example may import besides: the library that reads traces back in a test, which the

@@ -55,6 +55,11 @@ LAYER_OF: dict[str, str] = {
     "interlude.server.*": "doors",
     "interlude.ag_ui.*": "doors",
     "interlude.a2a": "doors",
+    "interlude.a2a._cancel": "doors",
+    "interlude.a2a._events": "doors",
+    "interlude.a2a._live": "doors",
+    "interlude.a2a._push": "doors",
+    "interlude.mcp_serve.*": "doors",
     "interlude.a2a._mount": "doors",
     "interlude.a2a._routes": "doors",
     "interlude.a2a._server": "doors",
@@ -82,7 +87,7 @@ LAYER_OF: dict[str, str] = {
     "interlude.otel": "loop",
     # Extension points: tools, hooks, models (the test models and the A2A relay model among
     # them), approval policies (rules judged in the loop, replayed over stores), conversation
-    # managers, MCP tools (a client; Interlude serves no MCP), and the
+    # managers, MCP tools (the client; serving agents over MCP is the ``mcp_serve`` door), and the
     # read-only agent view hooks and tools are typed with.
     "interlude._tools.*": "extensions",
     "interlude._view": "extensions",

@@ -5,7 +5,7 @@ each body run appends ``to cents`` to ``$AGUI_LOG``, then sleeps ``$AGUI_SLOW`` 
 ``$AGUI_HOLD`` set, the body writes
 that file and then sleeps (a test kills the process there). ``asker`` asks a typed question
 (``low`` or ``high``) before restarting a service, with a deadline of ``within`` seconds.
-``flow`` is a graph (AG-UI refuses it). ``$AGUI_KEY`` is the agents' signing key.
+``$AGUI_KEY`` is the agents' signing key (graphs are served too: see graph_app.py).
 """
 
 from __future__ import annotations
@@ -112,10 +112,6 @@ def make_app(key: bytes | None = None) -> App:
         )
         agent.hooks.add_callback(BeforeToolCallEvent, _ask_priority)
         return agent
-
-    @app.graph("flow")
-    def build_flow(session: AgentSession) -> Any:
-        raise AssertionError("AG-UI must refuse a graph before building it")
 
     return app
 

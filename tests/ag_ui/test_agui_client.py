@@ -134,11 +134,7 @@ def test_without_a_token_the_client_gets_401_and_nothing_runs(
     assert stored(served.db) == before and not served.paid.exists()
 
 
-def test_a_graph_is_refused_and_an_unknown_agent_is_404(
-    served: Served, client: Client, thread: str
-) -> None:
-    [graph] = client.drive(served.url, thread, [{"prompt": "go"}], agent="flow")
-    assert graph["error"]["code"] == "not_an_agent"
+def test_an_unknown_agent_is_404(served: Served, client: Client, thread: str) -> None:
     [unknown] = client.drive(served.url, thread, [{"prompt": "go"}], agent="nobody")
     assert "404" in (unknown["thrown"] or ""), unknown
 

@@ -57,6 +57,7 @@ def _argv(command: str, question: str) -> list[str]:
         "fork": ["fork", "s", "--at", "m0"],
         "discard": ["discard", "s"],
         "serve": ["serve", "--port", "1"],
+        "mcp-serve": ["mcp-serve"],
         "worker": ["worker", "--once"],
         "temporal-worker": ["--temporal", "127.0.0.1:1", "temporal-worker"],
         "pending": ["pending"],

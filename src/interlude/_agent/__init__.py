@@ -44,10 +44,12 @@ if TYPE_CHECKING:
     from ._signing import as_key
     from ._standing import AgentState
     from ._state import Position
+    from ._transitions import Abandonable
 
 __all__ = [
     "FORMAT",
     "LOCAL",
+    "Abandonable",
     "Agent",
     "AgentState",
     "Checkpoint",
@@ -87,6 +89,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Abandonable": "._transitions",
     "DirectTool": "._direct",
     "ToolCaller": "._direct",
     "FORMAT": "._codec",

@@ -7,13 +7,15 @@ functions do: adopting a decoded state (import or a session's load), discarding 
 putting back a pause a run did not get past, and closing what a process killed before the
 journal existed left open. Each new standing is a pure function of the old one (``adopted``,
 ``discarded``, ...); ``Agent._commit`` makes it the agent's. The session link only loads and
-saves a given state; it never writes the agent.
+saves a given state; it never writes the agent. A discarded pause lets go of what its calls
+hold elsewhere (:class:`Abandonable` tools: an MCP server's task) once it is saved.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._frozen import freeze
 from .._messages import Message
@@ -24,7 +26,7 @@ from ._standing import AgentState
 from ._state import AfterModelCall, outstanding_batch
 
 if TYPE_CHECKING:
-    from .._messages import JsonValue
+    from .._messages import JsonValue, ToolUse
     from ..sessions import StoredSession
     from ._agent import Agent
     from ._codec import Decoded
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from ._state import Position, Step
 
 __all__ = [
+    "ABANDON_TIMEOUT",
+    "Abandonable",
     "adopt",
     "adopt_stored",
     "adopted",
@@ -149,16 +153,75 @@ def check_fits(agent: Agent, step: Step, had_tools: list[str]) -> None:
             )
 
 
+_log = logging.getLogger("interlude.agent")
+
+ABANDON_TIMEOUT = 5.0
+"""Seconds a discard waits at most for the tools letting go of its calls (:class:`Abandonable`)."""
+
+
+@runtime_checkable
+class Abandonable(Protocol):
+    """A tool whose call, paused inside its body, holds something elsewhere that its
+    checkpoint names (an MCP server's task): told when that call is dropped with its pause
+    (``discard_pause``), so it can let go of it (cancel the task). Best effort: the pause is
+    already gone; what it raises is logged, and it is not waited for past
+    :data:`ABANDON_TIMEOUT`."""
+
+    async def abandon(self, tool_use: ToolUse, checkpoint: JsonValue) -> None: ...
+
+
 def discard(agent: Agent) -> None:
     """Drop the pause or stopped run: its open tool calls are closed as cancelled (a started
-    call "may have had effects"), in memory and in the session; nothing changes on error."""
+    call "may have had effects"), in memory and in the session; nothing changes on error.
+    Then the tools of calls paused inside their body are told (:class:`Abandonable`)."""
     link = agent._session
     if link is not None:
         link.check_not_running()
+    dropped = agent._state.position
     new = agent._with_data(discarded(agent._state))
     if link is not None:
         run_sync(link.save(agent._identity(), new, None, data=True))
     agent._commit(new)
+    if dropped is not None:
+        abandoning = _abandoning(agent, dropped)
+        if abandoning:
+            run_sync(_abandon(abandoning))
+
+
+def _abandoning(agent: Agent, dropped: Position) -> list[tuple[Abandonable, ToolUse, str]]:
+    """The calls of a dropped pause that stopped inside an :class:`Abandonable` tool's body
+    with a checkpoint: (the tool, the call as it ran, the checkpoint's JSON text)."""
+    batch = outstanding_batch(dropped.step)
+    out: list[tuple[Abandonable, ToolUse, str]] = []
+    for call in () if batch is None else batch.calls:
+        if call.phase not in ("body", "running") or call.checkpoint is None:
+            continue
+        tool = call.tool
+        if tool is None and call.tool_name is not None:  # paused in another process
+            tool = agent.spec.tools.get(call.tool_name)
+        if isinstance(tool, Abandonable):
+            out.append((tool, call.active_use or call.tool_use, call.checkpoint))
+    return out
+
+
+async def _abandon(calls: list[tuple[Abandonable, ToolUse, str]]) -> None:
+    """Tell each tool its call was dropped, all at once, for :data:`ABANDON_TIMEOUT` at most;
+    a failure is logged (the discard stands)."""
+    import asyncio
+    import json
+
+    async def one(tool: Abandonable, use: ToolUse, checkpoint: str) -> None:
+        try:
+            await tool.abandon(use, json.loads(checkpoint))
+        except Exception:
+            _log.warning("tool %r could not let go of call %r", use.name, use.id, exc_info=True)
+
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one(*call) for call in calls)), ABANDON_TIMEOUT)
+    except TimeoutError:
+        _log.warning(
+            "tools did not let go of %d dropped call(s) in %g s", len(calls), ABANDON_TIMEOUT
+        )
 
 
 def forget(agent: Agent, tool: str | None, by: str) -> None:

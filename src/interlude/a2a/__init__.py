@@ -6,6 +6,8 @@ the SDK is imported when a name below is first used.
 - :func:`a2a_routes` / :func:`create_a2a_app`: each agent of an :class:`~interlude.App` at
   ``/a2a/{agent}/`` with its card at ``/a2a/{agent}/.well-known/agent-card.json``; a pause is
   a task in ``input-required`` carrying its questions, a message with answers resumes it.
+  Runs stream (``message/stream``, ``tasks/resubscribe``), tell the tasks' webhooks when they
+  stop (push notifications) and are canceled with ``tasks/cancel``.
 - :class:`RemoteAgent`: a remote A2A agent; ``.as_tool()`` makes it a tool whose remote
   questions become the calling agent's own, answered back on the same remote task.
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from ..operate import App, People
     from ..sessions import InboxStore
+    from ._push import UrlCheck
 
 __all__ = ["PREFIX", "a2a_routes", "create_a2a_app"]
 
@@ -32,6 +33,7 @@ def a2a_routes(
     descriptions: Mapping[str, str] | None = None,
     prefix: str = PREFIX,
     public_url: str | None = None,
+    push_url_check: UrlCheck | None = None,
 ) -> list[BaseRoute]:
     """The A2A routes of ``app``'s agents (``agents``: some of them; default every agent,
     graphs and swarms are not served): ``{prefix}/{name}/`` takes JSON-RPC requests,
@@ -46,7 +48,11 @@ def a2a_routes(
     A card names the agent's URL under ``public_url``, the URL the server's root is reached at
     from outside (``https://agents.example.com``, with any path prefix a proxy adds); without
     it, under the address the server is bound to (the listening socket's, never the request's
-    ``Host`` header, which any client sets)."""
+    ``Host`` header, which any client sets).
+
+    ``push_url_check`` screens the webhook URLs clients register for push notifications (an
+    async ``url -> bool``, asked when one is registered and before each POST); default: the
+    a2a-sdk's ``validate_push_notification_url`` (http(s) to public addresses only)."""
     from ..operate import People
 
     auth = None if tokens is None else People(tokens)
@@ -58,6 +64,7 @@ def a2a_routes(
         descriptions=descriptions,
         prefix=prefix,
         public_url=public_url,
+        push_url_check=push_url_check,
     )
 
 
@@ -70,6 +77,7 @@ def routes_for(
     descriptions: Mapping[str, str] | None = None,
     prefix: str = PREFIX,
     public_url: str | None = None,
+    push_url_check: UrlCheck | None = None,
 ) -> list[BaseRoute]:
     """:func:`a2a_routes` for ``auth``'s people (None: no authentication)."""
     from ..operate import check_queue
@@ -83,7 +91,7 @@ def routes_for(
     check_queue(store, "the A2A doors")
     routes: list[BaseRoute] = []
     for name in served_names(app, agents):
-        handler = AgentTasks(app, name, store, auth)
+        handler = AgentTasks(app, name, store, auth, push_url_check=push_url_check)
         text = (descriptions or {}).get(name) or f"The Interlude agent {name!r}."
         routes.append(
             Mount(
@@ -105,6 +113,7 @@ def create_a2a_app(
     agents: Iterable[str] | None = None,
     descriptions: Mapping[str, str] | None = None,
     public_url: str | None = None,
+    push_url_check: UrlCheck | None = None,
 ) -> Starlette:
     """A Starlette application serving only the A2A routes (see :func:`a2a_routes`);
     ``interlude serve`` mounts the same routes next to the inbox."""
@@ -118,6 +127,7 @@ def create_a2a_app(
             agents=agents,
             descriptions=descriptions,
             public_url=public_url,
+            push_url_check=push_url_check,
         )
     )
 
@@ -184,8 +194,8 @@ def _card_endpoint(name: str, description: str, auth: People | None, base: str |
 
 
 def agent_card(name: str, description: str, url: str, auth: People | None) -> Any:
-    """The card of agent ``name`` served at ``url``: JSON-RPC, blocking replies (no
-    streaming, no push notifications), text or JSON in and out."""
+    """The card of agent ``name`` served at ``url``: JSON-RPC, streaming (``message/stream``,
+    ``tasks/resubscribe``) and push notifications, text or JSON in and out."""
     from a2a.types import (
         AgentCapabilities,
         AgentCard,
@@ -206,7 +216,7 @@ def agent_card(name: str, description: str, url: str, auth: People | None) -> An
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=False, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=[AgentSkill(id=name, name=name, description=description, tags=["interlude"])],

@@ -5,7 +5,8 @@ that reads the store can rebuild the task. A paused session is a task in ``input
 whose status message carries the questions in a data part (``{"questions": [...]}``, each
 ``Interrupt.to_dict()`` plus its ``digest``); answers come back as a data part
 ``{"answers": {id: value}}`` (optionally ``"shown": {id: digest}``), or as plain text when
-exactly one question is pending.
+exactly one question is pending. A session whose run ended without a reply is ``canceled`` when
+the A2A door canceled it (its mark under ``agent.state["interlude.a2a"]``), else ``failed``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .._messages import JsonValue
 
 __all__ = [
+    "DOOR_KEY",
     "QUESTIONS_KEY",
     "answers_of",
     "answers_part",
@@ -35,6 +37,9 @@ __all__ = [
 
 QUESTIONS_KEY = "questions"
 ANSWERS_KEY = "answers"
+DOOR_KEY = "interlude.a2a"
+"""The key of ``agent.state`` under which the A2A door marks a task it canceled
+(``{"canceled": {"by": name, "at": time}}``), saved with the save that ends the run."""
 _YES = frozenset({"yes", "y", "true", "approve", "approved", "ok"})
 _NO = frozenset({"no", "n", "false", "deny", "denied", "reject"})
 
@@ -105,7 +110,8 @@ def final_text(agent: Agent) -> str:
 def task_of(agent: Agent, session_id: str) -> Task:
     """The task a session is now: ``input-required`` (paused, with its questions),
     ``working`` (a run under way, or stopped mid-run and waiting to be carried on),
-    ``completed`` (its last message is the agent's reply, also the task's artifact) or
+    ``completed`` (its last message is the agent's reply, also the task's artifact),
+    ``canceled`` (canceled over A2A), ``failed`` (its run ended without a reply) or
     ``submitted`` (nothing run yet)."""
     status = _status(agent, session_id)
     task = Task(id=session_id, context_id=session_id, status=status)
@@ -151,7 +157,30 @@ def _status(agent: Agent, session_id: str) -> TaskStatus:
         return TaskStatus(
             state=TaskState.TASK_STATE_COMPLETED, message=message(Part(text=final_text(agent)))
         )
+    canceled = canceled_by(agent)
+    if canceled is not None:
+        return TaskStatus(
+            state=TaskState.TASK_STATE_CANCELED,
+            message=message(Part(text=f"Canceled by {canceled}.")),
+        )
+    if agent.messages:
+        return TaskStatus(
+            state=TaskState.TASK_STATE_FAILED,
+            message=message(
+                Part(text="The run ended without a reply: it failed, or it was stopped.")
+            ),
+        )
     return TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)
+
+
+def canceled_by(agent: Agent) -> str | None:
+    """Who canceled the session's task over A2A (None: it was not canceled)."""
+    mark = agent.state.get(DOOR_KEY)
+    canceled = mark.get("canceled") if isinstance(mark, dict) else None
+    if not isinstance(canceled, dict):
+        return None
+    by = canceled.get("by")
+    return by if isinstance(by, str) else "someone"
 
 
 def _describe(question: Interrupt) -> str:

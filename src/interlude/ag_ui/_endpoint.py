@@ -32,8 +32,9 @@ def create_endpoint(
     signing_key: bytes | str | None = None,
     path: str = PATH,
 ) -> Starlette:
-    """An ASGI application serving ``app``'s agents over AG-UI at ``path`` (``POST
-    /ag-ui/{agent}``) on ``store`` (a store or a store URL): mount it in any ASGI server.
+    """An ASGI application serving ``app``'s agents, graphs and swarms over AG-UI at ``path``
+    (``POST /ag-ui/{agent}``) on ``store`` (a store or a store URL): mount it in any ASGI
+    server.
 
     ``tokens`` are the inbox's (``{token: name}`` or ``{token: {"name", "groups"}}``): a
     request without a known ``Authorization: Bearer`` token gets 401, and the token's name is
@@ -85,7 +86,7 @@ def _routes(runner: Runner, auth: People, path: str) -> list[BaseRoute]:
 
 
 async def _handle(request: Request, runner: Runner, auth: People) -> Response:
-    """401 without a token, 404 for an agent the App does not register, 422 for an input
+    """401 without a token, 404 for a name the App does not register, 422 for an input
     that is not a ``RunAgentInput``; else the run's events as SSE."""
     from ag_ui.core import RunAgentInput
     from ag_ui.encoder import EventEncoder

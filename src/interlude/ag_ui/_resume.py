@@ -1,4 +1,6 @@
-"""A run's ``resume[]`` entries as the answers the operator floor takes: the wire's part only.
+"""What a run's input asks, read as the wire says it: the prompt (its newest user message),
+the thread's stored session, and the ``resume[]`` entries as the answers the operator floor
+takes: the wire's part only.
 
 What only the wire knows is translated here: the answer keys AG-UI shows (each names its
 thread; one of another thread is refused, ``unknown_interrupt``), an entry given twice, the
@@ -15,19 +17,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._messages import JsonValue
-from ..errors import ResumeError
+from ..errors import ResumeError, SessionError
 from ._translate import METADATA_KEY
 
 if TYPE_CHECKING:
-    from ag_ui.core import ResumeEntry
+    from ag_ui.core import ResumeEntry, RunAgentInput
 
     from .._interrupt import Interrupt
+    from ..operate import Operator, SessionView
 
-__all__ = ["Refused", "Resume", "resume_of"]
+__all__ = ["Refused", "Resume", "prompt_of", "resume_of", "stored_view"]
 
 
 class Refused(ResumeError):
-    """A resume entry refused before the agent saw it; ``code`` is the RUN_ERROR code."""
+    """A run's input refused before anything ran; ``code`` is the RUN_ERROR code."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -106,3 +109,41 @@ def _decline(question: Interrupt, now: float) -> JsonValue:
         f"question {question.name!r} ({question.id}) cannot be cancelled: its response type "
         'takes no decline (false or {"approve": false}); answer it instead',
     )
+
+
+async def stored_view(operator: Operator, name: str, run: RunAgentInput) -> SessionView | None:
+    """The thread's stored session as the inbox reads it (None: there is none, and the run
+    is not a resume), refused when it belongs to another name than ``name``."""
+    thread = run.thread_id
+    try:
+        view: SessionView | None = await operator.inbox.session_async(thread)
+    except SessionError as exc:
+        if type(exc) is not SessionError:  # corrupt, unavailable, a bad id: not "none"
+            raise
+        view = None
+    if view is None:
+        if run.resume:
+            raise Refused("not_paused", f"thread {thread!r} has no run to resume")
+    elif view.agent != name:
+        raise Refused(
+            "unknown_agent", f"thread {thread!r} is agent {view.agent!r}'s, not {name!r}'s"
+        )
+    return view
+
+
+def prompt_of(run: RunAgentInput) -> str:
+    """The text of the input's newest message, which must be a user message."""
+    if not run.messages or run.messages[-1].role != "user":
+        raise Refused(
+            "no_prompt",
+            "a new run needs a user message last in messages (the thread's session holds "
+            "the conversation: only the newest message is read)",
+        )
+    content: Any = run.messages[-1].content
+    if isinstance(content, str):
+        text = content
+    else:
+        text = "".join(getattr(part, "text", "") or "" for part in content or [])
+    if not text.strip():
+        raise Refused("no_prompt", "the newest user message has no text")
+    return text

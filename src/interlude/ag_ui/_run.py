@@ -3,7 +3,8 @@ events streamed, the end reported (RUN_FINISHED with its outcome, or RUN_ERROR).
 
 The session holds the conversation and the state: of the input's messages only the newest,
 a user message, is read (the prompt of a new run); the input's state is not applied (a
-client's copy cannot overwrite what the agent keeps). A refused run changes nothing.
+client's copy cannot overwrite what the agent keeps). A refused run changes nothing. A graph
+or swarm registered with ``@app.graph`` runs through the same route (see ``_graph``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from ..errors import (
     UnknownAgentError,
     UnknownInterruptError,
 )
-from ._resume import Refused, Resume, resume_of
+from ._graph import NodeTranslator, graph_events
+from ._resume import Refused, Resume, prompt_of, resume_of, stored_view
 from ._translate import Translator, finished
 
 if TYPE_CHECKING:
@@ -73,8 +75,9 @@ def error_code(exc: InterludeError) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Runner:
-    """Runs the App's agents for AG-UI requests on one store, answering through the
-    operator floor (``operator``: its inbox verifies signed pauses with the agents' key)."""
+    """Runs the App's agents, graphs and swarms for AG-UI requests on one store, answering
+    through the operator floor (``operator``: its inbox verifies signed pauses with the
+    agents' key)."""
 
     operator: Operator
 
@@ -89,9 +92,15 @@ class Runner:
         from ag_ui.core import RunErrorEvent, RunStartedEvent
 
         yield RunStartedEvent(thread_id=run.thread_id, run_id=run.run_id)
-        translator = Translator()
+        translator: Translator | NodeTranslator
+        if name in self.app.graph_names:
+            translator = NodeTranslator(run.thread_id)
+            events = graph_events(self.operator, name, run, by, groups, translator)
+        else:
+            translator = Translator()
+            events = self._run(name, run, by, groups, translator)
         try:
-            async for event in self._run(name, run, by, groups, translator):
+            async for event in events:
                 yield event
         except InterludeError as exc:
             for event in translator.close():
@@ -122,13 +131,21 @@ class Runner:
             elif agent.needs_recovery:
                 stream = _whole(agent.recover_async())
             else:
-                stream = agent.stream_async(_prompt(run))
+                stream = agent.stream_async(prompt_of(run))
             async for event in stream:
                 if isinstance(event, RunFinished):
                     now = await self._standing(agent, run.thread_id)
                     if dict(now.state) != state:
                         yield _snapshot(dict(now.state))
-                    for out in finished(run.thread_id, run.run_id, event.result, translator):
+                    done = event.result
+                    for out in finished(
+                        run.thread_id,
+                        run.run_id,
+                        done.stop_reason,
+                        done.interrupts,
+                        translator,
+                        output=done.output,
+                    ):
                         yield out
                 else:
                     for out in translator.events(event):
@@ -161,29 +178,12 @@ class Runner:
     async def _open(self, name: str, run: RunAgentInput) -> tuple[Agent, SessionView | None]:
         """The thread's agent and its stored session (read, verified), or a new session of
         ``name`` (None)."""
-        store, thread = self.operator.store, run.thread_id
-        if name in self.app.graph_names:
-            raise Refused(
-                "not_an_agent",
-                f"{name!r} is a graph or swarm: AG-UI serves agents (answer its questions "
-                "in the inbox)",
-            )
-        try:
-            view: SessionView | None = await self.operator.inbox.session_async(thread)
-        except SessionError as exc:
-            if type(exc) is not SessionError:  # corrupt, unavailable, a bad id: not "none"
-                raise
-            view = None
+        thread = run.thread_id
+        view = await stored_view(self.operator, name, run)
         if view is None:
-            if run.resume:
-                raise Refused("not_paused", f"thread {thread!r} has no run to resume")
-            opened = await self.app.start_async(name, thread, store)
-        elif view.agent != name:
-            raise Refused(
-                "unknown_agent", f"thread {thread!r} is agent {view.agent!r}'s, not {name!r}'s"
-            )
+            opened = await self.operator.start(name, thread)
         else:
-            opened = await self.app.open_async(thread, store)
+            opened = await self.operator.open(thread)
         if not isinstance(opened, Agent):  # a graph's session recorded under an agent's name
             raise Refused("not_an_agent", f"thread {thread!r} is not an agent's session")
         return opened, view
@@ -197,24 +197,6 @@ async def _whole(result: Any) -> AsyncIterator[Any]:
     if done.message is not None:
         yield MessageAppended(done.message)
     yield RunFinished(done)
-
-
-def _prompt(run: RunAgentInput) -> str:
-    """The text of the input's newest message, which must be a user message."""
-    if not run.messages or run.messages[-1].role != "user":
-        raise Refused(
-            "no_prompt",
-            "a new run needs a user message last in messages (the thread's session holds "
-            "the conversation: only the newest message is read)",
-        )
-    content: Any = run.messages[-1].content
-    if isinstance(content, str):
-        text = content
-    else:
-        text = "".join(getattr(part, "text", "") or "" for part in content or [])
-    if not text.strip():
-        raise Refused("no_prompt", "the newest user message has no text")
-    return text
 
 
 def _snapshot(state: dict[str, Any]) -> BaseEvent:

@@ -43,6 +43,7 @@ from ._commands import (
 )
 from ._errors import CliError as CliError
 from ._errors import _run as _run  # re-exported, as CliError: imported from here
+from ._mcp import mcp_serve_command
 from ._operate import _serve, _worker, serve_limit_options
 from ._policy import policy_commands
 from ._render import Output
@@ -143,6 +144,7 @@ USES_APP: dict[str, Literal["runs", "names"]] = {
     "fork": "runs",
     "discard": "runs",
     "serve": "runs",
+    "mcp-serve": "runs",
     "worker": "runs",
     "temporal-worker": "runs",
     "pending": "names",
@@ -283,6 +285,7 @@ EXAMPLES = {
     "discard": "interlude discard demo-1",
     "delete": "interlude delete demo-1 --with-audit",
     "serve": "interlude serve --worker --app myapp:app",
+    "mcp-serve": "interlude mcp-serve --app myapp:app --by ana --group ops",
     "worker": "interlude worker --app myapp:app --store postgresql://localhost/agents",
     "temporal-worker": "interlude --temporal localhost:7233 temporal-worker --app myapp:app",
     "policy": "interlude policy check policy.toml --app myapp:app\n"
@@ -469,6 +472,12 @@ def _service_commands(sub: _Commands) -> None:
         help="also run a worker in this process: it carries sessions on once answered",
     )
     serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
+    serve.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also serve the --app's agents as MCP tools at /mcp (streamable HTTP, the same "
+        "tokens), answering their questions in the client's own forms",
+    )
     serve_limit_options(serve)
     serve.add_argument(
         "--signing-key-env",
@@ -478,6 +487,7 @@ def _service_commands(sub: _Commands) -> None:
     )
     _notify_options(serve, "with --worker: ")
     _task_queue_option(serve, "with --temporal: only workflows on this task queue")
+    mcp_serve_command(sub, _command_parser)
 
     worker = _command_parser(
         sub,

@@ -13,6 +13,7 @@ from ._apps import _load_app
 from ._commands import _operator
 from ._errors import CliError
 from ._hints import program
+from ._mcp import serve_doors
 from ._render import Output
 from ._stores import _store
 
@@ -91,6 +92,11 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
     if not args.shutdown_timeout >= 0:
         raise CliError(f"--shutdown-timeout takes seconds >= 0, got {args.shutdown_timeout}")
     if getattr(args, "temporal", None):
+        if args.mcp:
+            raise CliError(
+                "serve --mcp serves the --app's agents on a session store (--store); with "
+                "--temporal the inbox answers paused workflows"
+            )
         if args.worker:
             raise CliError(
                 "serve --worker runs a worker on a session store; with --temporal the workflows "
@@ -106,11 +112,12 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
 def _serve_store(args: argparse.Namespace, out: Output) -> int:
     from ..server import create_app
 
-    store = _store(args.store)
+    doors = serve_doors(args)  # {}: the default doors alone
+    store = _store(args.store, create=args.mcp)  # MCP clients start sessions
     tokens = _tokens(args)
     made = _made_token(args, tokens)
     # --app alone serves its agents over AG-UI too (POST /ag-ui/{agent}, with the [ag-ui] extra)
-    app = _load_app(args.app)[0] if args.worker or args.app else None
+    app = _load_app(args.app)[0] if args.worker or args.app or args.mcp else None
     if args.notify and app is None:
         raise CliError("--notify needs --worker: the worker sends the notifications")
     if app is not None:
@@ -128,9 +135,13 @@ def _serve_store(args: argparse.Namespace, out: Output) -> int:
         poll=args.poll,
         signing_key=key,
         **_limits(args),
+        **doors,
     )
     url = _url(args)
     out.serving(url, made, tokens.get(made or "", ""), args.store, worker=args.worker)
+    if doors and not out.json_mode:
+        out._say(f"MCP endpoint: {url}/mcp (the same tokens, as Authorization: Bearer)", "dim")
+        sys.stdout.flush()
     _run_server(args, asgi)
     return 0
 

@@ -25,12 +25,19 @@ A lying server cannot park the run: a wait between polls honours the task's ``po
 up to :data:`LONGEST_POLL_INTERVAL` only, and no wait or request goes past the deadline
 (``McpServer(task_timeout=...)``, an hour by default), after which the model gets an error
 result saying whether the server cancelled the task (``tasks/cancel``) or it may still run.
+
+A task nobody will follow any more is cancelled on the server (``tasks/cancel``, best effort,
+for :data:`GRACE` seconds at most, logged on ``interlude.mcp``): when the body following it is
+cancelled (``agent.cancel()`` of a run waiting on it, a timeout), and when the pause that holds
+it in its checkpoint is discarded (``discard_pause``: :func:`abandon_task`, which
+``McpTool.abandon`` runs). A server without ``tasks/cancel`` leaves the task to its ``ttl``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +53,15 @@ __all__ = [
     "CHECKPOINT_KEY",
     "LONGEST_POLL_INTERVAL",
     "TASK_TIMEOUT",
+    "abandon_task",
+    "cancel_task",
     "follow_task",
+    "kept_task",
     "pending_task",
     "start_task",
 ]
+
+_log = logging.getLogger("interlude.mcp")
 
 CHECKPOINT_KEY = "mcp_task"
 """Where a task's record sits in the call's checkpoint."""
@@ -74,13 +86,49 @@ GRACE = 5.0
 
 def pending_task(context: ToolContext, server: str) -> dict[str, JsonValue] | None:
     """The task record this call kept when it paused on that server's task (None if none)."""
-    kept = context.checkpoint
-    if not isinstance(kept, dict):
+    return kept_task(context.checkpoint, server)
+
+
+def kept_task(checkpoint: JsonValue, server: str) -> dict[str, JsonValue] | None:
+    """The task record a call's ``checkpoint`` holds for that server's task (None if none)."""
+    if not isinstance(checkpoint, dict):
         return None
-    record = kept.get(CHECKPOINT_KEY)
+    record = checkpoint.get(CHECKPOINT_KEY)
     if isinstance(record, dict) and record.get("server") == server:
         return record
     return None
+
+
+async def abandon_task(tool: McpTool, tool_use: ToolUse, checkpoint: JsonValue) -> bool:
+    """A call paused on a task was dropped with its pause: cancel the task its ``checkpoint``
+    holds (``tasks/cancel``). Whether the server agreed (False too when it holds none)."""
+    record = kept_task(checkpoint, tool.server.name)
+    task_id = None if record is None else record.get("task")
+    if not isinstance(task_id, str) or not task_id:
+        return False
+    return await cancel_task(tool, tool_use, task_id, "its pause was discarded")
+
+
+async def cancel_task(tool: McpTool, tool_use: ToolUse, task_id: str, why: str) -> bool:
+    """Ask the server to cancel task ``task_id`` (``tasks/cancel``, both kinds of task),
+    waiting :data:`GRACE` seconds at most (a connection to make included): whether it agreed.
+    A server that refuses, or cannot, leaves the task as it is. Logged either way."""
+    from mcp_types import Result
+
+    from ._task_wire import cancel_request
+
+    send = tool.server._task_request(cancel_request(task_id), Result, read_timeout=GRACE)
+    what = (
+        f"task {task_id} of {tool.remote_name!r} (call {tool_use.id!r}) on MCP server "
+        f"{tool.server.name!r}"
+    )
+    try:
+        await asyncio.wait_for(send, GRACE)
+    except Exception as exc:
+        _log.warning("could not cancel %s (%s): %s", what, why, exc)
+        return False
+    _log.info("cancelled %s: %s", what, why)
+    return True
 
 
 async def start_task(tool: McpTool, tool_use: ToolUse, context: ToolContext) -> ToolResult:
@@ -125,6 +173,9 @@ async def _follow(follow: _Follow, record: dict[str, JsonValue] | None) -> ToolR
         if record is not None:
             await follow.answer_kept(record)
         return await follow.to_the_end()
+    except asyncio.CancelledError:  # nobody follows it any more (agent.cancel(), a timeout)
+        await follow.abandoned()
+        raise
     except MCPError as exc:  # the server refused a tasks/* request: the task is gone
         if exc.code == REQUEST_TIMEOUT:
             return await follow.gave_up(f"MCP server {tool.server.name!r} did not answer in time")
@@ -287,7 +338,7 @@ class _Follow:
                 self.asked,
             )
         except InterruptSignal:
-            await self._cancel()
+            await self._cancel("the run paused on its question (the call asks again on resume)")
             raise
         return result_from_mcp(self.tool_use.id, result, limit=server.max_output)
 
@@ -306,21 +357,20 @@ class _Follow:
             f"{self.tool.server.name!r}{after}: {why}; {fate}"
         )
 
-    async def _cancel(self) -> bool:
+    async def _cancel(self, why: str = "it is followed no further") -> bool:
         """Ask the server to cancel the task (``tasks/cancel``, in both kinds of task):
         whether it agreed. A server that refuses, or cannot, leaves the task as it is."""
         if not self.task_id:
             return False
-        from mcp_types import Result
+        return await cancel_task(self.tool, self.tool_use, self.task_id, why)
 
-        from ._task_wire import cancel_request
-
-        with contextlib.suppress(Exception):
-            await self.tool.server._task_request(
-                cancel_request(self.task_id), Result, read_timeout=GRACE
-            )
-            return True
-        return False
+    async def abandoned(self) -> None:
+        """The body was cancelled while it followed the task: cancel the task too, for
+        :data:`GRACE` seconds at most (the request goes on in the MCP thread even if this
+        wait is cancelled again)."""
+        sending = asyncio.ensure_future(self._cancel("the run following it was cancelled"))
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again: do not wait
+            await asyncio.shield(sending)
 
     async def _has_result(self) -> bool:
         """Whether a failed task has a result to give (a tool error) rather than none."""

@@ -119,6 +119,14 @@ class McpTool:
         """Close the server's connection (the agent's ``aclose`` calls this)."""
         await self.server.aclose()
 
+    async def abandon(self, tool_use: ToolUse, checkpoint: JsonValue) -> None:
+        """A call of this tool paused on an MCP task was dropped with its pause
+        (``discard_pause``): ask the server to cancel the task (``tasks/cancel``), best
+        effort, so it stops waiting for answers that will never come."""
+        from ._tasks import abandon_task
+
+        await abandon_task(self, tool_use, checkpoint)
+
     async def run(self, tool_use: ToolUse, context: ToolContext) -> ToolResult:
         """Call the tool on the server; a question the server asks meanwhile is answered by
         the server's ``elicitation`` callback or becomes an interrupt (see ``_elicit``).

@@ -1,7 +1,8 @@
-"""Notifications: tell people (a webhook, an email) when a question is asked, nears its
-deadline, is escalated, expires or is answered.
+"""Notifications: tell people (a webhook, an email, a Slack channel) when a question is asked,
+nears its deadline, is escalated, expires or is answered.
 
-``App(notify=[Webhook(url, secret=...), Email(host, port, sender=..., to=...)])``, or
+``App(notify=[Webhook(url, secret=...), Email(host, port, sender=..., to=...),
+Slack(channel)])``, or
 ``interlude serve --worker`` / ``interlude worker`` with ``--notify URL``. Workers keep a
 durable outbox in the session store: each notification has a deterministic id, is delivered at
 least once (also across crashes), and receivers de-duplicate by its id. See the guide
@@ -14,6 +15,7 @@ from ..sessions import Notification, NotificationOutbox
 from ._email import Email
 from ._events import EVENTS, Event, notification_id
 from ._notifier import Notifications, NotificationTarget, Notifier, target_from_url
+from ._slack import Slack, SlackAnswer
 from ._webhook import Webhook, signature
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "NotificationTarget",
     "Notifications",
     "Notifier",
+    "Slack",
+    "SlackAnswer",
     "Webhook",
     "notification_id",
     "signature",

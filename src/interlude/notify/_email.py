@@ -1,20 +1,39 @@
 """Email: a notification sent as a plain-text mail over SMTP (smtplib, in a thread), with
-STARTTLS whenever the server offers it."""
+STARTTLS whenever the server offers it. Given a maker of one-time answer links (``links=``,
+``interlude.operate.AnswerLinks``), each recipient it names a person for gets a mail of their
+own with their own links (one per choice of a yes/no question)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError, NotificationError
 
 if TYPE_CHECKING:
     import ssl
+    from email.message import EmailMessage
 
-__all__ = ["Email", "email_text"]
+__all__ = ["AnswerLinkMaker", "Email", "email_text"]
+
+_OPEN = frozenset({"asked", "deadline_near", "escalated"})
+"""The events about a question that still waits: their mails may carry answer links."""
+
+
+@runtime_checkable
+class AnswerLinkMaker(Protocol):
+    """What makes the one-time answer links a mail carries (``interlude.operate.AnswerLinks``):
+    the ``(label, URL)`` links for ``recipient`` (an address) to answer ``question`` (its
+    ``Interrupt.to_dict()``) of ``session_id``; none for a recipient it knows no person for."""
+
+    def for_recipient(
+        self, recipient: str, session_id: str, question: Mapping[str, Any]
+    ) -> Sequence[tuple[str, str]]: ...
+
 
 _SAYS = {
     "asked": "a question waits for an answer",
@@ -31,8 +50,11 @@ def _when(t: object) -> str:
     return "-"
 
 
-def email_text(message: Mapping[str, Any]) -> tuple[str, str]:
-    """(subject, plain-text body) of a notification."""
+def email_text(
+    message: Mapping[str, Any], links: Sequence[tuple[str, str]] = ()
+) -> tuple[str, str]:
+    """(subject, plain-text body) of a notification; ``links`` are the recipient's one-time
+    answer links, (label, URL)."""
     q = message.get("question") or {}
     event = str(message.get("event"))
     session = message.get("session_id")
@@ -54,6 +76,9 @@ def email_text(message: Mapping[str, Any]) -> tuple[str, str]:
     answer = message.get("answer")
     if isinstance(answer, dict):
         lines.append(f"Answer:   {json.dumps(answer.get('answer'))} by {answer.get('by')}")
+    if links:
+        lines += ["", "Answer here (each link works once, and answers as you):"]
+        lines += [f"  {label}: {url}" for label, url in links]
     if message.get("url"):
         lines += ["", f"Open it: {message['url']}"]
     lines += ["", f"Notification id: {message.get('id')}"]
@@ -72,6 +97,12 @@ class Email:
     notification's id (mail readers de-duplicate by it) and ``X-Interlude-Notification-Id``
     carries it too. A refused address or another 5xx answer fails it for good; a 4xx answer or
     a connection error is tried again later.
+
+    With ``links`` (``interlude.operate.AnswerLinks``), a mail about a question that still
+    waits (asked, deadline near, escalated) goes to each recipient the maker names a person for
+    on its own, with that person's one-time answer links ("Approve" and "Decline" for a yes/no
+    question, "Answer" for any other), its ``Message-ID`` made from the notification's id and
+    the address; the other recipients share the plain mail, as without ``links``.
     """
 
     def __init__(
@@ -86,6 +117,7 @@ class Email:
         starttls: bool | None = None,
         tls_context: ssl.SSLContext | None = None,
         timeout: float = 10.0,
+        links: AnswerLinkMaker | None = None,
     ) -> None:
         recipients = (to,) if isinstance(to, str) else tuple(to)
         if not host or not recipients or not sender or "@" not in sender:
@@ -95,12 +127,17 @@ class Email:
             )
         if (username is None) != (password is None):
             raise ConfigurationError("Email: give username and password together, or neither")
+        if links is not None and not isinstance(links, AnswerLinkMaker):
+            raise ConfigurationError(
+                f"Email: links= makes answer links (for_recipient), got {links!r}"
+            )
         self.host, self.port = host, int(port)
         self.sender, self.to = sender, recipients
         self.username, self.password = username, password
         self.starttls = starttls
         self.tls_context = tls_context
         self.timeout = timeout
+        self.links = links
         self.name = f"email via {host}:{port} to {', '.join(recipients)}"
 
     def __repr__(self) -> str:
@@ -111,18 +148,48 @@ class Email:
         again cannot help)."""
         await asyncio.to_thread(self._send, message)
 
-    def _mail(self, message: Mapping[str, Any]) -> Any:
+    def _mails(self, message: Mapping[str, Any]) -> list[tuple[EmailMessage, list[str]]]:
+        """The mails a notification makes, each with its recipients: one for everyone, or,
+        with ``links``, one per recipient who has links and one for all the others."""
+        question = message.get("question")
+        session = message.get("session_id")
+        per: dict[str, Sequence[tuple[str, str]]] = {}
+        if (
+            self.links is not None
+            and message.get("event") in _OPEN
+            and isinstance(question, Mapping)
+            and isinstance(session, str)
+        ):
+            for address in self.to:
+                made = self.links.for_recipient(address, session, question)
+                if made:
+                    per[address] = made
+        plain = [a for a in self.to if a not in per]
+        mails = [(self._mail(message, plain), plain)] if plain else []
+        for address, made in per.items():
+            mails.append((self._mail(message, [address], made), [address]))
+        return mails
+
+    def _mail(
+        self,
+        message: Mapping[str, Any],
+        to: Sequence[str],
+        links: Sequence[tuple[str, str]] = (),
+    ) -> EmailMessage:
         from email.message import EmailMessage
         from email.policy import SMTP
         from email.utils import formatdate
 
-        subject, text = email_text(message)
+        subject, text = email_text(message, links)
         mail = EmailMessage(policy=SMTP.clone(max_line_length=200))  # ids unfolded
         mail["From"] = self.sender
-        mail["To"] = ", ".join(self.to)
+        mail["To"] = ", ".join(to)
         mail["Subject"] = subject
         mail["Date"] = formatdate(localtime=True)
-        mail["Message-ID"] = f"<{message.get('id')}@interlude>"
+        mid = str(message.get("id"))
+        if links:  # a mail of this recipient's own: its own id, the same at every retry
+            mid += "." + hashlib.sha256(to[0].lower().encode("utf-8")).hexdigest()[:16]
+        mail["Message-ID"] = f"<{mid}@interlude>"
         mail["X-Interlude-Notification-Id"] = str(message.get("id"))
         mail["X-Interlude-Event"] = str(message.get("event"))
         mail.set_content(text)
@@ -132,7 +199,7 @@ class Email:
         import smtplib
         import ssl
 
-        mail = self._mail(message)
+        mails = self._mails(message)
         try:
             with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
                 smtp.ehlo()
@@ -150,7 +217,8 @@ class Email:
                             f"{self.name}: will not send a password without TLS", permanent=True
                         )
                     smtp.login(self.username, self.password or "")
-                smtp.send_message(mail)
+                for mail, to in mails:
+                    smtp.send_message(mail, to_addrs=to)
         except smtplib.SMTPRecipientsRefused as exc:
             raise NotificationError(
                 f"{self.name}: refused {sorted(exc.recipients)}", permanent=True

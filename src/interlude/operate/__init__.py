@@ -20,6 +20,17 @@ if TYPE_CHECKING:
     from ._backend import InboxBackend, StoreBackend, WorkflowView
     from ._inbox import Inbox, SessionView
     from ._keys import answer_key, by_question_id, question_id_of
+    from ._links import (
+        LINK_PATH,
+        LINK_SECRET_ENV,
+        AnswerLink,
+        AnswerLinks,
+        LinkProblem,
+        check_link,
+        link_key,
+        load_link_secret,
+        read_link,
+    )
     from ._moves import Operator, check_queue
     from ._people import ENV as TOKENS_ENV
     from ._people import MIN_TOKEN, People, Person, check_tokens, load_tokens, people
@@ -28,10 +39,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentSession",
+    "AnswerLink",
+    "AnswerLinks",
     "App",
     "ApplyingStore",
     "Inbox",
     "InboxBackend",
+    "LINK_PATH",
+    "LINK_SECRET_ENV",
+    "LinkProblem",
     "MIN_TOKEN",
     "Opened",
     "Operator",
@@ -48,16 +64,29 @@ __all__ = [
     "answer_key",
     "by_question_id",
     "check_allowed",
+    "check_link",
     "check_queue",
     "check_taken",
     "check_tokens",
+    "link_key",
+    "load_link_secret",
     "load_tokens",
     "people",
     "question_id_of",
+    "read_link",
     "who_may_answer",
 ]
 
 _LAZY = {
+    "AnswerLink": "._links",
+    "AnswerLinks": "._links",
+    "LINK_PATH": "._links",
+    "LINK_SECRET_ENV": "._links",
+    "LinkProblem": "._links",
+    "check_link": "._links",
+    "link_key": "._links",
+    "load_link_secret": "._links",
+    "read_link": "._links",
     "ApplyingStore": "._applying",
     "Operator": "._moves",
     "answer_key": "._keys",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .._audit import AuditEntry
     from .._interrupt import Interrupt
     from ._app import App
+    from ._people import Person
 
 __all__ = ["Inbox", "SessionView"]
 
@@ -82,7 +83,8 @@ class Inbox:
     store's ``(session_id, why)`` list of sessions the last query left out, unreadable.
 
     A store opened here from a URL is closed by :meth:`close` (or leaving a ``with`` block);
-    a store passed in is left open.
+    a store passed in is left open. ``link_secret`` signs the one-time answer links
+    :meth:`answer_link` makes (the server that checks them has the same secret).
     """
 
     def __init__(
@@ -92,12 +94,15 @@ class Inbox:
         clock: Callable[[], float] | None = None,
         signing_key: bytes | str | None = None,
         app: App | None = None,
+        link_secret: bytes | str | None = None,
     ) -> None:
         from .._agent import as_key
+        from ._links import link_key
 
         self._key = as_key(signing_key)
         """With a key (the agents' ``signing_key``), a pause is verified before its questions
         are shown or answers are checked against them (StateIntegrityError if it does not)."""
+        self._link_key = None if link_secret is None else link_key(link_secret)
         self._owned = isinstance(store, str)
         self.store: InboxStore = open_store(store) if isinstance(store, str) else store
         self.clock: Callable[[], float] = clock or time.time
@@ -317,6 +322,69 @@ class Inbox:
     ) -> list[RecordedAnswer]:
         """:meth:`record_async`, from sync code."""
         return run_sync(self.record_async(session_id, answers, by=by, shown=shown, groups=groups))
+
+    async def answer_link_async(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        *,
+        person: Person | str,
+        expires_in: float | timedelta,
+        choice: bool | None = None,
+    ) -> str:
+        """The path (``/links/<token>``) of a one-time link on ``interlude serve`` that
+        answers the pending question ``interrupt_id`` (or its answer key) of ``session_id`` as
+        ``person`` (a name: in no group), for ``expires_in`` seconds and never past the
+        question's deadline. Opening it shows the question; submitting it answers once,
+        through :meth:`record_async`'s rules, as ``person`` with their groups. With ``choice``
+        (a yes/no question only), the link gives that answer (``True`` approves, ``False``
+        declines); without it, it opens the question's answer form.
+
+        ConfigurationError without a ``link_secret``; NotPausedError or UnknownInterruptError
+        when the question does not wait now; ResumeInputError for a bad ``person``,
+        ``expires_in`` or ``choice``."""
+        from ..errors import ConfigurationError, NotPausedError, UnknownInterruptError
+        from ._keys import question_id_of
+        from ._links import as_person, make_link, seconds
+
+        if self._link_key is None:
+            raise ConfigurationError("answer links need Inbox(..., link_secret=...)")
+        who, lifetime = as_person(person), seconds(expires_in)
+        question_id = question_id_of(session_id, interrupt_id)
+        view = await self.session_async(session_id)
+        if not view.interrupts:
+            raise NotPausedError(f"session {session_id!r} waits on no question")
+        question = next((i for i in view.interrupts if i.id == question_id), None)
+        if question is None:
+            raise UnknownInterruptError(
+                f"session {session_id!r} does not wait on question {question_id!r}"
+            )
+        link = make_link(
+            self._link_key,
+            session_id,
+            question,
+            who,
+            now=self.clock(),
+            lifetime=lifetime,
+            choice=choice,
+        )
+        return link.path
+
+    def answer_link(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        *,
+        person: Person | str,
+        expires_in: float | timedelta,
+        choice: bool | None = None,
+    ) -> str:
+        """:meth:`answer_link_async`, from sync code."""
+        return run_sync(
+            self.answer_link_async(
+                session_id, interrupt_id, person=person, expires_in=expires_in, choice=choice
+            )
+        )
 
     async def _load(self, session_id: str) -> StoredSession:
         from ..errors import SessionError

@@ -95,7 +95,7 @@ def create_app(
     people = auth.people
     starlette = Starlette(
         routes=[*routes, *(r for door in doors for r in door(app, backend, people, public_url))],
-        middleware=_middleware(auth, body_timeout),
+        middleware=_middleware(auth, body_timeout, doors),
         exception_handlers={StoreUnavailableError: outage},
         lifespan=_lifespan(state, backend, app, worker=worker, poll=poll),
     )
@@ -103,14 +103,14 @@ def create_app(
     return starlette
 
 
-def _middleware(auth: Auth, body_timeout: float) -> list[Middleware]:
+def _middleware(auth: Auth, body_timeout: float, doors: Sequence[Door] = ()) -> list[Middleware]:
     """The request body's limits (who must be named first, how long, how large), then the
     sign-out that ends a session on the server."""
     from ._auth import SignOut
     from ._limits import BodyLimit
 
     return [
-        Middleware(BodyLimit, timeout=body_timeout, admit=_admit(auth)),
+        Middleware(BodyLimit, timeout=body_timeout, admit=_admit(auth, doors)),
         Middleware(SignOut, auth=auth),
     ]
 
@@ -119,14 +119,23 @@ _OPEN_POSTS = frozenset({"/login"})
 """The paths a request with a body may take without naming anyone (the token is the body)."""
 
 
-def _admit(auth: Auth) -> Callable[[Scope], bool]:
+def _admit(auth: Auth, doors: Sequence[Door] = ()) -> Callable[[Scope], bool]:
     """Whether a request with a body may have it read: it names someone (a known bearer token
-    or a valid session cookie), or it goes to an open path (signing in)."""
+    or a valid session cookie), it goes to an open path (signing in), or a door ``admits`` it
+    by a credential of its own that can be checked before the body (a one-time answer link's
+    signed path, Slack's signature headers with a fresh timestamp); the door checks the rest."""
     from starlette.datastructures import Headers
+
+    admits: list[Callable[[str, Headers], bool]] = [
+        check for door in doors if (check := getattr(door, "admits", None)) is not None
+    ]
 
     def admit(scope: Scope) -> bool:
         path = scope["path"].removeprefix(scope.get("root_path", ""))
-        return path in _OPEN_POSTS or auth.names_someone(Headers(scope=scope))
+        if path in _OPEN_POSTS:
+            return True
+        headers = Headers(scope=scope)
+        return any(check(path, headers) for check in admits) or auth.names_someone(headers)
 
     return admit
 
