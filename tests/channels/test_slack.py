@@ -478,3 +478,29 @@ def test_slack_users_are_checked_as_tokens_people_are() -> None:
         slack_door("", users={"U1": "ana"})
     with pytest.raises(ConfigurationError):
         slack_door(SECRET, users={})
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"a": {"approve": True, "input": {"amount": 1, "to": "mallory"}}}, "invalid_answer"),
+        ({"d": None}, "stale"),
+        ({"d": "sha256:" + "0" * 64}, "stale"),
+    ],
+    ids=["an-edit", "no-digest", "another-digest"],
+)
+def test_a_crafted_button_value_is_refused(world: World, change: dict[str, Any], code: str) -> None:
+    """A button's value is ours but not signed: one posted by someone else who can post as
+    the app (an edit, no digest, another question's digest) answers nothing."""
+    world.ask("payer", "pay-1", "acme")
+    world.work()
+    asked = json.loads(json.dumps(world.latest()))
+    for block in asked["blocks"]:
+        for element in block.get("elements", []):
+            if "value" in element:
+                element["value"] = json.dumps({**json.loads(element["value"]), **change})
+    response = world.click(asked, "U0ANA", "Approve")
+    assert (response.json()["ok"], response.json()["code"]) == (False, code)
+    assert world.recorded("pay-1") == [] and world.audit("pay-1") == []
+    world.work()
+    assert slack_app.effects() == []

@@ -139,7 +139,7 @@ class Canceling:
         marks[task_id] = cancel_mark(by)
         try:
             stopped = await live.stop()
-            task = await self._stopped(live, by) if stopped else None
+            task = await self._stopped(live, by, groups) if stopped else None
         finally:
             marks.pop(task_id, None)
         if task is None:  # it stopped on its own first (paused, or ended): as if not running
@@ -148,9 +148,10 @@ class Canceling:
             raise TaskNotCancelableError(f"task {task_id!r} completed before the cancel took hold")
         return task
 
-    async def _stopped(self, live: LiveRun, by: str) -> Task:
-        """The task once its run was stopped (its pause, given back, discarded); the run's
-        followers and webhooks are told how it ended."""
+    async def _stopped(self, live: LiveRun, by: str, groups: tuple[str, ...]) -> Task:
+        """The task once its run was stopped (its pause, given back, discarded: only by one
+        who may answer its questions, as a cancel of a paused task; else the pause stays and
+        the refusal is raised); the run's followers and webhooks are told how it ended."""
         task_id = live.task_id
         task = live.snapshot()[0]  # what they are told if the task cannot be read
         try:
@@ -159,6 +160,12 @@ class Canceling:
             except TaskNotFoundError:  # stopped before its first save: there is no session
                 task = _canceled(task_id, f"Canceled by {by} before it started.")
                 return task
+            if agent.is_paused:
+                try:
+                    await self._check(agent, task_id, by, groups)
+                except Exception:
+                    task = task_of(agent, task_id)  # still paused: input-required
+                    raise
             if agent.is_paused or agent.needs_recovery:
                 await self._drop(agent, task_id, by)
             task = task_of(agent, task_id)

@@ -15,7 +15,7 @@ from ..sessions import Notification, NotificationOutbox
 from ._email import Email
 from ._events import EVENTS, Event, notification_id
 from ._notifier import Notifications, NotificationTarget, Notifier, target_from_url
-from ._slack import Slack, SlackAnswer
+from ._slack import Slack, SlackAnswer, button_answers
 from ._webhook import Webhook, signature
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "Slack",
     "SlackAnswer",
     "Webhook",
+    "button_answers",
     "notification_id",
     "signature",
     "target_from_url",

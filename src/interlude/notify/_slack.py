@@ -27,7 +27,7 @@ from ._events import EVENTS
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-__all__ = ["TOKEN_ENV", "Slack", "SlackAnswer"]
+__all__ = ["TOKEN_ENV", "Slack", "SlackAnswer", "button_answers"]
 
 TOKEN_ENV = "INTERLUDE_SLACK_TOKEN"
 """Where :class:`Slack` reads its bot token (``xoxb-...``) when none is given."""
@@ -148,6 +148,12 @@ def escape(text: str) -> str:
 def _label(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=True)
     return text if len(text) <= 60 else text[:59] + "…"
+
+
+def button_answers(question: Mapping[str, Any]) -> list[JsonValue]:
+    """The answers the buttons of ``question`` (its ``to_dict()``) give: what a click may
+    answer (the door checks a click's value against them)."""
+    return [answer for _, answer, _ in _choices(question)]
 
 
 def _choices(question: Mapping[str, Any]) -> list[tuple[str, JsonValue, str | None]]:

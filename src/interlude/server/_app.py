@@ -121,9 +121,10 @@ _OPEN_POSTS = frozenset({"/login"})
 
 def _admit(auth: Auth, doors: Sequence[Door] = ()) -> Callable[[Scope], bool]:
     """Whether a request with a body may have it read: it names someone (a known bearer token
-    or a valid session cookie), it goes to an open path (signing in), or a door ``admits`` it
-    by a credential of its own that can be checked before the body (a one-time answer link's
-    signed path, Slack's signature headers with a fresh timestamp); the door checks the rest."""
+    or a valid session cookie), it goes to an open path (signing in), or a door ``admits`` it:
+    a one-time answer link's signed path (checked before the body), or Slack's actions path,
+    whose signature covers the body and is checked by the door before it parses anything
+    (as ``/login``, such a body is read within the server's size and time limits)."""
     from starlette.datastructures import Headers
 
     admits: list[Callable[[str, Headers], bool]] = [

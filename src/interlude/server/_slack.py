@@ -366,9 +366,15 @@ async def _record(
     backend: InboxBackend, click: SlackAnswer, person: Person
 ) -> tuple[str, str] | None:
     """Record the answer as ``person`` through the floor's rules: None when it was taken, else
-    the refusal's (code, message). Nothing is recorded when it is refused."""
+    the refusal's (code, message). Nothing is recorded when it is refused. A button's value is
+    ours but not signed (whoever can post as the Slack app could craft one), so it must name
+    the question as it waits now (its digest) and one of the answers its buttons offer (never
+    an edit)."""
+    unfit = await _unfit(backend, click)
+    if unfit is not None:
+        return unfit
     answers = {click.interrupt_id: click.answer}
-    shown = None if click.shown is None else {click.interrupt_id: click.shown}
+    shown = {click.interrupt_id: click.shown} if click.shown is not None else None
     try:
         await backend.answer(
             click.session_id, answers, by=person.name, shown=shown, groups=person.groups
@@ -379,6 +385,28 @@ async def _record(
         return "timeout", str(exc) or "no one took the answer in time"
     except (InterludeError, UnicodeError) as exc:
         return refusal_code(exc), str(exc)
+    return None
+
+
+async def _unfit(backend: InboxBackend, click: SlackAnswer) -> tuple[str, str] | None:
+    """Why a button's answer is not one its question's buttons offer, or names the question
+    as it no longer is: (code, message); None when it fits (or the question no longer waits:
+    the floor then says so, as it does for every door)."""
+    from ..notify import button_answers
+
+    try:
+        view = await backend.session(click.session_id)
+    except StoreUnavailableError:
+        raise
+    except InterludeError:
+        return None  # no such session: the floor's own refusal follows
+    question = next((q for q in view.interrupts if q.id == click.interrupt_id), None)
+    if question is None:
+        return None
+    if click.shown != question.digest:
+        return "stale", "the question changed since this message was posted; answer it again"
+    if click.answer not in button_answers(question.to_dict()):
+        return "invalid_answer", "this button's answer is not one the question offers"
     return None
 
 
