@@ -54,8 +54,9 @@ class Form:
     def answer(self, content: Mapping[str, Any] | None) -> JsonValue:
         """The answer a reply's content gives; ValueError when it gives none."""
         content = dict(content or {})
-        if self.kind == "object":
-            return {k: v for k, v in content.items() if v is not None}
+        if self.kind == "object":  # only the form's own fields (an edit is not one of them)
+            fields = self.schema.get("properties") or {}
+            return {k: v for k, v in content.items() if v is not None and k in fields}
         if content.get(FIELD) is None:
             raise ValueError(f"the reply has no {FIELD!r}")
         value: JsonValue = content[FIELD]

@@ -221,7 +221,8 @@ def _facts(message: Mapping[str, Any]) -> str:
     tool = q.get("tool_use")
     if isinstance(tool, dict):
         shown = json.dumps(tool.get("input"), indent=1, ensure_ascii=True)[:1500]
-        lines.append(f"*Tool:* `{escape(str(tool.get('name')))}`\n```{escape(shown)}```")
+        shown = escape(shown).replace("```", "``\u200b`")  # it cannot close the block early
+        lines.append(f"*Tool:* `{escape(str(tool.get('name')))}`\n```{shown}```")
     reason = q.get("reason")
     if isinstance(reason, dict):  # its question or message in words, the rest as JSON
         said = reason.get("question", reason.get("message"))
@@ -299,7 +300,8 @@ def question_blocks(
     deadline and who may answer, its buttons (when ``buttons``), and a status line."""
     q = message.get("question") or {}
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": _facts(message)}},
+        # verbatim: what the agent (or text it read) wrote is not auto-linked or parsed
+        {"type": "section", "text": {"type": "mrkdwn", "text": _facts(message), "verbatim": True}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": _context(message)}]},
     ]
     elements = _buttons(message) if buttons else []
