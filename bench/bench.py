@@ -9,7 +9,8 @@ targets are the budgets the project holds itself to on an ordinary laptop. Secti
 b) loop cycles and c) pause + resume in memory, both also against the pre-journal baseline;
 d) SQLite and e) PostgreSQL round trips, f) PostgreSQL workers racing (bench/sessions.py);
 g) journaled cycles beside the raw SQLite commit and h) pause size after many approvals
-(bench/journal.py), i) a fresh resume after 10 and 1,000 messages (bench/resume.py).
+(bench/journal.py), i) a fresh resume after 10 and 1,000 messages (bench/resume.py), j) approval
+policies: a replay of 1,000 stored sessions and the cost per call (bench/policy.py).
 bench/hotspots.py profiles one workload when a target fails.
 """
 
@@ -404,7 +405,7 @@ def _pause_reps(quick: bool) -> int:
     return 50 if quick else 400
 
 
-SECTIONS = ("import", "memory", "sessions", "journal", "resume")
+SECTIONS = ("import", "memory", "sessions", "journal", "resume", "policy")
 
 
 def main() -> None:
@@ -484,6 +485,10 @@ def main() -> None:
         import resume  # bench/resume.py: resume against history
 
         resume.run(quick)
+    if "policy" in only:
+        import policy  # bench/policy.py: replay under a candidate policy, the cost per call
+
+        policy.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
     sys.stdout = counter.out
     if counter.fails:

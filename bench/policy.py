@@ -177,19 +177,24 @@ def bench_per_call(cycles: int, rounds: int) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--sessions", type=int, default=1000)
-    args = parser.parse_args()
-    rounds = 3 if args.quick else 7
-    sessions = min(args.sessions, 200) if args.quick else args.sessions
+def run(quick: bool, sessions: int = 1000) -> None:
+    """The section as bench/bench.py runs it (``quick``: 200 sessions, fewer rounds)."""
+    rounds = 3 if quick else 7
+    sessions = min(sessions, 200) if quick else sessions
     rows, note = bench_replay(sessions, rounds)
     print_table("i) replay under a candidate policy, SQLiteStore", rows)
     print(note)
     print_table(
         "ii) a policy's cost per tool call (200 cycles, in memory)", bench_per_call(200, rounds)
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--sessions", type=int, default=1000)
+    args = parser.parse_args()
+    run(args.quick, args.sessions)
 
 
 if __name__ == "__main__":
