@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from interlude import Agent, AgentSession, App, ToolContext, ToolResult, ToolUse, tool
 from interlude.hooks import BeforeToolCallEvent
@@ -66,7 +67,7 @@ def book(show: str, context: ToolContext) -> str:
     return f"booked {seats} seats for {show}"
 
 
-CALLS = {
+CALLS: dict[str, dict[str, Any]] = {
     "pay": {"amount": 120, "to": "acme"},
     "deploy": {"env": "prod"},
     "book": {"show": "Hamlet"},

@@ -1,12 +1,16 @@
 """One-time answer links in mail: a worker's e-mail notifier, given an ``AnswerLinks``, mails
 each recipient it knows a person for their own Approve and Decline links; a real SMTP server
 (aiosmtpd) receives the mails, the test follows the links from them against a real uvicorn
-serving the links door, and two people's links cast the two votes a deploy needs."""
+serving the links door, and two people's links cast the two votes a deploy needs. Links go
+over TLS only: a server that offers no STARTTLS gets the plain mail, without links, unless
+plain SMTP was chosen (``starttls=False``)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import ssl
 from collections.abc import Iterator
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -29,9 +33,11 @@ from .test_links import ANA, BO, DEE, RUNS, SECRET, agents, csrf_of, inbox_app, 
 class Mailbox:
     def __init__(self) -> None:
         self.mails: list[Any] = []
+        self.over_tls: list[bool] = []
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.mails.append(envelope)
+        self.over_tls.append(session.ssl is not None)
         return "250 OK"
 
     def received(self) -> dict[str, EmailMessage]:
@@ -85,6 +91,7 @@ def test_two_people_approve_from_their_mails(tmp_path: Path, mailbox: tuple[Mail
         sender="agents@example.com",
         to=["ana@example.com", "bo@example.com", "dee@example.com", "ops@example.com"],
         links=AnswerLinks(SECRET, url, people=people, expires_in=3600),
+        starttls=False,  # a relay on this machine, plain SMTP on purpose: links go out anyway
     )
     app = agents(App(notify=[mail], inbox_url=url))
     store = f"sqlite:///{tmp_path / 'links.db'}"
@@ -125,3 +132,79 @@ def test_two_people_approve_from_their_mails(tmp_path: Path, mailbox: tuple[Mail
     answered = [m for m in box.received().values() if m["X-Interlude-Event"] == "answered"]
     (shared,) = answered  # the answer is announced in one plain mail to everyone
     assert "/links/" not in shared.get_content()
+
+
+def _mailer(port: int, **options: Any) -> Email:
+    people = {"ana@example.com": ANA, "bo@example.com": BO}
+    return Email(
+        "127.0.0.1",
+        port,
+        sender="agents@example.com",
+        to=["ana@example.com", "bo@example.com", "ops@example.com"],
+        links=AnswerLinks(SECRET, "http://inbox.test", people=people, expires_in=3600),
+        **options,
+    )
+
+
+def _ask(mail: Email, store: str) -> None:
+    """Ask the deploy question and have a worker mail it."""
+    app = agents(App(notify=[mail], inbox_url="http://inbox.test"))
+    pause("deploys", "deploy-m2", store, on=app)
+    assert asyncio.run(Worker(app, store).run_once()) == 0
+
+
+def test_without_tls_the_links_are_left_out(
+    tmp_path: Path, mailbox: tuple[Mailbox, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    box, smtp_port = mailbox  # a server that offers no STARTTLS (or had it stripped)
+    with caplog.at_level(logging.WARNING, logger="interlude.notify"):
+        _ask(_mailer(smtp_port), f"sqlite:///{tmp_path / 'plain.db'}")
+    mails = box.received()
+    # everyone gets the plain mail: the notification is delivered, its links are not
+    assert sorted(mails) == ["ana@example.com,bo@example.com,ops@example.com"]
+    (plain,) = mails.values()
+    assert "/links/" not in plain.get_content() and "Answer here" not in plain.get_content()
+    assert "Open it: http://inbox.test/sessions/deploy-m2" in plain.get_content()
+    assert box.over_tls == [False]
+    warned = [r.getMessage() for r in caplog.records if r.name == "interlude.notify"]
+    assert any(
+        "offers no STARTTLS" in m and "without its one-time answer links" in m for m in warned
+    )
+
+
+def test_starttls_required_fails_without_tls(mailbox: tuple[Mailbox, int]) -> None:
+    from interlude.errors import NotificationError
+
+    box, smtp_port = mailbox
+    mail = _mailer(smtp_port, starttls=True)
+    message = {"id": "n1", "event": "asked", "session_id": "s", "question": {}}
+    with pytest.raises(NotificationError, match="does not offer STARTTLS") as failed:
+        asyncio.run(mail.send(message))
+    assert failed.value.permanent
+    assert box.mails == []
+
+
+def test_over_starttls_the_links_go_out(tmp_path: Path) -> None:
+    try:
+        from aiosmtpd.controller import Controller
+    except ImportError:
+        require_service("aiosmtpd is not installed (pip install aiosmtpd)")
+    from tests.notify.receivers import self_signed
+
+    cert, key = self_signed(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    box = Mailbox()
+    controller = Controller(box, hostname="127.0.0.1", port=free_port(), tls_context=server_tls)
+    controller.start()
+    try:
+        trust = ssl.create_default_context(cafile=str(cert))
+        _ask(_mailer(controller.port, tls_context=trust), f"sqlite:///{tmp_path / 'tls.db'}")
+    finally:
+        controller.stop()
+    mails = box.received()
+    assert sorted(mails) == ["ana@example.com", "bo@example.com", "ops@example.com"]
+    assert sorted(_links(mails["ana@example.com"])) == ["Approve", "Decline"]
+    assert sorted(_links(mails["bo@example.com"])) == ["Approve", "Decline"]
+    assert "/links/" not in mails["ops@example.com"].get_content()
+    assert box.over_tls == [True, True, True]

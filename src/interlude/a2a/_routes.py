@@ -51,8 +51,9 @@ def a2a_routes(
     ``Host`` header, which any client sets).
 
     ``push_url_check`` screens the webhook URLs clients register for push notifications (an
-    async ``url -> bool``, asked when one is registered and before each POST); default: the
-    a2a-sdk's ``validate_push_notification_url`` (http(s) to public addresses only)."""
+    async ``url -> bool``, asked when one is registered and before each POST, which connects
+    to the address resolved for it); default: http(s) URLs whose host resolves to public
+    addresses only (see :mod:`._push`)."""
     from ..operate import People
 
     auth = None if tokens is None else People(tokens)

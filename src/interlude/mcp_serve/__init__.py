@@ -3,13 +3,14 @@
 IDE, another agent) can run it and answer its questions in its own dialog.
 
 A tool takes ``prompt`` and an optional ``session_id`` (without one, a new session is made and
-its id is in the result). When the agent stops to ask a person, the question goes to the
-calling client as an elicitation (a form drawn from the question's response schema) and the
-answer carries the run on within the same call, as often as it asks. A client that cannot
-show forms gets the question and where to answer it as the result; a client that goes away
-leaves the session paused in its store, answerable from any other door. Every answer goes
-through the operator floor (``interlude.operate.Operator``) as the caller's: who may answer,
-quorum and "the first answer wins" are its rules, the same at every door.
+its id is in the result; only the caller who started a session through this door may prompt it,
+anyone may answer its questions as the floor allows). When the agent stops to ask a person, the
+question goes to the calling client as an elicitation (a form drawn from the question's
+response schema) and the answer carries the run on within the same call, as often as it asks. A
+client that cannot show forms gets the question and where to answer it as the result; a client
+that goes away leaves the session paused in its store, answerable from any other door. Every
+answer goes through the operator floor (``interlude.operate.Operator``) as the caller's: who
+may answer, quorum and "the first answer wins" are its rules, the same at every door.
 
 - :func:`create_mcp_app`: an ASGI application serving ``/mcp`` (streamable HTTP, bearer
   tokens as the inbox's);

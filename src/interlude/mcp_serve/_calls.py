@@ -8,7 +8,9 @@ the session's next move; a refusal comes back typed and is put on the wire as it
 only this door decides is what a form's reply means: ``accept`` is the answer the form gives,
 ``decline`` declines (``false``, ``{"approve": false}``, ``"fail"`` or ``"decline"``, whichever
 the question takes; a question that takes none stays open), ``cancel`` leaves the question
-open. A question left open waits in the store for any other door.
+open. A question left open waits in the store for any other door. And only this door's
+caller who started a session may prompt it (see ``_owners``): anyone else's prompt is refused,
+though they answer its questions as the floor allows.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ..errors import (
 )
 from . import _results
 from ._forms import Form, decline_of, form_of, message_of
+from ._owners import OWNER_KEY, mark, owner_of, starting
 
 if TYPE_CHECKING:
     from .._interrupt import Interrupt
@@ -166,7 +169,8 @@ def tool_names(operator: Operator) -> list[str]:
 def _tool(name: str, description: str | None) -> Tool:
     text = description or (
         f"Runs the Interlude agent {name!r} on a prompt. Without session_id a new session is "
-        "made (its id is in the result); with one, that session is carried on. When the agent "
+        "made (its id is in the result); with one, that session is carried on (only its "
+        "starter may prompt it; anyone may answer its questions they may). When the agent "
         "stops to ask a person, the question is asked here as a form when this client can "
         "show one; otherwise the result names the question and where to answer it."
     )
@@ -176,8 +180,9 @@ def _tool(name: str, description: str | None) -> Tool:
             "prompt": {"type": "string", "description": "What to ask the agent."},
             "session_id": {
                 "type": "string",
-                "description": "The session to carry on (from an earlier result); leave it "
-                "out to start a new one.",
+                "description": "The session to carry on (from an earlier result: one you "
+                "started, or one waiting on questions you may answer); leave it out to start "
+                "a new one.",
             },
         },
         "required": ["prompt"],
@@ -227,7 +232,7 @@ class AgentCalls:
             if memory is None:
                 memory = Memory(given or uuid.uuid4().hex)
                 session = memory.session
-                agent = await self._begin(name, prompt, memory)
+                agent = await self._begin(name, prompt, memory, caller)
             else:
                 if given is not None and given != memory.session:
                     raise Refused(
@@ -268,26 +273,34 @@ class AgentCalls:
             raise Refused("not_an_agent", f"session {session!r} is not an agent's session")
         return opened
 
-    async def _begin(self, name: str, prompt: str, memory: Memory) -> Agent:
-        """The session after its first move: a new session run on ``prompt``; an existing one
-        carried on first when it has something to do (a stopped run, answers recorded through
-        another door, questions past their deadline), else run on ``prompt`` when it is not
-        paused. The prompt is not sent to a session that was carried on or waits."""
+    async def _begin(self, name: str, prompt: str, memory: Memory, caller: Caller) -> Agent:
+        """The session after its first move: a new session run on ``prompt``, recorded as
+        ``caller``'s; an existing one carried on first when it has something to do (a stopped
+        run, answers recorded through another door, questions past their deadline), else run
+        on ``prompt`` when it is not paused. The prompt is not sent to a session that was
+        carried on or waits, nor to one ``caller`` did not start through this door: such a
+        session is refused (``not_yours``, nothing run) unless it is paused, when its
+        questions are the caller's to answer as the floor's rules allow."""
         from ..sessions import check_session_id
 
         session = check_session_id(memory.session)
         if await self.operator.store.load(session) is None:
-            opened = await self.operator.start(name, session)
+            view = starting(self.operator.store, session, caller.name)
+            opened = await self.operator.app.start_async(name, session, view)
             assert isinstance(opened, Agent)  # tools are agents only
+            opened.state[OWNER_KEY] = mark(caller.name)
             await self._detached(opened.invoke_async(prompt))
             return opened
         agent = await self._open(name, session)
+        mine = owner_of(agent.state) == caller.name
+        if not mine and not agent.is_paused:
+            raise _not_yours(session, caller)
         moved = await self._detached(self.operator.carry_on(session))
         if moved is not None:
             memory.note(
                 "The session had work waiting (answers given elsewhere, a stopped run or "
                 "questions past their deadline), which was carried on first: the prompt was "
-                "not sent; send it again to go on."
+                + ("not sent; send it again to go on." if mine else "not sent.")
             )
             return await self._open(name, session)
         if agent.is_paused:
@@ -295,6 +308,8 @@ class AgentCalls:
             return agent
         if agent.needs_recovery:  # another process runs it now
             return agent
+        if not mine:  # (refused above: the prompt goes to the caller's own sessions only)
+            raise _not_yours(session, caller)
         await self._detached(agent.invoke_async(prompt))
         return agent
 
@@ -431,6 +446,16 @@ class AgentCalls:
             for q in agent.interrupts
         ]
         return _results.paused(memory.session, questions, inbox=caller.inbox, notes=memory.notes)
+
+
+def _not_yours(session: str, caller: Caller) -> Refused:
+    """The refusal of a prompt to a session ``caller`` did not start through this door."""
+    return Refused(
+        "not_yours",
+        f"session {session!r} was not started by {caller.name} through this server: only who "
+        "started it may prompt it (its questions may still be answered here while it waits); "
+        "leave session_id out to start a session of your own",
+    )
 
 
 def _settled_meanwhile(agent: Agent, memory: Memory) -> None:

@@ -1,13 +1,15 @@
 """Email: a notification sent as a plain-text mail over SMTP (smtplib, in a thread), with
 STARTTLS whenever the server offers it. Given a maker of one-time answer links (``links=``,
 ``interlude.operate.AnswerLinks``), each recipient it names a person for gets a mail of their
-own with their own links (one per choice of a yes/no question)."""
+own with their own links (one per choice of a yes/no question), over TLS only unless plain
+SMTP was chosen (``starttls=False``): without it the links are left out."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from email.message import EmailMessage
 
 __all__ = ["AnswerLinkMaker", "Email", "email_text"]
+
+_log = logging.getLogger("interlude.notify")
 
 _OPEN = frozenset({"asked", "deadline_near", "escalated"})
 """The events about a question that still waits: their mails may carry answer links."""
@@ -102,7 +106,12 @@ class Email:
     waits (asked, deadline near, escalated) goes to each recipient the maker names a person for
     on its own, with that person's one-time answer links ("Approve" and "Decline" for a yes/no
     question, "Answer" for any other), its ``Message-ID`` made from the notification's id and
-    the address; the other recipients share the plain mail, as without ``links``.
+    the address; the other recipients share the plain mail, as without ``links``. A link is a
+    credential, so links go over TLS only, as a password does: when the server offers no
+    STARTTLS (or it was stripped on the way) the notification goes to everyone as the plain
+    mail, without links, and a warning is logged; ``starttls=True`` fails the delivery
+    instead, and ``starttls=False`` (plain SMTP chosen on purpose, e.g. a relay on this
+    machine) sends the links without TLS.
     """
 
     def __init__(
@@ -148,9 +157,12 @@ class Email:
         again cannot help)."""
         await asyncio.to_thread(self._send, message)
 
-    def _mails(self, message: Mapping[str, Any]) -> list[tuple[EmailMessage, list[str]]]:
+    def _mails(
+        self, message: Mapping[str, Any], *, tls: bool
+    ) -> list[tuple[EmailMessage, list[str]]]:
         """The mails a notification makes, each with its recipients: one for everyone, or,
-        with ``links``, one per recipient who has links and one for all the others."""
+        with ``links``, one per recipient who has links and one for all the others. Without
+        ``tls`` (the connection has none), no links unless ``starttls=False`` chose that."""
         question = message.get("question")
         session = message.get("session_id")
         per: dict[str, Sequence[tuple[str, str]]] = {}
@@ -164,6 +176,15 @@ class Email:
                 made = self.links.for_recipient(address, session, question)
                 if made:
                     per[address] = made
+        if per and not tls and self.starttls is not False:
+            _log.warning(
+                "%s: the server offers no STARTTLS, so notification %s is mailed without its "
+                "one-time answer links (they go over TLS only; starttls=False sends them over "
+                "plain SMTP)",
+                self.name,
+                message.get("id"),
+            )
+            per = {}
         plain = [a for a in self.to if a not in per]
         mails = [(self._mail(message, plain), plain)] if plain else []
         for address, made in per.items():
@@ -199,7 +220,6 @@ class Email:
         import smtplib
         import ssl
 
-        mails = self._mails(message)
         try:
             with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
                 smtp.ehlo()
@@ -217,7 +237,7 @@ class Email:
                             f"{self.name}: will not send a password without TLS", permanent=True
                         )
                     smtp.login(self.username, self.password or "")
-                for mail, to in mails:
+                for mail, to in self._mails(message, tls=tls):
                     smtp.send_message(mail, to_addrs=to)
         except smtplib.SMTPRecipientsRefused as exc:
             raise NotificationError(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         check_link,
         link_key,
         load_link_secret,
+        narrowed,
         read_link,
     )
     from ._moves import Operator, check_queue
@@ -71,6 +72,7 @@ __all__ = [
     "link_key",
     "load_link_secret",
     "load_tokens",
+    "narrowed",
     "people",
     "question_id_of",
     "read_link",
@@ -86,6 +88,7 @@ _LAZY = {
     "check_link": "._links",
     "link_key": "._links",
     "load_link_secret": "._links",
+    "narrowed": "._links",
     "read_link": "._links",
     "ApplyingStore": "._applying",
     "Operator": "._moves",

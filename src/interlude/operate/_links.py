@@ -12,10 +12,12 @@ one the link answers. ``choice`` presets the answer of a yes/no question (``true
 
 A link decides nothing about the answer itself: the door that serves it records the answer
 through the inbox's answer path (``InboxBackend.answer``) as the person it names, with their
-groups, where every answer rule applies. What it adds are its own refusals: a link that was
-forged or changed, has expired, was made for another version of the question, or whose person
-has answered the question since it was made (a vote counted or waiting, an answer waiting or
-applied: so a link is spent even when the same question is asked again later).
+groups (for a person the server's tokens name, only those of them the server still counts
+them in: :func:`narrowed`), where every answer rule applies. What it adds are its own
+refusals: a link that was forged or changed, has expired, was made for another version of the
+question, or whose person has answered the question since it was made (a vote counted or
+waiting, an answer waiting or applied: so a link is spent even when the same question is asked
+again later).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +51,7 @@ __all__ = [
     "link_key",
     "load_link_secret",
     "make_link",
+    "narrowed",
     "read_link",
     "yes_no",
 ]
@@ -157,6 +160,9 @@ class AnswerLink:
     expires_at: float
     choice: bool | None = None
     """The answer a yes/no link gives (None: the link opens the answer form)."""
+    dropped: tuple[str, ...] = ()
+    """Groups the link names that the server serving it does not count its person in now
+    (:func:`narrowed`): they are not in ``person.groups``."""
 
     @property
     def path(self) -> str:
@@ -255,6 +261,27 @@ def _fields(token: str, fields: object) -> AnswerLink | None:
         expires_at=float(expires_at),
         choice=choice,
     )
+
+
+def narrowed(link: AnswerLink, known: Person | None) -> AnswerLink:
+    """``link`` with the groups it answers with on a server that knows its person as
+    ``known`` (the server's people, looked up by the link's name; None: a stranger to it).
+
+    For a person the server knows, the link's groups narrowed to those the server counts
+    them in now (the groups of their tokens): a link never answers with a group that either
+    its maker or the server's operator did not give, so taking someone out of a group on the
+    server takes it out of the links already made for them, and a link minted with groups
+    the server does not give them gains nothing. The groups it loses are ``dropped``. A
+    person the server does not know (no inbox token: whom links are for) keeps the link's
+    groups, its maker's signed word."""
+    if known is None:
+        return link
+    groups = link.person.groups
+    kept = tuple(g for g in groups if g in known.groups)
+    if kept == groups:
+        return link
+    dropped = tuple(g for g in groups if g not in known.groups)
+    return replace(link, person=Person(link.person.name, kept), dropped=dropped)
 
 
 ProblemCode = Literal["forged", "expired", "gone", "changed", "used"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._agent import check_by
+from .._agent import check_by, person_key
 from ..errors import ConfigurationError, ResumeInputError
 
 __all__ = ["ENV", "MIN_TOKEN", "People", "Person", "check_tokens", "load_tokens", "people"]
@@ -145,6 +145,12 @@ class People:
 
     def __init__(self, tokens: Mapping[str, Any], where: str = "tokens") -> None:
         self.by_token = people(tokens, where)
+        self._by_name: dict[str, Person] = {}
+        for person in self.by_token.values():
+            key = person_key(person.name)
+            known = self._by_name.get(key, Person(person.name))
+            groups = tuple(dict.fromkeys(known.groups + person.groups))
+            self._by_name[key] = Person(known.name, groups)
 
     def __bool__(self) -> bool:
         return bool(self.by_token)
@@ -157,6 +163,13 @@ class People:
             if hmac.compare_digest(given, token.encode("utf-8")):
                 found = person
         return found
+
+    def by_name(self, name: str) -> Person | None:
+        """The person the tokens call ``name`` (names compared as the audit compares them:
+        case, spacing and Unicode forms aside), in every group any of their tokens gives
+        (what they may answer as, signing in with one or another); None when no token names
+        them."""
+        return self._by_name.get(person_key(name))
 
     def bearer(self, header: str | None) -> Person | None:
         """The person of an ``Authorization: Bearer <token>`` header, or None."""

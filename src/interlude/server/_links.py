@@ -1,7 +1,9 @@
 """One-time answer links on ``interlude serve`` (issue 39): ``GET /links/<token>`` shows the
 question the link answers and never answers it; ``POST /links/<token>`` answers it once, as the
 person the link names, through the inbox's answer path (``InboxBackend.answer``: groups,
-quorum, the first answer wins, edits checked there).
+quorum, the first answer wins, edits checked there). For a person the server's tokens name,
+the link's groups are narrowed to those the server counts them in now
+(``operate.narrowed``); a person it does not know answers with the link's groups.
 
 The link is the credential (``interlude.operate.read_link``: HMAC-SHA256 under the link
 secret); the door adds what a capability URL needs in a browser: the form carries a CSRF token,
@@ -25,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from ..operate import LINK_PATH, LinkProblem, check_link, link_key, read_link
+from ..operate import LINK_PATH, LinkProblem, check_link, link_key, narrowed, read_link
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -71,7 +73,7 @@ class LinksDoor:
     def __call__(
         self, app: App | None, backend: InboxBackend, people: People, public_url: str | None
     ) -> list[BaseRoute]:
-        pages = _Pages(self._key, backend, self.clock or backend.clock)
+        pages = _Pages(self._key, backend, self.clock or backend.clock, people)
         return [
             Route(LINK_PATH + "{token}", pages.show, methods=["GET"]),
             Route(LINK_PATH + "{token}", pages.answer, methods=["POST"]),
@@ -117,10 +119,19 @@ def _refusal(problem: LinkProblem) -> _Refused:
 class _Pages:
     """The two routes of a link, on one backend, with the link secret."""
 
-    def __init__(self, key: bytes, backend: InboxBackend, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        key: bytes,
+        backend: InboxBackend,
+        clock: Callable[[], float],
+        people: People | None = None,
+    ) -> None:
         self.key = key
         self.backend = backend
         self.clock = clock
+        self.people = people
+        """The server's people (its tokens): a link for one of them answers with the groups
+        the server counts them in now (``operate.narrowed``)."""
 
     def csrf(self, nonce: str) -> str:
         """The form token of a browser's link pages: an HMAC of its cookie's nonce."""
@@ -192,6 +203,8 @@ class _Pages:
         link = read_link(self.key, token)
         if link is None:
             return _refusal(_FORGED)
+        if self.people is not None:
+            link = narrowed(link, self.people.by_name(link.person.name))
         other = _signed_in_as(request)
         if other is not None and not _same(other, link.person.name):
             return _Refused(
@@ -230,6 +243,7 @@ class _Pages:
     ) -> _Refused | None:
         """Hand the answer to the backend as the link's person; why it was refused, if it
         was (nothing recorded then)."""
+        from ..errors import NotAllowedToAnswerError
         from ._api import error_for
         from ._views import shown_digest
 
@@ -250,7 +264,8 @@ class _Pages:
             mapped = error_for(exc)
             if mapped is None:
                 raise
-            return _Refused(mapped[0], "Your answer was not taken", str(exc))
+            why = str(exc) + (_dropped(link) if isinstance(exc, NotAllowedToAnswerError) else "")
+            return _Refused(mapped[0], "Your answer was not taken", why)
         return None
 
     def _form(
@@ -274,7 +289,7 @@ class _Pages:
             heading, csrf, status = "You may not answer this question", "", 403
             error = (
                 f"This link answers as {link.person.name} ({groups}), and only {item['who']} "
-                "may answer this question now."
+                "may answer this question now." + _dropped(link)
             )
         return _page(
             request,
@@ -291,6 +306,16 @@ class _Pages:
             choice=link.choice,
             applies=self.backend.applies,
         )
+
+
+def _dropped(link: AnswerLink) -> str:
+    """What a refusal adds for a link whose groups the server narrowed: which it dropped."""
+    if not link.dropped:
+        return ""
+    return (
+        f" (This server does not count {link.person.name} in {', '.join(link.dropped)}, "
+        "which the link names.)"
+    )
 
 
 def _value(link: AnswerLink, question: Interrupt, data: dict[str, str]) -> JsonValue:
