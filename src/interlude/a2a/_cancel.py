@@ -16,7 +16,7 @@ What a cancel does depends on where the task stands:
 - **completed, canceled or failed**: refused (``TaskNotCancelableError``), as the spec says.
 
 The session records that it was canceled and by whom under ``agent.state["interlude.a2a"]``,
-in the very save that ends the run or drops the pause (:class:`MarkingStore` adds it), so the
+in the very save that ends the run or drops the pause (:func:`marking` adds it), so the
 task reads ``canceled`` wherever it is read and a crash cannot leave one without the other.
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
@@ -36,11 +36,11 @@ from ._wire import DOOR_KEY, task_of
 if TYPE_CHECKING:
     from .._agent import Agent
     from .._messages import JsonValue
-    from ..sessions import InboxStore, SessionUpdate, StoredSession
+    from ..sessions import InboxStore, SessionUpdate
     from ._live import LiveRun
     from ._server import AgentTasks
 
-__all__ = ["Canceling", "MarkingStore", "cancel_mark", "marking"]
+__all__ = ["Canceling", "cancel_mark", "marking"]
 
 
 def cancel_mark(by: str, at: float | None = None) -> dict[str, JsonValue]:
@@ -48,70 +48,19 @@ def cancel_mark(by: str, at: float | None = None) -> dict[str, JsonValue]:
     return {"canceled": {"by": by, "at": time.time() if at is None else at}}
 
 
-class MarkingStore:
-    """``store`` as the A2A door's runs save to it (a ``SessionStore``, an ``InboxStore`` when
-    ``store`` is one): while a session is being canceled (``marks``), each of its saves that
-    sets ``agent.state`` sets the door's cancel mark in it too, in the same write. Every other
-    save, and everything else, is ``store``'s own."""
+def marking(store: InboxStore, marks: dict[str, dict[str, JsonValue]]) -> InboxStore:
+    """``store`` as the A2A door's runs save to it: while a session is being canceled (its
+    mark in ``marks``), each of its saves that sets ``agent.state`` sets the door's cancel mark
+    in it too, in the same write (``sessions.amended``)."""
+    from ..sessions import amended
 
-    def __init__(self, store: InboxStore) -> None:
-        self.store = store
-        self.marks: dict[str, dict[str, JsonValue]] = {}
-
-    def __getattr__(self, name: str) -> Any:  # what the door never changes (close, fork, ...)
-        return getattr(self.store, name)
-
-    async def save(self, session_id: str, update: SessionUpdate) -> int:
-        mark = self.marks.get(session_id)
+    def amend(session_id: str, update: SessionUpdate) -> SessionUpdate:
+        mark = marks.get(session_id)
         if mark is not None and update.state is not None:
             update = dataclasses.replace(update, state={**update.state, DOOR_KEY: mark})
-        return await self.store.save(session_id, update)
+        return update
 
-    # The rest of the protocols, stated (a protocol check does not see ``__getattr__``).
-
-    async def load(self, session_id: str) -> StoredSession | None:
-        return await self.store.load(session_id)
-
-    async def audit_trail(self, session_id: str) -> list[dict[str, JsonValue]]:
-        return await self.store.audit_trail(session_id)
-
-    async def list_sessions(self) -> list[str]:
-        return await self.store.list_sessions()
-
-    async def delete(self, session_id: str) -> None:
-        await self.store.delete(session_id)
-
-    async def record_answers(self, session_id: str, answers: Any, **options: Any) -> Any:
-        return await self.store.record_answers(session_id, answers, **options)
-
-    async def recorded_answers(self, session_id: str) -> Any:
-        return await self.store.recorded_answers(session_id)
-
-    async def clear_answers(self, session_id: str, upto_seq: int) -> None:
-        await self.store.clear_answers(session_id, upto_seq)
-
-    async def sessions_to_resume(self, now: Any, **options: Any) -> list[str]:
-        return await self.store.sessions_to_resume(now, **options)
-
-    async def pending_interrupts(self, query: Any = None) -> Any:
-        return await self.store.pending_interrupts(query)
-
-    async def expired_interrupts(self, now: Any, **options: Any) -> Any:
-        return await self.store.expired_interrupts(now, **options)
-
-
-class _MarkingClaims(MarkingStore):
-    """:class:`MarkingStore` of a store that keeps call claims (``CallClaims``)."""
-
-    async def claim_call(self, key: str, session_id: str, *, origin: str) -> Any:
-        return await cast(Any, self.store).claim_call(key, session_id, origin=origin)
-
-
-def marking(store: InboxStore) -> MarkingStore:
-    """The :class:`MarkingStore` of ``store``, meeting the protocols ``store`` meets."""
-    from ..sessions import CallClaims
-
-    return _MarkingClaims(store) if isinstance(store, CallClaims) else MarkingStore(store)
+    return cast("InboxStore", amended(store, amend))
 
 
 class Canceling:
@@ -135,7 +84,7 @@ class Canceling:
         """Stop the run of this process, then drop the pause it gave back (if any): the task
         ends ``canceled``, or ``completed`` when the run got there first (refused then)."""
         task_id = live.task_id
-        marks = self.door.marking.marks
+        marks = self.door.cancel_marks
         marks[task_id] = cancel_mark(by)
         try:
             stopped = await live.stop()
@@ -209,7 +158,7 @@ class Canceling:
     async def _drop(self, agent: Agent, task_id: str, by: str) -> None:
         """Discard the agent's pause or stopped run, saved with ``by``'s cancel mark (in the
         store by the discard's own save, and here)."""
-        marks = self.door.marking.marks
+        marks = self.door.cancel_marks
         marks[task_id] = agent.state[DOOR_KEY] = cancel_mark(by)
         try:
             agent.discard_pause()  # saved through run_sync (one store round trip)

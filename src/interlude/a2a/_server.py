@@ -15,7 +15,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from a2a.server.request_handlers import RequestHandler
 from a2a.types import (
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from a2a.server.context import ServerCallContext
     from a2a.server.events.event_queue import Event
 
+    from .._messages import JsonValue
     from ..operate import App, People
     from ..sessions import InboxStore
     from ._events import Update
@@ -118,8 +119,9 @@ class AgentTasks(RequestHandler):
     ) -> None:
         self.app = app
         self.name = name
-        self.marking = marking(store)
-        self.store = cast("InboxStore", self.marking)
+        self.cancel_marks: dict[str, dict[str, JsonValue]] = {}
+        """The cancel marks of the sessions being canceled now (see ``_cancel``)."""
+        self.store = marking(store, self.cancel_marks)
         """The sessions, as this door's runs save them (a cancel's mark rides their saves)."""
         self.auth = auth
         self.operator = Operator(app, self.store)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 # operator floor and store authors use: a session's lease (the claim helpers), a save's journal,
 # forks by copy, reading a local store's URL and the pending-query filter. The claim and fork
 # helpers load on first use.
+from ._amended import amended as amended
 from ._answers import queued_first as queued_first
 from ._memory import MemoryStore
 from ._memory import select_pending as select_pending
