@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from interlude import Agent, ToolUse, tool
 from interlude.policy import Policy, Rule
@@ -95,47 +96,18 @@ def test_replay_prints_what_would_change_and_json_for_scripts(tmp_path: Path) ->
     assert "3 calls in 3 sessions: the policy would allow 2, ask 0, deny 1" in text.stdout
     assert "s1 c1 pay: ran unasked, would deny" in text.stdout
     assert "1 change(s), 0 not judged" in text.stdout
-    data = (
-        run(tmp_path, "policy", "replay", "--policy", "candidate.toml", "--store", url, "--json")
-        .ok()
-        .json()
-    )
+
+    def replayed(*extra: str) -> Any:
+        argv = ["policy", "replay", "--policy", "candidate.toml", "--store", url, "--json"]
+        return run(tmp_path, *argv, *extra).ok().json()
+
+    data = replayed()
     assert data["policy"] == "candidate" and data["calls"] == 3
     assert data["would"] == {"allow": 2, "ask": 0, "deny": 1}
     assert [c["session_id"] for c in data["changes"]] == ["s1"]
-    later = (
-        run(
-            tmp_path,
-            "policy",
-            "replay",
-            "--policy",
-            "candidate.toml",
-            "--store",
-            url,
-            "--json",
-            "--since",
-            "2100-01-01",
-        )
-        .ok()
-        .json()
-    )
+    later = replayed("--since", "2100-01-01")
     assert later["calls"] == 0 and later["skipped"] == 3
-    recent = (
-        run(
-            tmp_path,
-            "policy",
-            "replay",
-            "--policy",
-            "candidate.toml",
-            "--store",
-            url,
-            "--json",
-            "--since",
-            "1d",
-        )
-        .ok()
-        .json()
-    )
+    recent = replayed("--since", "1d")
     assert recent["calls"] == 3
     assert runs == [5, 500, 50]  # nothing ran again
     wrong = run(

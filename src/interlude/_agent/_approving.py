@@ -74,7 +74,8 @@ def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt]
         use, tool = call.active_use, call.tool
         if tool is None and call.tool_name is not None:  # chosen in another process
             tool = run.spec.tools.get(call.tool_name)
-    if tool is None or not (gated(tool) or governed(run)):
+    policed = governed(run)
+    if tool is None or not (policed or gated(tool)):
         return call, [], None
     shown = ToolUse(use.id, tool.name, use.input)
     iid = approval_id(call.tool_use.id)
@@ -83,7 +84,7 @@ def approve(run: StepContext, call: ToolCall) -> tuple[ToolCall, list[Interrupt]
     # that now says "no approval needed" cannot turn their decline into a run); only a
     # policy's deny beats it.
     found, answer = answers.lookup(iid, shown)
-    judged = judge(run, call.tool_use.id, use, tool, found) if governed(run) else NOBODY
+    judged = judge(run, call.tool_use.id, use, tool, found) if policed else NOBODY
     verdict = judged.live
     if verdict is not None and verdict.then == "deny":
         return call, [], denied_message(verdict)

@@ -106,14 +106,14 @@ async def replay(
 
         store = opened = open_store(store)
     wanted = None if agents is None else set(agents)
-    report = ReplayReport()
+    tally = _Tally()
     try:
         for session_id in await store.list_sessions():
             stored = await store.load(session_id)
             if stored is None or (wanted is not None and stored.agent not in wanted):
                 continue
-            object.__setattr__(report, "sessions", report.sessions + 1)
-            _judge_session(policy, stored, since, report)
+            tally.sessions += 1
+            _judge_session(policy, stored, since, tally)
     finally:
         if opened is not None:
             close = getattr(opened, "aclose", None) or getattr(opened, "close", None)
@@ -121,11 +121,30 @@ async def replay(
                 done = close()
                 if hasattr(done, "__await__"):
                     await done
-    return report
+    return ReplayReport(
+        calls=tally.calls,
+        would=tally.would,
+        changes=tally.changes,
+        unjudged=tally.unjudged,
+        sessions=tally.sessions,
+        skipped=tally.skipped,
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The report as the replay builds it (the report itself is a frozen value)."""
+
+    calls: int = 0
+    would: dict[str, int] = field(default_factory=lambda: {"allow": 0, "ask": 0, "deny": 0})
+    changes: list[ReplayChange] = field(default_factory=list)
+    unjudged: list[UnjudgedCall] = field(default_factory=list)
+    sessions: int = 0
+    skipped: int = 0
 
 
 def _judge_session(
-    policy: Policy, stored: StoredSession, since: float | None, report: ReplayReport
+    policy: Policy, stored: StoredSession, since: float | None, report: _Tally
 ) -> None:
     messages = messages_from_dicts(stored.messages, f"session {stored.session_id!r} messages")
     entries = [AuditEntry.from_dict(e) for e in stored.audit]
@@ -138,9 +157,9 @@ def _judge_session(
         answered = by_id.get(approval_id(use.id), [])
         times = [e.at for e in (*recorded, *answered)]
         if since is not None and (not times or max(times) < since):
-            object.__setattr__(report, "skipped", report.skipped + 1)
+            report.skipped += 1
             continue
-        object.__setattr__(report, "calls", report.calls + 1)
+        report.calls += 1
         seen = _seen(recorded)
         call = PolicyCall(
             use.name,
@@ -157,7 +176,7 @@ def _judge_session(
                 UnjudgedCall(stored.session_id, use.id, use.name, verdict.unjudged)
             )
             continue
-        report.would[verdict.then] += 1  # type: ignore[index]
+        report.would[verdict.then] += 1
         happened = _happened(recorded, answered, use.id in results)
         if _CLASS[happened] != verdict.then:
             report.changes.append(
