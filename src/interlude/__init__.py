@@ -48,11 +48,13 @@ _LATER = {
     "Checkpoint": "._agent",
     "DirectTool": "._agent",
     "ToolCaller": "._agent",
+    "UndoPlan": "._agent",
+    "UndoStep": "._agent",
     "__version__": "._version",
 }
 
 if TYPE_CHECKING:
-    from ._agent import Checkpoint, DirectTool, ToolCaller
+    from ._agent import Checkpoint, DirectTool, ToolCaller, UndoPlan, UndoStep
     from ._audit import AuditEntry
     from ._version import __version__
     from .operate import AgentSession, App, Inbox, SessionView, Worker, WorkerHealth
@@ -118,6 +120,8 @@ __all__ = [
     "ToolUse",
     "ToolUseDelta",
     "ToolUseStart",
+    "UndoPlan",
+    "UndoStep",
     "Usage",
     "Worker",
     "WorkerHealth",

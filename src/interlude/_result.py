@@ -10,7 +10,9 @@ from ._messages import Message, Usage
 
 __all__ = ["AgentResult", "StopReason"]
 
-StopReason = Literal["end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled"]
+StopReason = Literal[
+    "end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled", "undone"
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ Exception
     ├── ScriptError                 a ScriptedModel was asked for a turn it does not have
     ├── UnknownAgentError           (also LookupError) an App has no agent of that name
     ├── UnknownCheckpointError      (also LookupError) agent.fork(at=...) names no checkpoint
+    ├── UndoError                   an undo cannot run (a call without a compensation); nothing ran
     ├── McpServerError              an MCP server could not be reached or refused a listing
     ├── RemoteAgentError            a remote A2A agent's task failed or could not be carried on
     ├── NotificationError           a notification could not be delivered (``permanent``)
@@ -120,6 +121,7 @@ __all__ = [
     "StoreUnavailableError",
     "ToolInputError",
     "UnconsumedAnswerError",
+    "UndoError",
     "UnknownAgentError",
     "UnknownCheckpointError",
     "UnknownInterruptError",
@@ -267,6 +269,17 @@ class UnknownCheckpointError(InterludeError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class UndoError(InterludeError):
+    """``agent.undo(...)`` cannot run as asked: a call after the checkpoint has no
+    compensation (``calls`` names them; ``skip=`` them to go on), a call is in doubt, or the
+    agent stands where no undo can start. Nothing was run or changed."""
+
+    def __init__(self, message: str, calls: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.calls = calls
+        """The ids of the calls that stopped it (empty when no call did)."""
 
 
 class McpServerError(InterludeError):

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._standing import AgentState
     from ._state import Position
     from ._transitions import Abandonable
+    from ._undo_plan import UndoPlan, UndoStep
 
 __all__ = [
     "FORMAT",
@@ -70,6 +71,8 @@ __all__ = [
     "ToolCaller",
     "ToolOutcome",
     "ToolRequest",
+    "UndoPlan",
+    "UndoStep",
     "as_key",
     "check_answers",
     "check_by",
@@ -113,6 +116,8 @@ _LAZY = {
     "Observer": "._observe",
     "RunInfo": "._observe",
     "install": "._observe",
+    "UndoPlan": "._undo_plan",
+    "UndoStep": "._undo_plan",
 }
 
 _LOOP_MODULES = (
@@ -129,6 +134,8 @@ _LOOP_MODULES = (
     "._state",
     "._subagent",
     "._transitions",
+    "._undo_plan",
+    "._undoing",
 )
 
 

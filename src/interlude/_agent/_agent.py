@@ -26,6 +26,7 @@ from ._executor import current_body
 from ._holding import AgentHolding
 from ._spec import AgentSpec, Approver, SpecField, respec, tools_by_name
 from ._standing import AgentState, Conversation, check_reserved
+from ._travel import AgentTravel
 
 if TYPE_CHECKING:
     import asyncio
@@ -46,7 +47,7 @@ Prompt = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 """A new prompt (text or content blocks), or the list form of interrupt answers."""
 
 
-class Agent(AgentHolding):
+class Agent(AgentTravel, AgentHolding):
     """An agent: it calls ``model``, runs the ``tools`` it asks for, and repeats until it answers.
 
     Hook callbacks and tools may ``interrupt(...)`` at any step; the run then stops with
@@ -88,6 +89,9 @@ class Agent(AgentHolding):
     """Who must approve what, for every tool call the agent makes (see docs/policy.md)."""
     shadow: SpecField[Policy | None] = SpecField()
     """A candidate policy judged and recorded beside ``policy`` on each call, never acted on."""
+    on_decline: SpecField[Literal["tell", "compensate"]] = SpecField()
+    """What follows a person's decline of a call: the model is told (``"tell"``), or the calls
+    the run made since its prompt are undone first (``"compensate"``, see docs/undo.md)."""
 
     def __init__(
         self,
@@ -114,6 +118,7 @@ class Agent(AgentHolding):
         approver: Approver | None = None,
         policy: Policy | None = None,
         shadow: Policy | None = None,
+        on_decline: Literal["tell", "compensate"] = "tell",
     ) -> None:
         registry = HookRegistry()
         for provider in hooks:
@@ -137,6 +142,7 @@ class Agent(AgentHolding):
             approver=approver,
             policy=policy,
             shadow=shadow,
+            on_decline=on_decline,
         )
         self._setup(spec, messages, state, session, session_id)
 
@@ -508,30 +514,6 @@ class Agent(AgentHolding):
         from ._subagent import SubAgentTool
 
         return SubAgentTool(self, name, description)
-
-    # --- time travel ------------------------------------------------------------------------
-
-    def fork(self, at: str, session_id: str | None = None, *, by: str | None = None) -> Agent:
-        """A new agent standing at checkpoint ``at`` (an id from :meth:`checkpoints`, or an
-        interrupt id), from sync code: see :meth:`fork_async`."""
-        return run_sync(self.fork_async(at, session_id, by=by))
-
-    async def fork_async(
-        self, at: str, session_id: str | None = None, *, by: str | None = None
-    ) -> Agent:
-        """A new agent standing at checkpoint ``at``: nothing before it is done again (no model
-        call, no tool run), and this agent and its session do not change.
-
-        At a question, the fork waits on it again (answer it differently with ``resume``); at
-        a prompt, tool results or a model reply with tool calls, ``recover`` carries it on. A
-        tool call that ran here does not run in the fork unless a person answers its
-        ``ran_in_parent`` question ``"rerun"``. With a session store the fork is a new session
-        there (``session_id``, or one made from this one's), whose audit trail begins with an
-        entry naming this session and ``at`` (``by``: who forked). UnknownCheckpointError for
-        an id the record does not hold. See docs/time-travel.md."""
-        from ._fork import fork_agent
-
-        return await fork_agent(self, at, session_id, by)
 
     # --- state ------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._audit import AuditEntry
-from .._exceptions import exception_from_dict, exception_to_dict
 from .._frozen import freeze
 from .._interrupt import Answers, Interrupt
 from .._messages import (
@@ -22,30 +21,19 @@ from .._messages import (
     Usage,
     _int,
     _obj,
-    _opt_str,
     _show,
-    block_to_dict,
-    message_from_dict,
     messages_from_dicts,
-    tool_result_from_dict,
     tool_use_from_dict,
     tool_use_to_dict,
 )
-from .._result import AgentResult
-from .._stream import ModelResponse
 from ..errors import SessionCorruptError, StateFormatError, StateIntegrityError
+from ._codec_steps import check_step as _check_step
+from ._codec_steps import decode_step as _decode_step
+from ._codec_steps import encode_step as _encode_step
 from ._output import OutputState
 from ._state import (
-    AfterInvocation,
-    AfterModelCall,
-    BeforeInvocation,
-    BeforeModelCall,
-    MessageAdded,
     Position,
     Progress,
-    Step,
-    ToolBatch,
-    ToolCall,
     outstanding_batch,
 )
 
@@ -77,9 +65,6 @@ links to it), and for a run given an output type its schema in ``progress.output
 answer in an ``after_invocation`` step's ``output``); a message-added step may be followed by
 one more (a reply, then what is wrong with it)."""
 READS = (1, 2, 3)
-_PHASES = ("pending", "before", "running", "body", "after", "done")
-_MODEL_STOPS = ("end_turn", "tool_use", "max_tokens", "content_filtered")
-_RESULT_STOPS = ("end_turn", "max_tokens", "content_filtered", "interrupt", "cancelled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,29 +223,6 @@ def _decode_state(
     return Decoded(messages, dict(agent_state), pause, list(tools), name, audit)
 
 
-def _check_step(step: Step, messages: list[Message], where: str) -> None:
-    """A pause must fit its conversation: indexes in range, a batch answering its message."""
-    if isinstance(step, MessageAdded):
-        if not 0 <= step.index < len(messages):
-            raise StateFormatError(
-                f"{where}.index: {step.index} is outside the conversation "
-                f"({len(messages)} messages)"
-            )
-        _check_step(step.then, messages, f"{where}.then")
-    elif isinstance(step, ToolBatch):
-        i = step.message_index
-        if i != len(messages) - 1 or messages[i].role != "assistant":
-            raise StateFormatError(
-                f"{where}.message_index: {i} is not the conversation's last (assistant) message"
-            )
-        asked = [t.id for t in messages[i].tool_uses]
-        batch = [c.answer_id for c in step.calls]
-        if asked != batch:
-            raise StateFormatError(
-                f"{where}.calls: tool uses {batch!r} do not match the message's {asked!r}"
-            )
-
-
 def check_answered(loaded: Decoded) -> None:
     """StateFormatError if the conversation ends in tool uses nobody is answering: with no
     pause (or journal) whose tool batch is about them, no model would accept it."""
@@ -414,181 +376,3 @@ def _decode_output(data: Any, where: str) -> OutputState:
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise StateFormatError(f"{where}.retries: expected a count, got {_show(retries)}")
     return OutputState(dict(schema), None, retries)
-
-
-# --- steps ------------------------------------------------------------------------------------
-
-
-def _encode_step(step: Step) -> dict[str, JsonValue]:
-    match step:
-        case BeforeInvocation(prompt):
-            return {"kind": "before_invocation", "prompt": prompt.to_dict()}
-        case MessageAdded(index, then):
-            return {"kind": "message_added", "index": index, "then": _encode_step(then)}
-        case BeforeModelCall():
-            return {"kind": "before_model_call"}
-        case AfterModelCall(response, exception):
-            return {
-                "kind": "after_model_call",
-                "response": None if response is None else response.to_dict(),
-                "exception": None if exception is None else exception_to_dict(exception),
-            }
-        case ToolBatch(message_index, calls, opened, cancelled, approved):
-            batch: dict[str, JsonValue] = {
-                "kind": "tool_batch",
-                "message_index": message_index,
-                "calls": [_encode_call(c) for c in calls],
-            }
-            if opened:  # only when set: a state without it reads as before
-                batch["opened"] = True
-            if cancelled:
-                batch["cancelled"] = {k: m for k, m in cancelled.items()}
-            if approved:
-                batch["approved"] = True
-            return batch
-        case AfterInvocation(result):
-            after: dict[str, JsonValue] = {
-                "kind": "after_invocation",
-                "stop_reason": result.stop_reason,
-                "message": None if result.message is None else result.message.to_dict(),
-                "usage": result.usage.to_dict(),
-            }
-            if result.output is not None:  # structured output, as JSON data (see _output)
-                after["output"] = result.output
-            return after
-    raise TypeError(f"not a step: {step!r}")
-
-
-def _decode_step(data: Any, where: str, nested: int = 0) -> Step:
-    d = _obj(data, where)
-    kind = d.get("kind")
-    # A loop chains at most two (a reply and what is wrong with it): refuse more, do not recurse.
-    if nested > 1 and kind == "message_added":
-        raise StateFormatError(f"{where}.kind: a message-added step cannot follow another twice")
-    if kind == "before_invocation":
-        return BeforeInvocation(message_from_dict(d.get("prompt"), f"{where}.prompt"))
-    if kind == "message_added":
-        then = _decode_step(d.get("then"), f"{where}.then", nested=nested + 1)
-        index = _int(d, "index", where)
-        if isinstance(then, MessageAdded) and then.index != index + 1:
-            raise StateFormatError(
-                f"{where}.then: a message-added step cannot follow another but for the next "
-                f"message (index {index + 1}), got index {then.index}"
-            )
-        return MessageAdded(index, then)
-    if kind == "before_model_call":
-        return BeforeModelCall()
-    if kind == "after_model_call":
-        response = d.get("response")
-        exception = d.get("exception")
-        return AfterModelCall(
-            None if response is None else ModelResponse.from_dict(response, f"{where}.response"),
-            None if exception is None else exception_from_dict(exception, f"{where}.exception"),
-        )
-    if kind == "tool_batch":
-        calls = d.get("calls")
-        if not isinstance(calls, list) or not calls:
-            raise StateFormatError(f"{where}.calls: expected a non-empty list, got {_show(calls)}")
-        opened, cancelled = d.get("opened", False), d.get("cancelled", {})
-        if not isinstance(opened, bool):
-            raise StateFormatError(f"{where}.opened: expected true or false, got {_show(opened)}")
-        approved = d.get("approved", False)
-        if not isinstance(approved, bool):
-            raise StateFormatError(
-                f"{where}.approved: expected true or false, got {_show(approved)}"
-            )
-        if not isinstance(cancelled, dict) or any(type(m) is not str for m in cancelled.values()):
-            raise StateFormatError(
-                f"{where}.cancelled: expected tool use ids to messages, got {_show(cancelled)}"
-            )
-        batch = ToolBatch(
-            _int(d, "message_index", where),
-            tuple(_decode_call(c, f"{where}.calls[{i}]") for i, c in enumerate(calls)),
-            opened,
-            MappingProxyType(dict(cancelled)),
-            approved,
-        )
-        unknown = sorted(set(cancelled) - {c.tool_use.id for c in batch.calls})
-        if unknown:
-            raise StateFormatError(f"{where}.cancelled: no call has tool use id {unknown[0]!r}")
-        return batch
-    if kind == "after_invocation":
-        stop = d.get("stop_reason")
-        if stop not in _RESULT_STOPS:
-            raise StateFormatError(f"{where}.stop_reason: unknown stop reason {_show(stop)}")
-        message = d.get("message")
-        return AfterInvocation(
-            AgentResult(
-                stop_reason=stop,
-                message=None if message is None else message_from_dict(message, f"{where}.message"),
-                usage=Usage.from_dict(d.get("usage"), f"{where}.usage"),
-                output=d.get("output"),
-            )
-        )
-    raise StateFormatError(f"{where}.kind: unknown step {_show(kind)}")
-
-
-def _encode_call(c: ToolCall) -> dict[str, JsonValue]:
-    out: dict[str, JsonValue] = {"tool_use": tool_use_to_dict(c.tool_use), "phase": c.phase}
-    if c.retries:
-        out["retries"] = c.retries
-    if c.active_use is not None and c.active_use != c.tool_use:
-        out["active_use"] = tool_use_to_dict(c.active_use)
-    if c.phase in ("running", "body", "after"):
-        out["tool_name"] = c.tool_name
-    if c.started_at is not None:
-        out["started_at"] = c.started_at
-    if c.model_id is not None:
-        out["model_id"] = c.model_id
-    if c.result is not None:
-        out["result"] = block_to_dict(c.result)
-    if c.exception is not None:
-        out["exception"] = exception_to_dict(c.exception)
-    if c.cancel_message is not None:
-        out["cancel_message"] = c.cancel_message
-    if c.checkpoint is not None:  # only when kept: a state without it reads as before
-        out["checkpoint"] = json.loads(c.checkpoint)
-    return out
-
-
-def _decode_call(data: Any, where: str) -> ToolCall:
-    d = _obj(data, where)
-    phase = d.get("phase")
-    if phase not in _PHASES:
-        raise StateFormatError(f"{where}.phase: unknown phase {_show(phase)}")
-    tool_use = tool_use_from_dict(d.get("tool_use"), f"{where}.tool_use")
-    active = d.get("active_use")
-    result = d.get("result")
-    exception = d.get("exception")
-    retries = d.get("retries", 0)
-    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-        raise StateFormatError(f"{where}.retries: expected a count, got {_show(retries)}")
-    started_at = d.get("started_at")
-    if started_at is not None and (
-        not isinstance(started_at, int | float) or isinstance(started_at, bool)
-    ):
-        raise StateFormatError(f"{where}.started_at: expected a time, got {_show(started_at)}")
-    call = ToolCall(
-        tool_use=tool_use,
-        phase=phase,
-        retries=retries,
-        active_use=(
-            tool_use_from_dict(active, f"{where}.active_use")
-            if active is not None
-            else tool_use
-            if phase in ("running", "body", "after")
-            else None
-        ),
-        tool_name=_opt_str(d, "tool_name", where),
-        result=None if result is None else tool_result_from_dict(result, f"{where}.result"),
-        exception=(
-            None if exception is None else exception_from_dict(exception, f"{where}.exception")
-        ),
-        cancel_message=_opt_str(d, "cancel_message", where),
-        started_at=None if started_at is None else float(started_at),
-        model_id=_opt_str(d, "model_id", where),
-        checkpoint=None if d.get("checkpoint") is None else json.dumps(d["checkpoint"]),
-    )
-    if phase in ("after", "done") and call.result is None:
-        raise StateFormatError(f"{where}.result: a call in phase {phase!r} needs its result")
-    return call

@@ -30,7 +30,7 @@ from ._observe import observer_for
 from ._output import finish, model_request
 from ._results import answered, close_batch, closing_message
 from ._standing import AgentState, Conversation
-from ._state import MessageAdded, Position, Progress, Step, ToolBatch, ToolCall
+from ._state import MessageAdded, Position, Progress, Step, ToolBatch, ToolCall, Undoing
 from ._steps import HANDLERS, Outcome, Paused, unique_calls
 
 if TYPE_CHECKING:
@@ -332,10 +332,13 @@ class Run:
         return self.seen_ids
 
     def batch(self) -> ToolBatch:
-        """The tool batch the run stands at (its calls as they are now)."""
+        """The tool batch the run stands at (its calls as they are now): an undo's own batch
+        of compensations while it stands at one."""
         step = self.step
-        assert isinstance(step, ToolBatch)
-        return step
+        if type(step) is ToolBatch:
+            return step
+        assert isinstance(step, Undoing)
+        return step.batch
 
     def put_call(self, call: ToolCall) -> ToolCall:
         """Where the run stands: its batch with ``call`` (a new value of one of its calls)."""
@@ -400,8 +403,9 @@ class Run:
         if self.emit is not None:
             for interrupt in paused.interrupts:
                 self.emit(InterruptRaised(interrupt))
+        asked = list(paused.interrupts)  # none: an undo stopped at its checkpoint
         return AgentResult(
-            stop_reason="interrupt", interrupts=list(paused.interrupts), usage=self.progress.usage
+            stop_reason="interrupt" if asked else "undone", interrupts=asked, usage=progress.usage
         )
 
     async def _abandon(self, reason: str) -> None:

@@ -236,6 +236,58 @@ class SessionLink:
         async with lock if lock is not None else contextlib.nullcontext():
             await self._save(who, state, position, data, hold, if_changed, starts)
 
+    async def rewind(self, who: Identity, state: AgentState, position: Position | None) -> None:
+        """Store ``state`` whose conversation an undo cut short of the stored one: one save
+        that cuts the stored conversation to its messages (the store's ``rewind``), with the
+        pause slot, agent.state, the audit entries since the last save, and the claim kept.
+        ConfigurationError if the store cannot rewind."""
+        from ..errors import ConfigurationError
+
+        store = self.store
+        rewind = getattr(store, "rewind", None)
+        if rewind is None:
+            raise ConfigurationError(
+                f"{type(store).__name__} cannot cut a session's conversation back (it has no "
+                "rewind()): undo needs a store that can (every shipped store can)"
+            )
+        lock = self._lock
+        async with lock if lock is not None else contextlib.nullcontext():
+            messages = list(state.messages)
+            count = len(messages)
+            digest = None
+            if who.key is not None:
+                digest = chain(NO_MESSAGES, [m.to_dict() for m in messages])
+            encoded = (
+                None if position is None else encode_pause(position, who.key, who.name, digest)
+            )
+            claim = self._next_claim(True)
+            questions = [] if position is None or not self.list_pending else position.interrupts
+            saved = self.saved
+            self.saved = count  # the update appends nothing: it starts where the cut ends
+            try:
+                update = self._update(
+                    who, [], encoded, questions, _json_state(state), claim, state.audit
+                )
+            finally:
+                self.saved = saved
+            self._pending_chain = digest
+            saving = asyncio.ensure_future(rewind(self.session_id, update))
+            noted = partial(
+                self._saved,
+                count=count,
+                encoded=encoded,
+                claim=claim,
+                questions=bool(questions),
+                agent_name=update.agent,
+                audited=len(state.audit),
+            )
+            try:
+                version = await asyncio.shield(saving)
+            except asyncio.CancelledError:
+                noted(await saving)  # it lands: note it, then let the cancel go on
+                raise
+            noted(version)
+
     async def _save(
         self,
         who: Identity,

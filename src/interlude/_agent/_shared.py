@@ -169,6 +169,8 @@ def starts_of(run: StepContext, call: ToolCall) -> list[str] | None:
         return None
 
     index = run.batch().message_index
+    if index < 0:  # a batch of its own (an undo's compensations): no other session has it
+        return None
     audit = agent._state.audit
     if origin_of(agent.session_id, audit, index) != agent.session_id:
         return None  # claimed by this session before it got here
@@ -201,6 +203,8 @@ async def shared_guard(
         return None, None
     use = call.active_use or call.tool_use
     index = run.batch().message_index
+    if index < 0:  # a batch of its own (an undo's compensations): no other session has it
+        return None, None
     for name in (RAN_IN_PARENT, RAN_IN_FORK):
         found, answer = answers.lookup(interrupt_id("in_doubt", call.tool_use.id, name), None)
         if found:

@@ -66,6 +66,9 @@ class AgentSpec:
     tools' own ``needs_approval`` only."""
     shadow: Policy | None = None
     """A candidate policy judged beside ``policy`` on each call and recorded, never acted on."""
+    on_decline: Literal["tell", "compensate"] = "tell"
+    """What follows a person's decline of a call: the model is told (``"tell"``), or the
+    calls the run made since its prompt are undone first (``"compensate"``: docs/undo.md)."""
     list_pending: bool = True
     """Whether the session's questions go into the store's pending index. False for the node
     agents of an orchestration (``interlude.multiagent``): their questions are listed, under
@@ -157,6 +160,10 @@ def _check_policies(spec: AgentSpec) -> None:
     in_doubt, lease, name, clock = spec.in_doubt, spec.session_lease, spec.name, spec.clock
     if in_doubt not in ("ask", "rerun"):
         raise ConfigurationError(f"in_doubt must be 'ask' or 'rerun', got {in_doubt!r}")
+    if spec.on_decline not in ("tell", "compensate"):
+        raise ConfigurationError(
+            f"on_decline must be 'tell' or 'compensate', got {spec.on_decline!r}"
+        )
     if not isinstance(lease, int | float) or not 0 < lease < float("inf"):
         raise ConfigurationError(
             f"session_lease must be a positive number of seconds, got {lease!r}"

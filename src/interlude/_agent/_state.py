@@ -22,6 +22,7 @@ from .._stream import ModelResponse
 if TYPE_CHECKING:
     from .._tools import AgentTool
     from ._output import OutputState
+    from ._undo_plan import UndoStep
 
 __all__ = [
     "AfterInvocation",
@@ -35,6 +36,7 @@ __all__ = [
     "Step",
     "ToolBatch",
     "ToolCall",
+    "Undoing",
     "outstanding_batch",
 ]
 
@@ -241,8 +243,41 @@ class AfterInvocation:
     result: AgentResult
 
 
+@dataclass(frozen=True, slots=True)
+class Undoing:
+    """An undo under way (``agent.undo``, or a decline's rollback): the compensations of the
+    calls in ``undone``, run one by one, newest first, as the calls of ``batch`` (a batch of
+    its own, never appended: message index -1), each journaled like a tool call.
+
+    Once every one is done, an undo cuts the conversation to its first ``keep`` messages and
+    the session stands at ``then`` (None: between runs); a decline's rollback (``keep`` -1)
+    appends the results of ``after``, the batch with the declined call, and a note of what was
+    undone, then the model is called. ``skipped`` are the calls a person said to leave."""
+
+    to: str
+    by: str
+    batch: ToolBatch
+    undone: tuple[UndoStep, ...]
+    skipped: tuple[UndoStep, ...] = ()
+    keep: int = -1
+    then: Step | None = None
+    after: ToolBatch | None = None
+
+    def with_call(self, call: ToolCall) -> Undoing:
+        """This undo with ``call`` in place of the compensation of its tool use."""
+        from dataclasses import replace
+
+        return replace(self, batch=self.batch.with_call(call))
+
+
 Step: TypeAlias = (
-    BeforeInvocation | MessageAdded | BeforeModelCall | AfterModelCall | ToolBatch | AfterInvocation
+    BeforeInvocation
+    | MessageAdded
+    | BeforeModelCall
+    | AfterModelCall
+    | ToolBatch
+    | AfterInvocation
+    | Undoing
 )
 
 
@@ -296,4 +331,6 @@ def outstanding_batch(step: Step) -> ToolBatch | None:
         return step
     if isinstance(step, MessageAdded):
         return outstanding_batch(step.then)
+    if isinstance(step, Undoing):  # a decline's rollback: its results wait until it is done
+        return step.after
     return None

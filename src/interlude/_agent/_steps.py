@@ -37,6 +37,7 @@ from ._state import (
     Step,
     ToolBatch,
     ToolCall,
+    Undoing,
 )
 
 if TYPE_CHECKING:
@@ -181,7 +182,27 @@ async def tool_batch(run: Run, step: ToolBatch, replay: bool) -> Outcome:
     batch = run.batch()  # as its calls left it
     if interrupts:
         return Paused(batch, interrupts)
+    if run.spec.on_decline == "compensate":
+        rollback = _rollback(run, batch)
+        if rollback is not None:  # a person declined a call: the run's calls are undone
+            return rollback
     return await run.append(close_batch(batch, ""), BeforeModelCall())
+
+
+def _rollback(run: Run, batch: ToolBatch) -> Undoing | None:
+    """The rollback of a batch with a declined call (``on_decline="compensate"``), or None."""
+    from ._undo_plan import rollback_step
+    from ._undoing import declined_by
+
+    by = declined_by(run, batch)
+    return None if by is None else rollback_step(run.messages, batch, run.spec.tools, by)
+
+
+async def undoing(run: Run, step: Undoing, replay: bool) -> Outcome:
+    """Compensations, newest first, then the cut or the note (see ``_undoing``)."""
+    from ._undoing import undoing as carry_out
+
+    return await carry_out(run, step, replay)
 
 
 async def after_invocation(run: Run, step: AfterInvocation, replay: bool) -> Outcome:
@@ -247,5 +268,6 @@ HANDLERS: dict[type, Callable[[Run, Any, bool], Coroutine[Any, Any, Outcome]]] =
     AfterModelCall: after_model_call,
     ToolBatch: tool_batch,
     AfterInvocation: after_invocation,
+    Undoing: undoing,
 }
 """The handler of each kind of step."""

@@ -42,6 +42,7 @@ __all__ = [
     "check_fits",
     "close_pre_journal_crash",
     "discard",
+    "discard_async",
     "discarded",
     "forget",
     "put_back",
@@ -174,18 +175,24 @@ def discard(agent: Agent) -> None:
     """Drop the pause or stopped run: its open tool calls are closed as cancelled (a started
     call "may have had effects"), in memory and in the session; nothing changes on error.
     Then the tools of calls paused inside their body are told (:class:`Abandonable`)."""
+    run_sync(discard_async(agent, "discarded"))
+
+
+async def discard_async(agent: Agent, why: str) -> None:
+    """:func:`discard`, from async code; ``why`` ends the closing results' reason ("cancelled:
+    the pause was <why>")."""
     link = agent._session
     if link is not None:
         link.check_not_running()
     dropped = agent._state.position
-    new = agent._with_data(discarded(agent._state))
+    new = agent._with_data(discarded(agent._state, why))
     if link is not None:
-        run_sync(link.save(agent._identity(), new, None, data=True))
+        await link.save(agent._identity(), new, None, data=True)
     agent._commit(new)
     if dropped is not None:
         abandoning = _abandoning(agent, dropped)
         if abandoning:
-            run_sync(_abandon(abandoning))
+            await _abandon(abandoning)
 
 
 def _abandoning(agent: Agent, dropped: Position) -> list[tuple[Abandonable, ToolUse, str]]:
@@ -255,12 +262,12 @@ def forget(agent: Agent, tool: str | None, by: str) -> None:
     agent._commit(new)
 
 
-def discarded(state: AgentState) -> AgentState:
+def discarded(state: AgentState, why: str = "discarded") -> AgentState:
     """The standing once its pause or stopped run is dropped."""
     pause = state.position
     assert pause is not None
     what = "pause" if pause.interrupts else "stopped run"
-    message = closing_message(state.messages, pause.step, f"cancelled: the {what} was discarded")
+    message = closing_message(state.messages, pause.step, f"cancelled: the {what} was {why}")
     closed = state if message is None else state.appended(message)
     return closed.at(None)
 

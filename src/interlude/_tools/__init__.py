@@ -15,14 +15,17 @@ from ._function import FunctionTool, to_tool_result, tool
 from ._spec import AgentTool, ToolSpec
 
 if TYPE_CHECKING:
+    from ._compensation import Compensation, compensation_of
     from ._task import task_prompt, task_tool_name, task_tool_spec
 
 __all__ = [
     "AgentTool",
+    "Compensation",
     "FunctionTool",
     "RelaySignal",
     "ToolContext",
     "ToolSpec",
+    "compensation_of",
     "idempotency_key",
     "task_prompt",
     "task_tool_name",
@@ -32,6 +35,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Compensation": "._compensation",
+    "compensation_of": "._compensation",
     "task_prompt": "._task",
     "task_tool_name": "._task",
     "task_tool_spec": "._task",

@@ -10,7 +10,7 @@ from .._frozen import thaw
 from .._messages import Image, Json, Text, ToolResult, ToolResultBlock, ToolUse
 from ..errors import ConfigurationError, ToolInputError
 from ._context import ToolContext
-from ._spec import ToolSpec
+from ._spec import AgentTool, ToolSpec
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -66,6 +66,7 @@ class FunctionTool:
         idempotent: bool = False,
         needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
         inline: bool = False,
+        compensate: Callable[..., Any] | AgentTool | None = None,
     ) -> None:
         import inspect
 
@@ -95,6 +96,12 @@ class FunctionTool:
         self.inline = inline
         """Whether a plain ``def`` runs on the event loop itself (no worker thread): for tools
         that return at once; one that blocks stalls every other call and the run's timers."""
+        self.compensate: AgentTool | None = None
+        """What undoes one successful call of this tool (see docs/undo.md), or None."""
+        if compensate is not None:
+            from ._compensation import compensation_tool
+
+            self.compensate = compensation_tool(self._name, compensate)
         self._signature = inspect.signature(fn)
         self._context_param: str | None = None
         hints = _hints(fn)
@@ -249,6 +256,7 @@ def tool(
     idempotent: bool = False,
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
     inline: bool = False,
+    compensate: Callable[..., Any] | AgentTool | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -259,6 +267,7 @@ def tool(
     idempotent: bool = False,
     needs_approval: bool | Callable[[dict[str, Any]], bool] = False,
     inline: bool = False,
+    compensate: Callable[..., Any] | AgentTool | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., description=...)``.
 
@@ -276,6 +285,10 @@ def tool(
     tools that return at once (a lookup in memory, a calculation): a tool that blocks (I/O,
     ``time.sleep``) must not be inline. ``inline=True`` on an ``async def`` is a
     ConfigurationError (it already runs on the loop).
+
+    ``compensate=fn`` says how to undo one successful call: ``fn(input, result)`` (sync or
+    async), or another tool, called with ``{"input": ..., "result": ...}``. ``agent.undo()``
+    and ``Agent(on_decline="compensate")`` run it, exactly once (see docs/undo.md).
     """
     options: dict[str, Any] = {
         "name": name,
@@ -283,6 +296,7 @@ def tool(
         "idempotent": idempotent,
         "needs_approval": needs_approval,
         "inline": inline,
+        "compensate": compensate,
     }
     if fn is not None:
         return FunctionTool(fn, **options)

@@ -27,6 +27,7 @@ from ._file_format import (
     Head,
     audit_entries,
     corrupt,
+    line_start,
     lines,
     link_error,
     open_in,
@@ -46,6 +47,7 @@ from ._protocol import (
     audit_json,
     check_session_id,
     epoch,
+    no_rewind,
 )
 
 __all__ = ["FileStore"]
@@ -62,11 +64,13 @@ class FileStore(FileOutbox, FileAnswers):
     ``messages.jsonl`` holds one JSON message per line and ``audit.jsonl`` one audit entry per
     line; both are only appended to. ``head.json`` holds the rest (version, state, pause, run
     claim, tools, agent name, pending interrupts, and how many messages and audit entries, in
-    how many bytes, belong to the session) and is replaced atomically (temporary file and
-    ``os.replace``). A save holds an exclusive ``flock`` on the session's ``.lock``
-    file, a load a shared one, so the compare-and-swap holds across processes on one machine
-    (not on NFS). ``calls.json`` holds the claims on tool calls asked in the session
-    (:meth:`claim_call`), replaced atomically under the same exclusive lock.
+    which bytes, belong to the session) and is replaced atomically (temporary file and
+    ``os.replace``). A :meth:`rewind` appends a copy of the messages it keeps too, and the
+    head then says the messages start there. A save holds an exclusive ``flock`` on the
+    session's ``.lock`` file, a load a shared one, so the compare-and-swap holds across
+    processes on one machine (not on NFS). ``calls.json`` holds the claims on tool calls
+    asked in the session (:meth:`claim_call`), replaced atomically under the same exclusive
+    lock.
 
     A crash between appending lines and replacing the head leaves extra lines past the head's
     counts: loads ignore them and the next save appending to that file truncates them. With
@@ -203,12 +207,13 @@ class FileStore(FileOutbox, FileAnswers):
         if head is None:
             return None
         parts = []
-        for name, size in (
-            (_MESSAGES, head.message_bytes if messages else 0),
-            (_AUDIT, head.audit_bytes),
+        start = head.message_start
+        for name, size, at in (
+            (_MESSAGES, head.message_bytes - start if messages else 0, start),
+            (_AUDIT, head.audit_bytes, 0),
         ):
             try:
-                parts.append(read_in(session_id, folder, dir_fd, name, size) if size else b"")
+                parts.append(read_in(session_id, folder, dir_fd, name, size, at) if size else b"")
             except FileNotFoundError:
                 parts.append(b"")
         return folder, head, parts[0], parts[1]
@@ -223,9 +228,8 @@ class FileStore(FileOutbox, FileAnswers):
         session_id: str, folder: Path, head: Head, raw: bytes, audit: bytes
     ) -> StoredSession:
         """The session of what :meth:`_read` read (parsed outside the lock)."""
-        messages = lines(
-            session_id, folder / _MESSAGES, raw, head.message_bytes, head.message_count
-        )
+        size = head.message_bytes - head.message_start
+        messages = lines(session_id, folder / _MESSAGES, raw, size, head.message_count)
         return StoredSession(
             session_id=session_id,
             version=head.version,
@@ -252,6 +256,23 @@ class FileStore(FileOutbox, FileAnswers):
 
     @store_errors
     async def save(self, session_id: str, update: SessionUpdate) -> int:
+        return self._save(session_id, update)
+
+    @store_errors
+    async def rewind(self, session_id: str, update: SessionUpdate) -> int:
+        """:meth:`save`, except that ``update.first_index`` may be below the number of messages
+        stored (the optional ``rewind`` of ``interlude.sessions._protocol``): the new head
+        counts a copy of the first ``first_index`` messages and the new ones, appended to
+        ``messages.jsonl`` as a save appends (the file is never cut below what the stored
+        head counts), and says the messages start at the copy. One ``head.json`` replaced, as
+        in a save: a crash leaves the session as it was or as rewound. The bytes before the
+        copy stay in the file, unread, until the session is deleted."""
+        if update.expected_version < 1:
+            raise no_rewind(check_session_id(session_id))
+        return self._save(session_id, update, rewind=True)
+
+    def _save(self, session_id: str, update: SessionUpdate, *, rewind: bool = False) -> int:
+        """A save (a rewind, with ``rewind``), under the session's exclusive lock."""
         folder = self._folder(session_id)
         for i, p in enumerate(update.pending or ()):  # the check SQLiteStore needs for its index
             Interrupt.from_dict(p, f"pending[{i}]")
@@ -263,9 +284,9 @@ class FileStore(FileOutbox, FileAnswers):
         pending = [json.dumps(p) for p in update.pending or ()]
         audit = audit_json(session_id, update.audit)
         audit_blob = "".join(a + "\n" for a in audit).encode()
-        with self._locked(session_id, folder, exclusive=True, create=True) as dir_fd:
-            if dir_fd is None:  # pragma: no cover - create=True always yields a folder
-                raise RuntimeError("no session folder")
+        with self._locked(session_id, folder, exclusive=True, create=not rewind) as dir_fd:
+            if dir_fd is None:  # no folder: a rewind's (create=True always yields one)
+                raise no_rewind(session_id)
             self._check_links(session_id, folder, dir_fd)
             head = self._head(session_id, folder, dir_fd)
             if update.pending is None and head is not None:  # the index as it is
@@ -277,11 +298,18 @@ class FileStore(FileOutbox, FileAnswers):
                     f"session {session_id!r} is at version {current}, not "
                     f"{update.expected_version}: another agent saved it first"
                 )
+            offset = 0 if head is None else head.message_bytes
+            start = 0 if head is None else head.message_start
             if update.first_index != count:
-                raise SessionConflictError(
-                    f"session {session_id!r} holds {count} messages, but the save appends at "
-                    f"{update.first_index}"
-                )
+                if not rewind or head is None or update.first_index > count:
+                    raise SessionConflictError(
+                        f"session {session_id!r} holds {count} messages, but the save "
+                        f"appends at {update.first_index}"
+                    )
+                # a rewind: a copy of the messages kept, then the new ones, appended; the
+                # head says the messages start at the copy
+                blob = self._kept(session_id, folder, dir_fd, head, update.first_index) + blob
+                start, count = offset, update.first_index
             if audit and head is not None:  # may not answer what a recorded answer waits for
                 self._check_queue(session_id, folder, dir_fd, update)
             if update.starts:  # may not start a call another session claimed
@@ -289,7 +317,6 @@ class FileStore(FileOutbox, FileAnswers):
                 for key in update.starts:
                     if held.get(key, session_id) != session_id:
                         raise call_taken(session_id, key, held[key])
-            offset = 0 if head is None else head.message_bytes
             self._append(session_id, folder, dir_fd, _MESSAGES, offset, blob)
             audit_offset = 0 if head is None else head.audit_bytes
             if audit_blob:  # past audit_offset are only lines of a crashed save: unread
@@ -300,7 +327,7 @@ class FileStore(FileOutbox, FileAnswers):
             text = (
                 f'{{"version": {current + 1}, '
                 f'"format_version": {json.dumps(update.format_version)}, '
-                f'"message_count": {count + len(messages)}, '
+                f'"message_count": {count + len(messages)}, "message_start": {start}, '
                 f'"message_bytes": {offset + len(blob)}, '
                 f'"state": {state}, "pause": {pause}, "claim": {claim}, '
                 f'"tools": {json.dumps(list(update.tools))}, '
@@ -318,6 +345,16 @@ class FileStore(FileOutbox, FileAnswers):
         self.bytes_written += len(claim) + (0 if update.state is None else len(state))
         self.bytes_written += sum(map(len, audit))
         return current + 1
+
+    @staticmethod
+    def _kept(session_id: str, folder: Path, dir_fd: int, head: Head, kept: int) -> bytes:
+        """The lines of the session's first ``kept`` messages (at most the head's count), as
+        ``messages.jsonl`` holds them."""
+        if kept == 0:
+            return b""
+        size = head.message_bytes - head.message_start
+        raw = read_in(session_id, folder, dir_fd, _MESSAGES, size, head.message_start)
+        return raw[: line_start(session_id, folder / _MESSAGES, raw, size, kept)]
 
     def _append(
         self, session_id: str, folder: Path, dir_fd: int, name: str, offset: int, blob: bytes

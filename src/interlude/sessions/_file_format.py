@@ -24,6 +24,7 @@ __all__ = [
     "audit_entries",
     "corrupt",
     "lines",
+    "line_start",
     "link_error",
     "open_in",
     "parse_answers",
@@ -89,6 +90,9 @@ class Head:
     agent: str | None
     audit_count: int
     audit_bytes: int
+    message_start: int = 0
+    """Where the messages begin in ``messages.jsonl``: 0, or past the bytes a rewind left
+    behind (it appends a copy of the messages it keeps, so the file stays append-only)."""
 
 
 def corrupt(session_id: str, path: Path, detail: str) -> SessionCorruptError:
@@ -122,9 +126,11 @@ def parse_head(session_id: str, path: Path, raw: bytes) -> Head:
     agent = d.get("agent")  # absent, like the audit counts, in heads written before them
     if agent is not None and not isinstance(agent, str):
         raise corrupt(session_id, path, f"has agent {agent!r}, not a name or null")
-    for key in ("audit_count", "audit_bytes"):
+    for key in ("audit_count", "audit_bytes", "message_start"):
         if not _count(d.get(key, 0)):
             raise corrupt(session_id, path, f"has {key} {d.get(key)!r}, not a count")
+    if d.get("message_start", 0) > d["message_bytes"]:
+        raise corrupt(session_id, path, "has message_start past message_bytes")
     if not isinstance(pending, list) or not all(isinstance(p, dict) for p in pending):
         raise corrupt(session_id, path, "has pending that is not a list of objects")
     return Head(
@@ -140,6 +146,7 @@ def parse_head(session_id: str, path: Path, raw: bytes) -> Head:
         agent,
         d.get("audit_count", 0),
         d.get("audit_bytes", 0),
+        d.get("message_start", 0),
     )
 
 
@@ -161,6 +168,21 @@ def lines(session_id: str, path: Path, raw: bytes, size: int, count: int) -> lis
         except (ValueError, RecursionError) as exc:
             raise corrupt(session_id, path, f"line {number} is not valid JSON ({exc})") from None
     return values
+
+
+def line_start(session_id: str, path: Path, raw: bytes, size: int, index: int) -> int:
+    """Where line ``index`` begins in ``raw``, the ``size`` bytes of a ``.jsonl`` file that
+    head.json counts (``index`` at most the lines it says they hold; 0 is the start);
+    SessionCorruptError if they do not hold that many lines."""
+    if len(raw) != size:
+        raise corrupt(session_id, path, f"holds {len(raw)} bytes, head.json says {size}")
+    at = 0
+    for _ in range(index):
+        end = raw.find(b"\n", at)
+        if end < 0:
+            raise corrupt(session_id, path, f"holds fewer than the {index} lines head.json says")
+        at = end + 1
+    return at
 
 
 def audit_entries(session_id: str, path: Path, raw: bytes, head: Head) -> list[Any]:
@@ -220,10 +242,15 @@ def open_in(session_id: str, folder: Path, dir_fd: int, name: str, flags: int) -
         raise
 
 
-def read_in(session_id: str, folder: Path, dir_fd: int, name: str, size: int = -1) -> bytes:
-    """Up to ``size`` bytes (all with -1) of ``name``; FileNotFoundError if there is none."""
+def read_in(
+    session_id: str, folder: Path, dir_fd: int, name: str, size: int = -1, start: int = 0
+) -> bytes:
+    """Up to ``size`` bytes (all with -1) of ``name`` from byte ``start``; FileNotFoundError if
+    there is none."""
     fd = open_in(session_id, folder, dir_fd, name, os.O_RDONLY)
     with open(fd, "rb") as f:
+        if start:
+            f.seek(start)
         return f.read(size)
 
 

@@ -35,6 +35,7 @@ from ._protocol import (
     audit_json,
     check_session_id,
     epoch,
+    no_rewind,
 )
 
 __all__ = ["MemoryStore", "expired_first", "resume_times", "select_pending"]
@@ -132,6 +133,18 @@ class MemoryStore:
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
+        return self._save(session_id, update)
+
+    async def rewind(self, session_id: str, update: SessionUpdate) -> int:
+        """:meth:`save`, except that ``update.first_index`` may be below the number of messages
+        stored: the conversation is first cut there, under the same lock (the optional
+        ``rewind`` of ``interlude.sessions._protocol``)."""
+        if update.expected_version < 1:
+            raise no_rewind(check_session_id(session_id))
+        return self._save(session_id, update, rewind=True)
+
+    def _save(self, session_id: str, update: SessionUpdate, *, rewind: bool = False) -> int:
+        """A save (a rewind, with ``rewind``), run to the end without suspending."""
         check_session_id(session_id)
         messages = [json.dumps(m) for m in update.new_messages]
         pause = json.dumps(update.pause)
@@ -156,10 +169,12 @@ class MemoryStore:
                     raise call_taken(session_id, key, holder)
             stored = 0 if r is None else len(r.messages)
             if update.first_index != stored:
-                raise SessionConflictError(
-                    f"session {session_id!r} holds {stored} messages, but the save "
-                    f"appends at {update.first_index}"
-                )
+                if not rewind or r is None or update.first_index > stored:
+                    raise SessionConflictError(
+                        f"session {session_id!r} holds {stored} messages, but the save "
+                        f"appends at {update.first_index}"
+                    )
+                del r.messages[update.first_index :]  # a rewind: cut, then appended to
             if r is None:
                 r = self._sessions[session_id] = _Record(0, update.format_version)
             r.messages.extend(messages)

@@ -44,6 +44,7 @@ from ._protocol import (
     audit_json,
     check_session_id,
     epoch,
+    no_rewind,
 )
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
                 self._wire = {
                     k: wire.statement(k, v, wire.ENCODERS)
                     for k, v in self._sql.items()
-                    if wire.hot(k)
+                    if wire.hot(k) or k == "rewind"
                 }
         except psycopg.Error as exc:
             # The server cannot be reached (down, restarting): an outage, which a caller may
@@ -309,6 +310,29 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
         )
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
+        params, size = self._params(session_id, update)
+        version = await self._run(f"save session {session_id!r}", self._save, params)
+        with self._lock:
+            self.bytes_written += size
+        return version
+
+    async def rewind(self, session_id: str, update: SessionUpdate) -> int:
+        """:meth:`save`, except that ``update.first_index`` may be below the number of messages
+        stored (the optional ``rewind`` of ``interlude.sessions._protocol``): one statement,
+        migration 9's function, which locks and checks the session row, deletes the message
+        rows from ``first_index`` on, sets the message count there and saves as
+        ``save_checked`` does, in one transaction (a refused save takes the cut back)."""
+        params, size = self._params(session_id, update)
+        if update.expected_version < 1:
+            raise no_rewind(session_id)
+        params["statement"] = "rewind"
+        version = await self._run(f"rewind session {session_id!r}", self._save, params)
+        with self._lock:
+            self.bytes_written += size
+        return version
+
+    def _params(self, session_id: str, update: SessionUpdate) -> tuple[dict[str, Any], int]:
+        """A save's parameters, checked, and how many JSON bytes it writes."""
         check_session_id(session_id)
         for i, message in enumerate(update.new_messages):
             if not isinstance(message, dict):
@@ -357,19 +381,16 @@ class PostgresStore(PostgresOutbox, PostgresAnswers):
             "answered": answered,
             "starts": update.starts,
         }
-        version = await self._run(f"save session {session_id!r}", self._save, params)
         size = sum(map(len, messages)) + len(pause) + sum(map(len, pending))
         size += len(claim) + (0 if state is None else len(state))
-        size += sum(map(len, audit))
-        with self._lock:
-            self.bytes_written += size
-        return version
+        return params, size + sum(map(len, audit))
 
     async def _save(self, p: dict[str, Any]) -> int:
         """One statement: migration 6's function (the compare-and-swap, the rows it adds and
         removes, and on a conflict where the session stands), or for a save that answers
         questions or starts calls migration 8's, which first locks the session row and checks
-        the recorded answers and the call claims; one round trip either way."""
+        the recorded answers and the call claims (or for a rewind migration 9's, which cuts
+        the messages and then calls migration 8's); one round trip either way."""
         sid = p["id"]
         checked = bool(p["answered"] or p["starts"])
         statement = p["statement"].replace("save:", "checked:", 1) if checked else p["statement"]

@@ -232,6 +232,49 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
                 p_tool_names, p_raised, p_expires, p_data, p_audit, p_applied) r;
         END $$""",
     ),
+    (  # a rewind (a save that first cuts the conversation) in one round trip: the session row
+        # locked and checked, its messages from p_first on deleted and its count set there,
+        # then save_checked; a save it refuses takes the cut back with it (the inner block)
+        """CREATE FUNCTION {s}.rewind_session(
+            p_id text, p_expected bigint, p_first int, p_fv int, p_state text, p_pause text,
+            p_claim text, p_lease double precision, p_tools text, p_agent text,
+            p_keep_pending boolean, p_messages text[] DEFAULT '{{}}',
+            p_ids text[] DEFAULT '{{}}', p_names text[] DEFAULT '{{}}',
+            p_tool_names text[] DEFAULT '{{}}', p_raised double precision[] DEFAULT '{{}}',
+            p_expires double precision[] DEFAULT '{{}}', p_data text[] DEFAULT '{{}}',
+            p_audit text[] DEFAULT '{{}}', p_applied bigint[] DEFAULT '{{}}',
+            p_answered text[] DEFAULT '{{}}', p_starts text[] DEFAULT '{{}}',
+            OUT saved bigint, OUT at_version bigint, OUT at_count int,
+            OUT waiting_seqs bigint[], OUT waiting_ids text[], OUT waiting_data text[],
+            OUT taken_keys text[], OUT taken_holders text[])
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            -- saved NULL, nothing written, with where the session stands (NULL: no such
+            -- session) when it is not at p_expected or holds fewer than p_first messages
+            SELECT s.version, s.message_count INTO at_version, at_count FROM {s}.sessions s
+            WHERE s.id = p_id FOR UPDATE;
+            IF at_version IS NULL OR at_version <> p_expected OR at_count < p_first THEN
+                RETURN;
+            END IF;
+            BEGIN
+                DELETE FROM {s}.messages WHERE session_id = p_id AND idx >= p_first;
+                UPDATE {s}.sessions SET message_count = p_first WHERE id = p_id;
+                SELECT r.saved, r.at_version, r.at_count, r.waiting_seqs, r.waiting_ids,
+                    r.waiting_data, r.taken_keys, r.taken_holders
+                INTO saved, at_version, at_count, waiting_seqs, waiting_ids, waiting_data,
+                    taken_keys, taken_holders
+                FROM {s}.save_checked(p_id, p_expected, p_first, p_fv, p_state, p_pause,
+                    p_claim, p_lease, p_tools, p_agent, p_keep_pending, p_messages, p_ids,
+                    p_names, p_tool_names, p_raised, p_expires, p_data, p_audit, p_applied,
+                    p_answered, p_starts) r;
+                IF saved IS NULL THEN
+                    RAISE EXCEPTION 'the save was refused';
+                END IF;
+            EXCEPTION WHEN raise_exception THEN
+                NULL;  -- the block's writes undone; its outputs (why it was refused) kept
+            END;
+        END $$""",
+    ),
 )
 
 # The session, its messages, its audit trail and its recorded answers (the answer queue, read
@@ -273,6 +316,14 @@ CHECKED_HEAD: LiteralString = """SELECT saved, at_version, at_count, waiting_seq
     %(pause)b::text, %(claim)b::text, %(lease)b::float8, %(tools)b::text, %(agent)b::text,
     %(keep_pending)b::boolean, p_answered => %(answered)b::text[],
     p_starts => %(starts)b::text[]"""
+
+
+# A rewind: migration 9's function, called as save_checked is, with every array.
+REWIND: LiteralString = (
+    CHECKED_HEAD.replace("{s}.save_checked(", "{s}.rewind_session(")
+    + "".join(SAVE_ARRAYS.values())
+    + ")"
+)
 
 
 def save_statements() -> dict[str, LiteralString]:
@@ -431,6 +482,7 @@ STATEMENTS: dict[str, LiteralString] = {
     "settle_note": SETTLE_NOTE,
     "open_notes": OPEN_NOTES,
     "session_notes": SESSION_NOTES,
+    "rewind": REWIND,
 } | save_statements()
 
 

@@ -14,6 +14,23 @@ apply) and :class:`PendingIndex` (the questions waiting, across sessions) are wh
 :class:`InboxStore` is all three, as every shipped store provides them.
 :class:`NotificationOutbox` (the notifications about a session's questions, waiting to be
 delivered or delivered) is a fourth optional part, which every shipped store provides too.
+
+Two operations go beyond the protocols: ``fork`` (a new session from the start of another, see
+``interlude.sessions._forking``) and ``rewind``. A store may have them; they are not part of
+:class:`SessionStore`, so a third-party store meets it without them (a fork then copies, by
+a load and a save, and an undo, which needs ``rewind``, says the store cannot). Every shipped
+store has both.
+
+``async rewind(session_id, update) -> int`` is :meth:`SessionStore.save` except that
+``update.first_index`` may be below the number of messages stored: the stored conversation is
+first cut to its first ``update.first_index`` messages (the rest are deleted), in the same
+transaction as the save, which then appends ``update.new_messages`` there. Everything else is
+the save's: the compare-and-swap on ``update.expected_version`` (SessionConflictError, nothing
+written), the pause, pending index, claim, state, tools and agent, the audit entries appended
+(the audit trail is never cut), the applied answers removed, the call claims checked. A
+``first_index`` above the number stored is a conflict, as in a save; one equal to it makes the
+rewind a save. The session must exist (``expected_version`` at least 1: SessionConflictError,
+nothing written). A crash in the middle leaves the session as it was or as rewound.
 """
 
 from __future__ import annotations
@@ -25,7 +42,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ..errors import InvalidSessionIdError, StateFormatError
+from ..errors import InvalidSessionIdError, SessionConflictError, StateFormatError
 
 __all__ = [
     "AnswerQueue",
@@ -44,6 +61,7 @@ __all__ = [
     "audit_json",
     "check_session_id",
     "epoch",
+    "no_rewind",
 ]
 
 _ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@:=+-]{0,199}")
@@ -68,6 +86,11 @@ def epoch(when: datetime | float | None) -> float | None:
     if when is None or isinstance(when, int | float):
         return when
     return when.timestamp()
+
+
+def no_rewind(session_id: str) -> SessionConflictError:
+    """What ``rewind`` raises for a session that is not stored (it cuts a stored session)."""
+    return SessionConflictError(f"there is no session {session_id!r} to rewind")
 
 
 def audit_json(session_id: str, entries: list[dict[str, JsonValue]]) -> list[str]:
@@ -348,7 +371,8 @@ class SessionStore(Protocol):
     """Where agents keep their sessions: all an agent needs (``Agent(session=store)``). A new
     backend is one class meeting this protocol, plus a line in the conformance suite
     (``interlude.testing.conformance``); :class:`AnswerQueue` and :class:`PendingIndex` are
-    optional parts it may meet too."""
+    optional parts it may meet too, and ``fork`` and ``rewind`` optional operations it may
+    have (see the module's docstring: they are not part of this protocol)."""
 
     async def load(self, session_id: str) -> StoredSession | None:
         """The stored session, or None if there is none. SessionCorruptError if unreadable."""

@@ -18,12 +18,11 @@ from .._json import loads_all
 from .._messages import JsonValue
 from ..errors import (
     ConfigurationError,
-    SessionConflictError,
     SessionCorruptError,
     SessionError,
     StateFormatError,
 )
-from ._answers import answered_ids, call_taken, claim_deadline, queued_first, read_answer_rows
+from ._answers import claim_deadline, read_answer_rows
 from ._protocol import (
     PendingInterrupt,
     PendingQuery,
@@ -32,6 +31,7 @@ from ._protocol import (
     audit_json,
     check_session_id,
     epoch,
+    no_rewind,
 )
 from ._sqlite_answers import SQLiteAnswers, _corrupt, _is_int, _json
 from ._sqlite_outbox import SQLiteOutbox
@@ -40,8 +40,12 @@ from ._sqlite_sql import (
     FILTERS,
     MIGRATIONS,
     PENDING_HEAD,
+    check_queue,
+    check_starts,
+    cut_messages,
     migrate,
     pending_rows,
+    save_conflict,
     use_wal,
 )
 
@@ -263,6 +267,19 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
     """Saves run to the end without suspending (no await inside): a cancel cannot cut one."""
 
     async def save(self, session_id: str, update: SessionUpdate) -> int:
+        return self._save(session_id, update)
+
+    async def rewind(self, session_id: str, update: SessionUpdate) -> int:
+        """:meth:`save`, except that ``update.first_index`` may be below the number of messages
+        stored (the optional ``rewind`` of ``interlude.sessions._protocol``): in the save's
+        ``BEGIN IMMEDIATE`` transaction, the message rows from ``first_index`` on are deleted
+        and the message count set there, then the save's own steps run."""
+        if update.expected_version < 1:
+            raise no_rewind(check_session_id(session_id))
+        return self._save(session_id, update, rewind=True)
+
+    def _save(self, session_id: str, update: SessionUpdate, *, rewind: bool = False) -> int:
+        """A save (a rewind, with ``rewind``): one transaction, run without suspending."""
         if session_id is not self._checked_id:  # a run saves one session again and again
             self._checked_id = check_session_id(session_id)
         messages = [_dumps(m) for m in update.new_messages]
@@ -293,12 +310,14 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    if rewind:  # the messages from first_index on go first
+                        cut_messages(conn, session_id, update)
                     if not self._swap(conn, session_id, update, row):
-                        raise self._conflict(conn, session_id, update)
+                        raise save_conflict(conn, session_id, update)
                     if audit:  # may not answer what a recorded answer waits for
-                        self._check_queue(conn, session_id, update)
+                        check_queue(conn, session_id, update)
                     if update.starts:  # may not start a call another session claimed
-                        self._check_starts(conn, session_id, update.starts)
+                        check_starts(conn, session_id, update.starts)
                     self._append(conn, session_id, update.first_index, messages, pending, audit)
                     if update.applied_answers:  # applied by this save: gone with it
                         conn.executemany(
@@ -325,38 +344,6 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
             written += sum(map(len, audit))
         self.bytes_written += written
         return update.expected_version + 1
-
-    @staticmethod
-    def _check_queue(conn: sqlite3.Connection, session_id: str, update: SessionUpdate) -> None:
-        """AlreadyAnsweredError if ``update`` answers a question a recorded answer waits for
-        (read in the save's transaction: no answer can be recorded in between)."""
-        answered = answered_ids(update.audit)
-        if not answered:
-            return
-        rows = conn.execute(
-            "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? "
-            f"AND interrupt_id IN ({', '.join('?' * len(answered))}) ORDER BY seq",
-            (session_id, *answered),
-        ).fetchall()
-        applied = set(update.applied_answers)
-        for waiting in read_answer_rows(session_id, rows):
-            if waiting.seq not in applied:
-                raise queued_first(session_id, waiting)
-
-    @staticmethod
-    def _check_starts(conn: sqlite3.Connection, session_id: str, starts: list[str]) -> None:
-        """CallTakenError if another session holds a call the save starts (read in the save's
-        ``BEGIN IMMEDIATE`` transaction: no claim can land in between)."""
-        held = dict(
-            conn.execute(
-                "SELECT key, holder FROM call_claims WHERE holder <> ? "
-                f"AND key IN ({', '.join('?' * len(starts))})",
-                (session_id, *starts),
-            ).fetchall()
-        )
-        for key in starts:
-            if key in held:
-                raise call_taken(session_id, key, held[key])
 
     @staticmethod
     def _swap(conn: sqlite3.Connection, session_id: str, update: SessionUpdate, row: _Row) -> bool:
@@ -455,25 +442,6 @@ class SQLiteStore(SQLiteAnswers, SQLiteOutbox):
         if self._tools_cache[0] != key:
             self._tools_cache = (key, json.dumps(list(tools)))
         return self._tools_cache[1]
-
-    @staticmethod
-    def _conflict(
-        conn: sqlite3.Connection, session_id: str, update: SessionUpdate
-    ) -> SessionConflictError:
-        """Why the compare-and-swap failed, worded as MemoryStore words it."""
-        row = conn.execute(
-            "SELECT version, message_count FROM sessions WHERE id = ?", (session_id,)
-        ).fetchone()
-        current, count = (0, 0) if row is None else row
-        if current != update.expected_version:
-            return SessionConflictError(
-                f"session {session_id!r} is at version {current}, not "
-                f"{update.expected_version}: another agent saved it first"
-            )
-        return SessionConflictError(
-            f"session {session_id!r} holds {count} messages, but the save appends at "
-            f"{update.first_index}"
-        )
 
     skipped: tuple[tuple[str, str], ...] = ()
     """``(session_id, why)`` of the sessions the last :meth:`pending_interrupts` (or

@@ -1,15 +1,21 @@
-"""SQLiteStore's schema (its forward-only migrations), its longer statements, and the checked
-rows of the pending-interrupt index; opening a database (WAL mode, migrations)."""
+"""SQLiteStore's schema (its forward-only migrations), its longer statements, the checked
+rows of the pending-interrupt index, the steps of a save's (and a rewind's) transaction that
+read before writing; opening a database (WAL mode, migrations)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import time
+from typing import TYPE_CHECKING
 
 from .._interrupt import Interrupt
 from .._messages import JsonValue
-from ..errors import SessionError
+from ..errors import SessionConflictError, SessionError
+from ._answers import answered_ids, call_taken, queued_first, read_answer_rows
+
+if TYPE_CHECKING:
+    from ._protocol import SessionUpdate
 
 __all__ = [
     "ANSWERS",
@@ -19,8 +25,12 @@ __all__ = [
     "RESERVE",
     "TO_RESERVE",
     "TO_RESUME",
+    "check_queue",
+    "check_starts",
+    "cut_messages",
     "migrate",
     "pending_rows",
+    "save_conflict",
     "use_wal",
 ]
 
@@ -190,6 +200,72 @@ def pending_rows(
             )
         )
     return rows
+
+
+def check_queue(conn: sqlite3.Connection, session_id: str, update: SessionUpdate) -> None:
+    """AlreadyAnsweredError if ``update`` answers a question a recorded answer waits for
+    (read in the save's transaction: no answer can be recorded in between)."""
+    answered = answered_ids(update.audit)
+    if not answered:
+        return
+    rows = conn.execute(
+        "SELECT seq, interrupt_id, CAST(data AS BLOB) FROM answers WHERE session_id = ? "
+        f"AND interrupt_id IN ({', '.join('?' * len(answered))}) ORDER BY seq",
+        (session_id, *answered),
+    ).fetchall()
+    applied = set(update.applied_answers)
+    for waiting in read_answer_rows(session_id, rows):
+        if waiting.seq not in applied:
+            raise queued_first(session_id, waiting)
+
+
+def check_starts(conn: sqlite3.Connection, session_id: str, starts: list[str]) -> None:
+    """CallTakenError if another session holds a call the save starts (read in the save's
+    ``BEGIN IMMEDIATE`` transaction: no claim can land in between)."""
+    held = dict(
+        conn.execute(
+            "SELECT key, holder FROM call_claims WHERE holder <> ? "
+            f"AND key IN ({', '.join('?' * len(starts))})",
+            (session_id, *starts),
+        ).fetchall()
+    )
+    for key in starts:
+        if key in held:
+            raise call_taken(session_id, key, held[key])
+
+
+def cut_messages(conn: sqlite3.Connection, session_id: str, update: SessionUpdate) -> None:
+    """A rewind's first step, in the save's transaction: the session's message rows from
+    ``update.first_index`` on deleted and its message count set there, so the save's steps
+    then append there. SessionConflictError (the transaction rolled back) if the session is
+    not stored at ``update.expected_version`` with at least that many messages."""
+    row = conn.execute(
+        "SELECT version, message_count FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None or row[0] != update.expected_version or row[1] < update.first_index:
+        raise save_conflict(conn, session_id, update)
+    first = update.first_index
+    conn.execute("DELETE FROM messages WHERE session_id = ? AND idx >= ?", (session_id, first))
+    conn.execute("UPDATE sessions SET message_count = ? WHERE id = ?", (first, session_id))
+
+
+def save_conflict(
+    conn: sqlite3.Connection, session_id: str, update: SessionUpdate
+) -> SessionConflictError:
+    """Why the compare-and-swap failed, worded as MemoryStore words it."""
+    row = conn.execute(
+        "SELECT version, message_count FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    current, count = (0, 0) if row is None else row
+    if current != update.expected_version:
+        return SessionConflictError(
+            f"session {session_id!r} is at version {current}, not "
+            f"{update.expected_version}: another agent saved it first"
+        )
+    return SessionConflictError(
+        f"session {session_id!r} holds {count} messages, but the save appends at "
+        f"{update.first_index}"
+    )
 
 
 def use_wal(conn: sqlite3.Connection, timeout: float) -> None:

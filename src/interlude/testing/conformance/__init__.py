@@ -24,6 +24,10 @@ The checks come in parts, one per protocol of ``interlude.sessions``:
   corrupt data and unknown versions, agent names and audit trails (appended with the save,
   kept across store objects, gone with the session), and forks (``fork``: a new session from
   the start of another, which never changes; a store without the method gets a copy).
+- ``rewind`` (an optional operation, skipped for a store without it): a save that first cuts
+  the conversation back (kept messages then the new ones, the rest of the save as a save, the
+  audit trail appended), refused whole when stale, past the stored messages or for a missing
+  session, saves appending at the new count after it, the pending index replaced.
 - ``PendingIndex`` (optional): pending-interrupt queries (``PendingQuery``) and expired
   interrupts (earliest deadline first); one corrupt session hides no other's question (a store
   that leaves a session out of ``pending_interrupts`` names it in ``store.skipped``, a sequence
@@ -65,6 +69,7 @@ from ._outbox import OutboxChecks
 from ._pending import PendingChecks
 from ._processes import ProcessChecks
 from ._reserving import ReservationChecks
+from ._rewinding import RewindChecks
 from ._saving import SavingChecks
 from ._support import build_agent
 
@@ -73,6 +78,7 @@ __all__ = ["OPTIONAL", "REQUIRED", "SessionStoreConformance", "build_agent"]
 
 # pytest collects inherited checks base class first, so the groups are listed last-run-first.
 class SessionStoreConformance(
+    RewindChecks,
     CallClaimChecks,
     ForkChecks,
     ReservationChecks,
