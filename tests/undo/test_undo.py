@@ -323,3 +323,47 @@ def test_compensate_takes_a_function_of_input_and_result_or_a_tool() -> None:
 
     with pytest.raises(ConfigurationError, match="on_decline must be"):
         Agent(Calls().model, on_decline="undo")  # type: ignore[arg-type]
+
+
+def test_a_cancelled_undo_stops_where_it_is_and_recover_never_runs_a_compensation_twice() -> None:
+    import threading
+
+    from . import undo_agent
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow_unbook(input: dict[str, Any], result: Any) -> str:
+        EFFECTS.append("unbook hotel")
+        started.set()
+        release.wait(5)
+        return "unbooked"
+
+    slow = tool(compensate=slow_unbook, name="hotel")(undo_agent.hotel.fn)
+    tools = [undo_agent.pay, undo_agent.flight, slow, undo_agent.car, undo_agent.mail]
+    store = MemoryStore()
+    agent = Agent(Calls().model, tools=tools, session=store, session_id="s")
+    agent("Book me a trip")
+    EFFECTS.clear()
+
+    async def cancel_midway() -> Any:
+        task = asyncio.ensure_future(agent.undo_async(to="m4", by="ana"))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        agent.cancel()
+        try:
+            return await task
+        finally:
+            release.set()
+
+    result = asyncio.run(cancel_midway())
+    assert result.stop_reason == "cancelled"
+    assert EFFECTS == ["retract mail to ana@example.com", "return car 2 days", "unbook hotel"]
+    # the trail names the two that finished; the third is in doubt, not forgotten
+    assert [e["call"] for e in undo_entries(agent)] == ["c5", "c4"]
+    assert agent.needs_recovery and len(agent.messages) == 12
+    again = Agent(Calls().model, tools=tools, session=store, session_id="s")
+    (doubt,) = again.recover().interrupts
+    assert doubt.source == "in_doubt" and doubt.tool_use.id == "undo.c3"  # type: ignore[union-attr]
+    assert again.resume({doubt.id: {"result": "unbooked"}}, by="bo").stop_reason == "undone"
+    assert EFFECTS == ["retract mail to ana@example.com", "return car 2 days", "unbook hotel"]
+    assert [e["call"] for e in undo_entries(again)] == ["c5", "c4", "c3"]
+    assert len(again.messages) == 5

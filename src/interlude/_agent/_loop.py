@@ -414,7 +414,15 @@ class Run:
         The repair is saved if the agent has a session; a failure to save it does not hide
         the error that ended the run.
         """
-        message = closing_message(self.messages, self.step, reason)
+        step = self.step
+        if isinstance(step, Undoing):  # an undo stops where it is: recover() finishes it (a
+            position = Position(step, [], self.progress)  # started compensation in doubt)
+            self.commit(position=position)
+            if self.journal is not None:
+                with contextlib.suppress(Exception):
+                    await self._save(position)
+            return
+        message = closing_message(self.messages, step, reason)
         if message is not None:
             self.messages.append(message)
             if self.emit is not None:

@@ -63,18 +63,20 @@ async def undoing(run: Run, step: Undoing, replay: bool) -> Outcome:
     spec = run.spec
     run.spec = respec(spec, tools=compensations(spec.tools))  # the compensations run by name
     try:
-        for call in step.batch.calls:
+        for undone, call in zip(step.undone, step.batch.calls, strict=True):
             now = run.batch().call(call.tool_use.id)
             if now.phase == "done":
                 continue
             interrupts = await run_call(run, now, replay)
             if interrupts:
                 return Paused(run.step, interrupts)  # type: ignore[arg-type]  # at the undo
+            # recorded with the save that keeps it done: a trail that names every one that ran
+            _record(run, step, [_undone_entry(run, step, undone, call.tool_use.id)])
     finally:
         run.spec = spec
     done = run.step
     assert isinstance(done, Undoing)
-    _record(run, done)
+    _record(run, done, [_skipped_entry(run, done, s) for s in done.skipped])
     if done.keep < 0:  # a decline's rollback: the model is told, and goes on
         assert done.after is not None
         return await run.append(_told(done), BeforeModelCall())
@@ -97,31 +99,34 @@ async def _cut(run: Run, step: Undoing) -> Outcome:
     return Paused(step.then, [])  # a stopped run: recover() carries it on from there
 
 
-def _record(run: Run, step: Undoing) -> None:
-    """An audit entry per undone call (with its compensation's result) and per skipped one."""
-    at = run.spec.clock()
-    where: JsonValue = step.to if step.keep >= 0 else None
-    entries = []
-    for undone, call in zip(step.undone, step.batch.calls, strict=True):
-        result = call.result
-        assert result is not None
-        answer = _about(undone, where)
-        answer.update(
-            compensation=undone.compensation,
-            status=result.status,
-            result=result_value(result),
-        )
-        entries.append(_entry(answer, step.by, at))
-    for skipped in step.skipped:
-        answer = _about(skipped, where)
-        answer["skipped"] = True
-        entries.append(_entry(answer, step.by, at))
+def _record(run: Run, step: Undoing, entries: list[AuditEntry]) -> None:
+    """Add ``entries`` to the audit trail (saved with the run's next save)."""
+    if not entries:
+        return
     audit = run.agent._state.audit
     key, session = run.identity.key, run.agent.session_id
     run.commit(audit=(*audit, *chained(audit, entries, key, session)))
 
 
-def _about(step: UndoStep, where: JsonValue) -> dict[str, JsonValue]:
+def _undone_entry(run: Run, step: Undoing, undone: UndoStep, call_id: str) -> AuditEntry:
+    """The audit entry of one compensation that ran: the call it undid and how it went."""
+    result = run.batch().call(call_id).result
+    assert result is not None
+    answer = _about(undone, step)
+    answer.update(
+        compensation=undone.compensation, status=result.status, result=result_value(result)
+    )
+    return _entry(answer, step.by, run.spec.clock())
+
+
+def _skipped_entry(run: Run, step: Undoing, skipped: UndoStep) -> AuditEntry:
+    answer = _about(skipped, step)
+    answer["skipped"] = True
+    return _entry(answer, step.by, run.spec.clock())
+
+
+def _about(step: UndoStep, undo: Undoing) -> dict[str, JsonValue]:
+    where: JsonValue = undo.to if undo.keep >= 0 else None  # None: a decline's rollback
     return {"checkpoint": where, "call": step.call_id, "tool": step.tool, "input": step.input}
 
 
