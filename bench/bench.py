@@ -10,7 +10,8 @@ b) loop cycles and c) pause + resume in memory, both also against the pre-journa
 d) SQLite and e) PostgreSQL round trips, f) PostgreSQL workers racing (bench/sessions.py);
 g) journaled cycles beside the raw SQLite commit and h) pause size after many approvals
 (bench/journal.py), i) a fresh resume after 10 and 1,000 messages (bench/resume.py), j) approval
-policies: a replay of 1,000 stored sessions and the cost per call (bench/policy.py).
+policies: a replay of 1,000 stored sessions and the cost per call (bench/policy.py); undo:
+planning and running an undo, and what it writes (bench/undo.py).
 bench/hotspots.py profiles one workload when a target fails.
 """
 
@@ -405,7 +406,7 @@ def _pause_reps(quick: bool) -> int:
     return 50 if quick else 400
 
 
-SECTIONS = ("import", "memory", "sessions", "journal", "resume", "policy")
+SECTIONS = ("import", "memory", "sessions", "journal", "resume", "policy", "undo")
 
 
 def main() -> None:
@@ -489,6 +490,10 @@ def main() -> None:
         import policy  # bench/policy.py: replay under a candidate policy, the cost per call
 
         policy.run(quick)
+    if "undo" in only:
+        import undo  # bench/undo.py: planning and running an undo, and what it writes
+
+        undo.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
     sys.stdout = counter.out
     if counter.fails:
