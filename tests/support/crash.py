@@ -128,6 +128,18 @@ class CrashStore:
         self.points.reach(f"{label}after")
         return version
 
+    async def rewind(self, session_id: str, update: SessionUpdate) -> int:
+        """The store's ``rewind`` (an undo's cut), kill points before and after like a save's
+        (``rewind.<who>.before``/``.after``); its commit is logged with ``rewind: true``."""
+        self.saves += 1
+        who = self.who(session_id)
+        label = f"rewind.{who}." if who else "rewind."
+        self.points.reach(f"{label}before")
+        version: int = await self.inner.rewind(session_id, update)  # type: ignore[attr-defined]
+        self.points.event("commit", rewind=True, **self.committed(session_id, update))
+        self.points.reach(f"{label}after")
+        return version
+
     async def pending_interrupts(self, query: PendingQuery | None = None) -> Any:
         return await self.inner.pending_interrupts(query)
 
@@ -163,7 +175,9 @@ def load(store: SessionStore, session_id: str) -> StoredSession | None:
 
 @dataclass(frozen=True)
 class Scenario:
-    """What a crash matrix runs: an agent or a graph that pauses once for :data:`APPROVAL`."""
+    """What a crash matrix runs: an agent or a graph that pauses once for :data:`APPROVAL`
+    (by default: ``invoke``, ``phases``, ``answer``, ``start``, ``finished`` and ``by`` say
+    otherwise, e.g. for tests/undo/crash_undo_child.py's undo after a finished run)."""
 
     prompt: str
     build: Callable[[SessionStore, str, Points], Any]
@@ -180,6 +194,21 @@ class Scenario:
     """What the report keeps of the session before the recovery (e.g. its snapshot)."""
     after_recovery: Callable[[SessionStore, str], dict[str, Any]] = lambda store, sid: {}
     """What the report keeps of the session after it (e.g. the final conversation)."""
+    invoke: Callable[[Any, int], tuple[Any, str]] | None = None
+    """How phase ``n`` invokes the target, and the stop reason it must end with (None: phase 1
+    gives the prompt and pauses, phase 2 approves the pause and ends the turn)."""
+    phases: tuple[int, ...] = (1, 2)
+    """The phases the matrix kills in (a cell of phase 2 runs phase 1 first, as ``setup``)."""
+    answer: Callable[[Interrupt], Any] | None = None
+    """The recovery's answer to a question that is not in doubt (None: :data:`APPROVAL` is
+    answered ``True``, any other question is unexpected)."""
+    start: Callable[[Any], Any] | None = None
+    """What the recovery invokes when ``never_started`` says so (None: the prompt)."""
+    finished: Callable[[Any], bool] = lambda target: False
+    """Whether the scenario's work is done though the target may still hold a stopped run or
+    a pause (e.g. an undo that cut the session back to a checkpoint): checked first."""
+    by: str | None = None
+    """Who the recovery answers as (``resume(..., by=...)``; None: nobody named)."""
 
     def session_id(self, directory: Path) -> str:
         return f"{self.session_prefix}{directory.name}"
@@ -191,7 +220,9 @@ def run_phase(scenario: Scenario, store_name: str, directory: Path, role: str, p
     store = open_point_store(store_name, directory)
     try:
         target = scenario.build(store, scenario.session_id(directory), points)
-        if phase == 1:
+        if scenario.invoke is not None:
+            result, expected = scenario.invoke(target, phase)
+        elif phase == 1:
             result, expected = target(scenario.prompt), "interrupt"
         else:
             [question] = target.interrupts
@@ -211,6 +242,8 @@ def _drive(
     the invocation ends, noting each round in ``rounds``."""
     directory = points.log.parent
     for _ in range(8):
+        if scenario.finished(target):
+            return
         if target.needs_recovery:
             rounds.append("recover")
             result = target.recover()
@@ -219,15 +252,22 @@ def _drive(
             for question in target.interrupts:
                 if question.source == "in_doubt":
                     answers[question.id] = scenario.answer_in_doubt(question, points, directory)
+                elif scenario.answer is not None:
+                    answers[question.id] = scenario.answer(question)
                 elif question.name == APPROVAL:
                     answers[question.id] = True
                 else:
                     raise AssertionError(f"unexpected question {question!r}")
             rounds.append(f"resume {sorted(map(str, answers.values()))}")
-            result = target.resume(answers)
+            named = {} if scenario.by is None else {"by": scenario.by}
+            result = target.resume(answers, **named)
         elif scenario.never_started(target, store, scenario.session_id(directory)):
-            rounds.append("prompt")
-            result = target(scenario.prompt)
+            if scenario.start is None:
+                rounds.append("prompt")
+                result = target(scenario.prompt)
+            else:
+                rounds.append("start")
+                result = scenario.start(target)
         else:
             return
         rounds[-1] += f" -> {result.stop_reason}"
@@ -305,9 +345,13 @@ def cell(
 
 
 def matrix(scenario: Scenario, store: str, root: Path, jobs: int) -> dict[str, Any]:
-    """Count the points of both phases, then run every point, ``jobs`` cells at a time."""
+    """Count the points of the scenario's phases, then run every point, ``jobs`` cells at a
+    time."""
     started = time.monotonic()
-    counts = {phase: cell(scenario, store, root / f"count{phase}", phase, None) for phase in (1, 2)}
+    counts = {
+        phase: cell(scenario, store, root / f"count{phase}", phase, None)
+        for phase in scenario.phases
+    }
     cells = [
         (phase, e["point"])
         for phase, counted in counts.items()
