@@ -352,13 +352,17 @@ class McpServer:
             "extensions": [TasksExtension()] if self.tasks else [],
         }
         if isinstance(transport, _Stdio):
+            from mcp.client.stdio import stdio_client
+
             params = StdioServerParameters(
                 command=transport.command,
                 args=list(transport.args),
                 env=None if transport.env is None else dict(transport.env),
                 cwd=transport.cwd,
             )
-            return Client(params, **common)
+            # The server's stderr goes where ours goes now (the library's default is the
+            # stream sys.stderr was when it was first imported: perhaps a capture since gone).
+            return Client(stdio_client(params, errlog=_errlog()), **common)
 
         @asynccontextmanager
         async def http_client() -> Any:
@@ -556,3 +560,15 @@ class McpServer:
 
 class _Again(Exception):
     """The call was not run on this session and goes to a new one."""
+
+
+def _errlog() -> Any:
+    """Where a stdio server's stderr goes: ours, if it is a real file, else the process's."""
+    import sys
+
+    stream = sys.stderr
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__
+    return stream
