@@ -55,6 +55,7 @@ def _argv(command: str, question: str) -> list[str]:
         "expire": ["expire", "s"],
         "recover": ["recover", "s"],
         "fork": ["fork", "s", "--at", "m0"],
+        "undo": ["undo", "s", "--to", "m0"],
         "discard": ["discard", "s"],
         "serve": ["serve", "--port", "1"],
         "mcp-serve": ["mcp-serve"],
@@ -101,7 +102,16 @@ def test_the_temporal_help_names_every_command_that_takes_it(
     found = re.search(r"Temporal server: (.+?) then work on agent workflows", said)
     assert found, said
     taking = _names(found.group(1))
-    assert taking == ["demo", "pending", "answer", "show", "serve", "temporal-worker"]
+    assert taking == [
+        "demo",
+        "pending",
+        "answer",
+        "show",
+        "undo",
+        "recover",
+        "serve",
+        "temporal-worker",
+    ]
     for command in everything:
         if command in taking:
             continue
@@ -143,6 +153,7 @@ def test_every_command_names_its_arguments_alike(capsys: pytest.CaptureFixture[s
         "show",
         "history",
         "fork",
+        "undo",
         "discard",
         "delete",
     }

@@ -52,7 +52,9 @@ from ._temporal import (
     DEFAULT_TASK_QUEUE,
     temporal_answer,
     temporal_pending,
+    temporal_recover,
     temporal_show,
+    temporal_undo,
     temporal_worker,
 )
 from ._temporal_demo import temporal_demo
@@ -71,6 +73,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(self, message)
+
+
+class _Help(argparse.HelpFormatter):
+    """argparse's help, its lines never broken inside a hyphenated name (``temporal-worker``,
+    ``mcp-serve``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -131,6 +143,8 @@ ON_TEMPORAL: dict[str, Callable[..., int]] = {
     "pending": temporal_pending,
     "answer": temporal_answer,
     "show": temporal_show,
+    "undo": temporal_undo,
+    "recover": temporal_recover,
     "serve": _serve,
     "temporal-worker": temporal_worker,
 }
@@ -142,6 +156,7 @@ USES_APP: dict[str, Literal["runs", "names"]] = {
     "expire": "runs",
     "recover": "runs",
     "fork": "runs",
+    "undo": "runs",
     "discard": "runs",
     "serve": "runs",
     "mcp-serve": "runs",
@@ -199,7 +214,9 @@ _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="interlude", description="Agents that stop for a person and carry on later."
+        prog="interlude",
+        description="Agents that stop for a person and carry on later.",
+        formatter_class=_Help,
     )
     _global_options(parser)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -281,6 +298,7 @@ EXAMPLES = {
     "show": "interlude show demo-1",
     "history": "interlude history demo-1",
     "fork": "interlude fork --app myapp:app demo-1 --at d2dbbf05 --as demo-1-retry --by ana",
+    "undo": "interlude undo --app myapp:app trip-1 --to m4 --dry-run",
     "sessions": "interlude sessions --json",
     "discard": "interlude discard demo-1",
     "delete": "interlude delete demo-1 --with-audit",
@@ -428,6 +446,7 @@ def _session_commands(sub: _Commands) -> None:
     )
     _by_option(fork, "who forks, for the new session's audit trail")
     _agent_option(fork)
+    _undo_command(sub)
 
     discard = _command_parser(
         sub,
@@ -447,6 +466,43 @@ def _session_commands(sub: _Commands) -> None:
         action="store_true",
         help="also when the session has an audit trail (deleted with it)",
     )
+
+
+def _undo_command(sub: _Commands) -> None:
+    from ._undo import undo_command
+
+    undo = _command_parser(
+        sub,
+        "undo",
+        undo_command,
+        "take a session back to a checkpoint: the calls made since are compensated, newest first",
+    )
+    _session_argument(undo, "the session to take back (a graph's or swarm's: with --node)")
+    undo.add_argument(
+        "--to",
+        required=True,
+        metavar="CHECKPOINT",
+        help="a checkpoint's id as `history` lists it (a question's short id, or its full id)",
+    )
+    undo.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (which calls, which compensations) and change nothing",
+    )
+    undo.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="CALL",
+        help="a call to leave as it is (one without a compensation); repeatable",
+    )
+    undo.add_argument(
+        "--node",
+        metavar="NAME",
+        help="for a graph's or swarm's session: the node whose agent's calls to undo",
+    )
+    _by_option(undo, "who undoes, for the session's audit trail")
+    _agent_option(undo)
 
 
 def _service_commands(sub: _Commands) -> None:

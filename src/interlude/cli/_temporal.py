@@ -39,7 +39,9 @@ __all__ = [
     "QUERY_TIMEOUT",
     "temporal_answer",
     "temporal_pending",
+    "temporal_recover",
     "temporal_show",
+    "temporal_undo",
     "temporal_worker",
 ]
 
@@ -347,6 +349,63 @@ def _outcome(out: Output, args: argparse.Namespace, workflow_id: str, outcome: A
         out._say(f"  {i.name}: {_shown(i)}")
         out._say(f"    id: {i.id}", "dim")
     out.hints(answer_hints(workflow_id, interrupts, _flags(args), expire=False))
+
+
+# --- undo and recover ---------------------------------------------------------------------------
+
+
+@_command
+def temporal_undo(args: argparse.Namespace, out: Output) -> int:
+    """``undo WORKFLOW --to CHECKPOINT``: the workflow's ``undo`` Update (docs/temporal.md)."""
+    _require()
+    if getattr(args, "node", None):
+        raise CliError("--node: on Temporal, undo takes back an agent's run (not a graph node's)")
+    return asyncio.run(_update(args, out, "undo"))
+
+
+@_command
+def temporal_recover(args: argparse.Namespace, out: Output) -> int:
+    """``recover WORKFLOW``: carry on the run an undo left stopped (the ``recover`` Update)."""
+    _require()
+    return asyncio.run(_update(args, out, "recover"))
+
+
+async def _update(args: argparse.Namespace, out: Output, name: str) -> int:
+    from temporalio.service import RPCError
+
+    from ..errors import InterludeError
+    from ..temporal import AnswerTimeoutError, recover, undo
+    from ._commands import _operator
+
+    wid, client = args.session, await _connect(args)
+    try:
+        with out.working("the agent is working"):
+            if name == "recover":
+                got = await recover(client, wid)
+            else:
+                by, skip = args.by or _operator(), args.skip or []
+                got = await undo(client, wid, args.to, by=by, skip=skip, dry_run=args.dry_run)
+    except AnswerTimeoutError as exc:
+        raise CliError(f"session {wid!r}: no reply in time ({_what(exc)})", session=wid) from None
+    except InterludeError as exc:  # refused by the Update's validator: nothing changed
+        raise CliError(
+            f"session {wid!r}: {name} refused ({_what(exc)}); nothing was changed", session=wid
+        ) from None
+    except RPCError as exc:
+        raise _rpc_error(args, wid, exc) from None
+    if out.json_mode:
+        out._json({"session": wid, **got})
+    elif name == "undo" and args.dry_run:
+        out._say(f"session {wid}: undoing to {got['to']} runs, newest first:")
+        for s in got["steps"]:
+            out._say(f"  {s['call_id']}  {s['tool']}  -> {s['compensation']}")
+        out._say(f"Nothing was changed (--dry-run); it would then stand {got['stands']}.")
+    elif got.get("stands") == "stopped":
+        out._say(f"session {wid}: undone to {args.to}; it stands there, stopped. Carry it on:")
+        out._say(f"  {program()}{_flags(args)} recover {wid}", "cyan")
+    else:
+        _outcome(out, args, wid, got)
+    return 0
 
 
 # --- show ---------------------------------------------------------------------------------------

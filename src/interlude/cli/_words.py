@@ -25,6 +25,7 @@ __all__ = [
     "claim_words",
     "node_of",
     "result_summary",
+    "undo_words",
 ]
 
 
@@ -59,7 +60,9 @@ def audit_line(entry: dict[str, Any]) -> str:
         answer = answer[:77] + "..."
     by = entry.get("by") or "unknown"
     parent = entry.get("answer")
-    if name == "fork" and not entry.get("interrupt_id") and isinstance(parent, dict):
+    if name == "undo" and not entry.get("interrupt_id") and isinstance(parent, dict):
+        line = f"{when}  {undo_words(entry)}"
+    elif name == "fork" and not entry.get("interrupt_id") and isinstance(parent, dict):
         at_point = json.dumps(parent.get("checkpoint"), ensure_ascii=False)
         origin = json.dumps(parent.get("session"), ensure_ascii=False)
         line = f"{when}  {by} forked this session from {origin} at {at_point}"
@@ -75,6 +78,27 @@ def audit_line(entry: dict[str, Any]) -> str:
         algorithm, _, digest = shown.rpartition(":")
         line += f"  (shown {algorithm + ':' if algorithm else ''}{digest[:8]})"
     return line
+
+
+def undo_words(entry: dict[str, Any], *, with_by: bool = True) -> str:
+    """An ``undo`` audit entry in words: ``ana undid c5 (mail) by mail.undo: success,
+    "retracted" (undo to m4)``, or ``ana left c5 (mail) as it is``; without ``by``:
+    ``c5 (mail) undone by mail.undo: ...``."""
+    about = entry.get("answer")
+    about = about if isinstance(about, dict) else {}
+    call = f"{about.get('call')} ({about.get('tool')})"
+    by = entry.get("by") or "unknown"
+    to = about.get("checkpoint")
+    where = f" (undo to {to})" if isinstance(to, str) else " (a declined call's rollback)"
+    if about.get("skipped"):
+        done = f"left {call} as it is" if with_by else f"{call} left as it is (--skip)"
+    else:
+        result = json.dumps(about.get("result"), ensure_ascii=False)
+        if len(result) > 60:
+            result = result[:57] + "..."
+        how = f"by {about.get('compensation')}: {about.get('status')}, {result}"
+        done = f"undid {call} {how}" if with_by else f"{call} undone {how}"
+    return f"{by} {done}{where}" if with_by else done
 
 
 def claim_words(claim: dict[str, Any], now: float | None = None) -> str:

@@ -32,9 +32,10 @@ from ..sessions import SessionUpdate, check_session_id, open_store
 from ._answers import plan_resume
 from ._claim import Renewer, check_free, new_claim
 from ._control import Controls
-from ._engine import Engine, EngineOwner
+from ._engine import Engine
 from ._events import MultiAgentFinished, MultiAgentResult, MultiAgentStreamEvent
 from ._record import VERSION, Record, Task, record_from_json, record_to_json
+from ._undo import NodeUndo
 
 TaskInput = str | Sequence[ContentBlock] | Sequence[Mapping[str, Any]]
 """A task (text, or content blocks: text and images), or the list form of answers."""
@@ -51,8 +52,8 @@ __all__ = ["STATE_KEY", "Orchestration"]
 STATE_KEY = "interlude.orchestration"
 
 
-class Orchestration(Controls, EngineOwner):
-    """Base of :class:`Graph` and :class:`Swarm`."""
+class Orchestration(Controls, NodeUndo):
+    """Base of :class:`Graph` and :class:`Swarm` (their node undo: ``_undo``)."""
 
     kind: ClassVar[str]
 
@@ -210,6 +211,7 @@ class Orchestration(Controls, EngineOwner):
             status="running",
             runs={},
             results={},
+            began={},
             order=(),
             ready=self.entry_nodes(),
             active={},
@@ -366,18 +368,19 @@ class Orchestration(Controls, EngineOwner):
         if not self._loaded:
             run_sync(self.load())
 
-    async def save(self) -> None:
+    async def save(self, *, release: bool = False) -> None:
         """Save the record (with a session): one compare-and-swap on the session's version.
         While the record says ``running`` the save holds (and renews) the run's claim; a
-        paused or finished record lets it go. New audit entries join the session's trail."""
+        paused or finished record lets it go, and so does ``release=True`` (a stopped run any
+        process may carry on: where a node undo leaves it). New audit entries join the
+        session's trail."""
         if self._store is None or self._session_id is None:
             return
         lock = self._lock
         async with lock if lock is not None else contextlib.nullcontext():
             record = self.record
-            claim = (
-                new_claim(self._claim, self.session_lease) if record.status == "running" else None
-            )
+            holds = record.status == "running" and not release
+            claim = new_claim(self._claim, self.session_lease) if holds else None
             listed = tuple(record.questions) if self.list_pending else ()
             same = len(listed) == len(self._listed) and all(map(operator.is_, listed, self._listed))
             update = SessionUpdate(
@@ -400,7 +403,8 @@ class Orchestration(Controls, EngineOwner):
     def audit(self) -> list[dict[str, JsonValue]]:
         """The answers given to this graph's (or swarm's) ``resume``, oldest first: each an
         ``AuditEntry``'s fields (``interrupt_id`` is the orchestration's id) with ``node``, the
-        path of nodes the answer went down (outermost first). With a session, the same entries
+        path of nodes the answer went down (outermost first); and its node undos (``name``
+        ``"undo"``, no ``interrupt_id``; see :meth:`undo_async`). With a session, the same entries
         are in the store's audit trail under the orchestration's session id."""
         self._load_sync()
         return [thaw(e) for e in self.record.audit]

@@ -348,7 +348,7 @@ class EngineOwner:
     """The time the run goes by (deadlines, answers' times): ``time.time`` unless set (under
     Temporal, workflow time)."""
 
-    async def save(self) -> None:
+    async def save(self, *, release: bool = False) -> None:
         raise NotImplementedError
 
     def position(self, name: str) -> int:
@@ -381,16 +381,21 @@ class EngineOwner:
             return record.but(active={**record.active, name: outcome.run})
         run = record.active[name]
         active = {n: r for n, r in record.active.items() if n != name}
+        began = {**record.began, name: run.base}  # where its run begins (for a node undo)
         if isinstance(outcome, Cancelled):
             text = Message("assistant", [Text(outcome.message)])
             result = AgentResult(stop_reason="cancelled", message=text)
             return record.but(
-                active=active, results={**record.results, name: result}, order=(*record.order, name)
+                active=active,
+                results={**record.results, name: result},
+                order=(*record.order, name),
+                began=began,
             )
         done = record.but(
             active=active,
             results={**record.results, name: outcome.result},
             order=(*record.order, name),
+            began=began,
         )
         return self.after_finish(name, run, done)
 

@@ -113,6 +113,10 @@ class Graph(Orchestration):
                 f"node {name!r} would run a {limit + 1}th time; max_node_runs is {limit}"
             )
 
+    def takers(self, name: str) -> set[str]:
+        """The targets of the edges out of ``name`` (what a node undo checks)."""
+        return {t for s, t, _ in self._edges if s == name}
+
     def _sources(self, name: str) -> list[str]:
         return list(dict.fromkeys(s for s, t, _ in self._edges if t == name))
 

@@ -175,7 +175,19 @@ class AgentNode:
 
     async def resume_expired(self, emit: Emit | None) -> AgentResult:
         """Settle the agent's expired questions (``Agent.resume_expired``) and carry on."""
-        return await self.agent.resume_expired_async()
+        return await self._carried(await self.agent.resume_expired_async())
+
+    async def _carried(self, result: AgentResult) -> AgentResult:
+        """A run that ended an undo (a node undo: ``_undo``) carries on from the checkpoint
+        its agent then stands at, as ``recover`` does."""
+        if result.stop_reason != "undone":
+            return result
+        agent = self.agent
+        if agent.needs_recovery:
+            return await agent.recover_async()
+        messages = agent.messages  # it stands at a final reply: its run ended there
+        last = messages[-1] if messages and messages[-1].role == "assistant" else None
+        return AgentResult(stop_reason="end_turn", message=last)
 
     @property
     def needs_recovery(self) -> bool:
@@ -190,8 +202,9 @@ class AgentNode:
         return self.agent.interrupts
 
     async def recover(self, emit: Emit | None) -> AgentResult:
-        """Carry on the agent's run whose process stopped (from its journal)."""
-        return await self.agent.recover_async()
+        """Carry on the agent's run whose process stopped (from its journal; an undo it was
+        in the middle of, then the run from the undo's checkpoint)."""
+        return await self._carried(await self.agent.recover_async())
 
     async def start(self, prompt: Task, emit: Emit | None) -> AgentResult:
         if emit is None:
@@ -202,11 +215,11 @@ class AgentNode:
         self, answers: Mapping[str, JsonValue], by: str | None, emit: Emit | None
     ) -> AgentResult:
         if emit is None or by is not None:
-            return await self.agent.resume_async(answers, by=by)
+            return await self._carried(await self.agent.resume_async(answers, by=by))
         listed = [
             {"interruptResponse": {"interruptId": i, "response": a}} for i, a in answers.items()
         ]
-        return await self._streamed(listed, emit)
+        return await self._carried(await self._streamed(listed, emit))
 
     async def _streamed(self, prompt: Prompt, emit: Emit) -> AgentResult:
         async for event in self.agent.stream_async(prompt):

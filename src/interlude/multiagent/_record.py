@@ -140,7 +140,12 @@ class Record:
     """A swarm's last handoff: (from, to, message)."""
     audit: tuple[Mapping[str, JsonValue], ...] = ()
     """The orchestration's audit trail: one entry per answer given to its ``resume`` (an
-    ``AuditEntry``'s fields, with ``node``: the path of nodes the answer went down)."""
+    ``AuditEntry``'s fields, with ``node``: the path of nodes the answer went down), and one
+    per node undo (named ``"undo"``, see ``_undo``)."""
+    began: Mapping[str, int] = field(default_factory=_frozen_map)
+    """Each finished node's ``NodeRun.base`` for its last run: where that run begins in the
+    node agent's conversation (what a node undo may take back). Empty in records saved before
+    it existed."""
 
     @property
     def questions(self) -> list[Interrupt]:
@@ -150,7 +155,7 @@ class Record:
     def but(self, **changes: Any) -> Record:
         """This record with ``changes`` (``dataclasses.replace``, without its per-field cost:
         the engine makes one per outcome and per node started)."""
-        for name in ("runs", "results", "active"):
+        for name in ("runs", "results", "active", "began"):
             if name in changes:
                 changes[name] = _frozen_map(changes[name])
         return _but(self, changes)
@@ -264,6 +269,7 @@ def record_to_json(record: Record, kind: str) -> dict[str, JsonValue]:
         "handoffs": record.handoffs,
         "handed": None if record.handed is None else list(record.handed),
         "audit": [thaw(e) for e in record.audit],
+        "began": dict(record.began),
     }
 
 
@@ -285,12 +291,14 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
     order = _list(d.get("order", []), "record.order")
     ready = _list(d.get("ready", []), "record.ready")
     handoffs = d.get("handoffs", 0)
-    named = [*runs, *results, *active, *order, *ready]
+    began = _obj(d.get("began", {}), "record.began")
+    named = [*runs, *results, *active, *order, *ready, *began]
     unknown = sorted({str(n) for n in named if n not in nodes})
     if unknown:
         raise StateFormatError(f"the record names nodes this {kind} lacks: {unknown}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in runs.values()):
-        raise StateFormatError("record.runs: expected whole numbers")
+    for where, counts in (("runs", runs), ("began", began)):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
+            raise StateFormatError(f"record.{where}: expected whole numbers")
     if not isinstance(handoffs, int) or isinstance(handoffs, bool):
         raise StateFormatError("record.handoffs: expected a whole number")
     handed = d.get("handed")
@@ -313,6 +321,7 @@ def record_from_json(data: Any, kind: str, nodes: Mapping[str, object]) -> Recor
         handoffs=handoffs,
         handed=None if handed is None else (handed[0], handed[1], handed[2]),
         audit=tuple(freeze(_obj(e, "record.audit")) for e in _list(d.get("audit", []), "audit")),
+        began=_frozen_map(began),
     )
 
 

@@ -77,6 +77,7 @@ def create_app(
     from ._health import health_routes, outage
     from ._pages import history_routes, page_routes
     from ._state import ServerState
+    from ._undo import undo_routes
 
     backend = _backend(store, signing_key, app)
     _check_options(backend, app, worker=worker, poll=poll)
@@ -92,6 +93,7 @@ def create_app(
     state.hub = Hub(state)
     state.app = app
     routes = [*api_routes(), *event_routes(), *page_routes(), *health_routes(), *history_routes()]
+    routes += undo_routes()
     people = auth.people
     starlette = Starlette(
         routes=[*routes, *(r for door in doors for r in door(app, backend, people, public_url))],

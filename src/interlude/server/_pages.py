@@ -253,8 +253,13 @@ def _transcript(messages: list[Message]) -> list[str]:
 
 
 def _audit_line(entry: dict[str, Any]) -> str:
+    from ._undo import undo_audit_line
+
     at = entry.get("at")
     when = clock_text(at) if isinstance(at, int | float) else "(no time)"
+    undone = undo_audit_line(when, entry)
+    if undone is not None:
+        return undone
     answer = json.dumps(entry.get("answer"), ensure_ascii=False)
     if entry.get("expired"):
         return f"{when}  {entry.get('name')} expired unanswered: {answer}"
@@ -282,6 +287,7 @@ async def session_page(
             request, "message.html", mapped[0], approver, heading=heading, message=str(exc)
         )
     from ._history import can_fork, history_rows
+    from ._undo import can_undo, undo_notice, undo_points, undone_to
 
     now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
@@ -291,6 +297,9 @@ async def session_page(
     notice = None
     if request.query_params.get("answered") and error is None and _waits(view):
         notice = state.backend.taken
+    undone = request.query_params.get("undone")
+    if undone and error is None:
+        notice = undo_notice(view, undone, state.backend.applies)
     workflow = view.workflow if isinstance(view, WorkflowView) else None
     return _render(
         request,
@@ -304,6 +313,9 @@ async def session_page(
         history=history_rows(view),
         can_fork=can_fork(state, view),
         fork_csrf=state.auth.csrf(approver.cookie, f"fork:{session_id}"),
+        can_undo=can_undo(state, view),
+        undo_points=undo_points(view),
+        undone_to=undone_to(view),
         decisions=decision_lines(view.decisions),
         csrf=state.auth.csrf(approver.cookie, f"answer:{session_id}"),
         error=error,

@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
 # Besides the public names, the face carries (outside __all__) the search attribute keys the
 # CLI lists workflows by, so that nothing outside this package imports its private modules.
 from ._activities import model_activity, tool_activity
-from ._client import AgentClient, AnswerTimeoutError
+from ._client import AgentClient, AnswerTimeoutError, recover, undo
 from ._hooks import HookActivity, as_activity, hook_activity
 from ._inbox import QueryTimeoutError, TemporalInbox
 from ._registry import ActivityOptions
@@ -67,8 +67,10 @@ __all__ = [
     "as_activity",
     "hook_activity",
     "model_activity",
+    "recover",
     "register_search_attributes",
     "replayer",
     "tool_activity",
+    "undo",
     "worker",
 ]

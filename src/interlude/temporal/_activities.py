@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 from temporalio import activity
@@ -18,12 +19,12 @@ from .._agent import LOCAL, Asked, ModelCall, Raised, Returned, ToolOutcome, Too
 from .._exceptions import exception_to_dict
 from .._interrupt import Answers, Interrupt
 from .._messages import JsonValue, block_to_dict, messages_from_dicts, tool_use_from_dict
-from .._tools import ToolContext
+from .._tools import AgentTool, ToolContext
 from ..errors import ModelError
 from ._limits import MAX_REQUEST_BYTES, json_size, too_large
 from ._registry import build_agent, build_node_agent, lookup
 
-__all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "model_activity", "tool_activity"]
+__all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "model_activity", "tool_activity", "tool_named"]
 
 MODEL_ACTIVITY = "interlude.model"
 TOOL_ACTIVITY = "interlude.tool"
@@ -37,6 +38,23 @@ def _agent(name: str, node: str | None = None) -> Any:
     if node is not None:
         return build_node_agent(app, name, node, run_id)
     return build_agent(app, name, run_id)
+
+
+def tool_named(agent: Any, name: str) -> AgentTool:
+    """The tool ``name`` of ``agent``: one of its tools, or the compensation of one
+    (``@tool(compensate=...)``: what an undo or a decline's rollback runs, e.g. ``car.undo``).
+    KeyError naming the tools when there is none."""
+    from .._tools import compensation_of
+
+    tools: Mapping[str, AgentTool] = agent.tools
+    found = tools.get(name)
+    if found is not None:
+        return found
+    for tool in tools.values():
+        comp = compensation_of(tool)
+        if comp is not None and comp.name == name:
+            return comp
+    raise KeyError(f"agent {agent.name!r} has no tool {name!r} (its tools: {sorted(tools)!r})")
 
 
 @activity.defn(name=MODEL_ACTIVITY)
@@ -97,7 +115,7 @@ async def tool_activity(request: dict[str, Any]) -> dict[str, JsonValue]:
     sent = dict(request.get("state") or {})
     agent.state = dict(sent)
     tool_use = tool_use_from_dict(request["tool_use"], "tool_use")
-    tool = agent.tools[request["tool"]]
+    tool = tool_named(agent, request["tool"])
     answers = _answers_from_dict(request["answers"], now)
     checkpoint = request.get("checkpoint")
     beat = _heartbeat_while_running()

@@ -1,10 +1,11 @@
-"""The client side: start an agent's workflow, see what it waits on, answer it, list the paused."""
+"""The client side: start an agent's workflow, see what it waits on, answer it, list the paused,
+undo its run to a checkpoint (and carry on the run an undo left stopped)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,7 @@ from .._interrupt import Interrupt
 from .._messages import JsonValue
 from ._workflow import AGENT, MEMO_PENDING, PENDING, WORKFLOW, Limits, json_size
 
-__all__ = ["AgentClient", "AnswerTimeoutError"]
+__all__ = ["AgentClient", "AnswerTimeoutError", "recover", "undo"]
 
 ANSWER_TIMEOUT = 60.0
 """How long ``AgentClient.answer`` waits by default (seconds)."""
@@ -122,15 +123,7 @@ class AgentClient:
         return [Interrupt.from_dict(d) for d in data]
 
     async def _closed(self, workflow_id: str) -> str | None:
-        """How the workflow closed ("completed", "terminated", ...), or None while it runs
-        (or when it cannot be described)."""
-        try:
-            status = (await self.handle(workflow_id).describe()).status
-        except RPCError:
-            return None
-        if status is None or status == WorkflowExecutionStatus.RUNNING:
-            return None
-        return status.name.lower().replace("_", " ")
+        return await _closed(self.client, workflow_id)
 
     async def answer(
         self,
@@ -154,7 +147,6 @@ class AgentClient:
         args: list[Any] = [dict(answers), by, None if shown is None else dict(shown)]
         if partial:  # sent only when asked for: workers before it take three arguments
             args.append(True)
-        handle = self.handle(workflow_id)
         size = json_size(args)
         if size > MAX_UPDATE_BYTES:  # Temporal would wedge the workflow's task on it
             raise errors.ResumeInputError(
@@ -162,28 +154,39 @@ class AgentClient:
                 "bytes for any Update (Temporal refuses payloads above 2 MiB; the workflow's "
                 "own limit is Limits.max_answer_bytes): answer with less"
             )
-        rpc_timeout = None if timeout is None else timedelta(seconds=timeout)
-        backstop = None if timeout is None else timeout + 5.0  # the rpc timeout comes first
-        try:
-            out: dict[str, Any] = await asyncio.wait_for(
-                handle.execute_update("answer", args=args, rpc_timeout=rpc_timeout), backstop
-            )
-        except WorkflowUpdateFailedError as exc:
-            raise _as_interlude_error(exc) from exc
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
-            raise AnswerTimeoutError(
-                f"no outcome for the answer to workflow {workflow_id!r} within {timeout} s: is a "
-                f"worker polling task queue {self.task_queue!r}? The Update may still be applied "
-                "later; see pending() / result()"
-            ) from exc
-        except RPCError as exc:
-            how = await self._closed(workflow_id)
-            if how is None:
-                raise
-            raise errors.NotPausedError(
+        return await _update(
+            self.client,
+            workflow_id,
+            "answer",
+            args,
+            timeout,
+            f"task queue {self.task_queue!r}",
+            lambda how: errors.NotPausedError(
                 f"workflow {workflow_id!r} is closed ({how}): there is nothing to answer"
-            ) from exc
-        return out
+            ),
+        )
+
+    async def undo(
+        self,
+        workflow_id: str,
+        to: str,
+        *,
+        by: str | None = None,
+        skip: Sequence[str] = (),
+        dry_run: bool = False,
+        timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
+    ) -> dict[str, Any]:
+        """:func:`undo` the run of workflow ``workflow_id`` to checkpoint ``to``."""
+        return await undo(self, workflow_id, to, by=by, skip=skip, dry_run=dry_run, timeout=timeout)
+
+    async def recover(
+        self,
+        workflow_id: str,
+        *,
+        timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
+    ) -> dict[str, Any]:
+        """:func:`recover`: carry on the run an undo left stopped at its checkpoint."""
+        return await recover(self, workflow_id, timeout=timeout)
 
     async def result(self, workflow_id: str) -> dict[str, Any]:
         """The finished run: ``{"stop_reason", "text", "interrupts", "state"}``."""
@@ -199,6 +202,124 @@ class AgentClient:
         if names is not None:
             query += f" AND InterludeInterruptNames = {_quote(names)}"
         return [w.id async for w in self.client.list_workflows(query)]
+
+
+async def undo(
+    client: Client | AgentClient,
+    workflow_id: str,
+    to: str,
+    *,
+    by: str | None = None,
+    skip: Sequence[str] = (),
+    dry_run: bool = False,
+    timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
+) -> dict[str, Any]:
+    """Take the run of workflow ``workflow_id`` back to checkpoint ``to`` (an id of
+    ``Agent.checkpoints()``, e.g. ``"m4"``), by the workflow's Update ``undo``: the
+    compensations of the calls since run as activities, newest first, once each
+    (``Agent.undo_async``; ``skip``: calls to leave as they are, ``by``: who undoes).
+
+    ``dry_run=True`` returns the plan (``UndoPlan.to_dict()``: ``steps``, ``skipped``,
+    ``keep``, ``stands``) and changes nothing. Otherwise returns ``{"stop_reason", "text",
+    "interrupts", "stands"}``: ``"undone"``, standing ``"stopped"`` at the checkpoint (the
+    workflow then waits for :func:`recover` to carry the run on) or ``"idle"`` (its run had
+    ended there: the workflow completes); or ``"interrupt"`` when a compensation waits on a
+    question (answer it with ``AgentClient.answer``: the undo then carries on).
+
+    The run must wait on people (paused, with nothing in flight): else AgentBusyError. A
+    refused undo raises what ``Agent.undo`` raises (UndoError naming the calls with no
+    compensation, UnknownCheckpointError, ...); nothing changed. A closed workflow raises
+    UndoError saying so. Waiting longer than ``timeout`` seconds raises AnswerTimeoutError."""
+    request: dict[str, Any] = {"to": to, "by": by, "skip": list(skip), "dry_run": dry_run}
+    temporal, where = _client_of(client)
+    return await _update(
+        temporal,
+        workflow_id,
+        "undo",
+        [request],
+        timeout,
+        where,
+        lambda how: errors.UndoError(
+            f"workflow {workflow_id!r} is closed ({how}): its run can no longer be undone there"
+        ),
+    )
+
+
+async def recover(
+    client: Client | AgentClient,
+    workflow_id: str,
+    *,
+    timeout: float | None = ANSWER_TIMEOUT,  # noqa: ASYNC109 (also the Update's rpc timeout)
+) -> dict[str, Any]:
+    """Carry on the run an :func:`undo` left stopped at its checkpoint (the workflow's Update
+    ``recover``, ``Agent.recover_async``): returns ``{"stop_reason", "text", "interrupts"}``
+    once it pauses again or ends. NotPausedError when the workflow holds no stopped run."""
+    temporal, where = _client_of(client)
+    return await _update(
+        temporal,
+        workflow_id,
+        "recover",
+        [],
+        timeout,
+        where,
+        lambda how: errors.NotPausedError(
+            f"workflow {workflow_id!r} is closed ({how}): there is nothing to recover"
+        ),
+    )
+
+
+def _client_of(client: Client | AgentClient) -> tuple[Client, str]:
+    """The Temporal client, and the task queue a worker should poll (in words)."""
+    if isinstance(client, AgentClient):
+        return client.client, f"task queue {client.task_queue!r}"
+    return client, "the workflow's task queue"
+
+
+async def _update(
+    client: Client,
+    workflow_id: str,
+    name: str,
+    args: list[Any],
+    timeout: float | None,  # noqa: ASYNC109 (also the Update's rpc timeout)
+    where: str,
+    closed: Callable[[str], Exception],
+) -> dict[str, Any]:
+    """Run Update ``name`` and wait for its outcome: its failure as Interlude's error, no
+    outcome within ``timeout`` seconds as AnswerTimeoutError, a closed workflow as
+    ``closed(how it closed)``."""
+    rpc_timeout = None if timeout is None else timedelta(seconds=timeout)
+    backstop = None if timeout is None else timeout + 5.0  # the rpc timeout comes first
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        out: dict[str, Any] = await asyncio.wait_for(
+            handle.execute_update(name, args=args, rpc_timeout=rpc_timeout), backstop
+        )
+    except WorkflowUpdateFailedError as exc:
+        raise _as_interlude_error(exc) from exc
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
+        raise AnswerTimeoutError(
+            f"no outcome for the {name} to workflow {workflow_id!r} within {timeout} s: is a "
+            f"worker polling {where}? The Update may still be applied later; see pending() / "
+            "result()"
+        ) from exc
+    except RPCError as exc:
+        how = await _closed(client, workflow_id)
+        if how is None:
+            raise
+        raise closed(how) from exc
+    return out
+
+
+async def _closed(client: Client, workflow_id: str) -> str | None:
+    """How the workflow closed ("completed", "terminated", ...), or None while it runs
+    (or when it cannot be described)."""
+    try:
+        status = (await client.get_workflow_handle(workflow_id).describe()).status
+    except RPCError:
+        return None
+    if status is None or status == WorkflowExecutionStatus.RUNNING:
+        return None
+    return status.name.lower().replace("_", " ")
 
 
 def _quote(value: str) -> str:
@@ -217,6 +338,9 @@ def _as_interlude_error(exc: WorkflowUpdateFailedError) -> Exception:
         return errors.AnswerValidationError(
             message, interrupt_id=str(details.get("interrupt_id")), path=path
         )
+    if cls is errors.UndoError:
+        calls = details.get("calls") if isinstance(details, dict) else None
+        return errors.UndoError(message, tuple(str(c) for c in calls or ()))
     if cls is errors.InterruptExpiredError:
         data = details.get("interrupt") if isinstance(details, dict) else None
         return errors.InterruptExpiredError(

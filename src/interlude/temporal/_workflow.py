@@ -4,7 +4,6 @@ its pauses durable waits for answers delivered by an Update."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -15,11 +14,19 @@ from temporalio.exceptions import ApplicationError, TemporalError, is_cancelled_
 from .._agent import Agent, resume_plan
 from .._messages import JsonValue
 from .._result import AgentResult
-from ..errors import InterludeError, ResumeError, ResumeInputError
+from ..errors import (
+    AgentBusyError,
+    InterludeError,
+    ResumeError,
+    ResumeInputError,
+    UndoError,
+    UnknownCheckpointError,
+)
 from ._executor import ActivityExecutor
 from ._limits import Limits, PayloadLimitError, json_size, too_large
 from ._notify import RunNotices
 from ._registry import Registration, build_agent, build_graph, lookup
+from ._undo import Answer, Recover, Request, Requests, Undo, refused, stands
 
 if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Orchestration, Swarm
@@ -70,7 +77,7 @@ def summary(result: AgentResult | MultiAgentResult | None, agent: Run) -> dict[s
 
 
 @workflow.defn(name=WORKFLOW)
-class AgentWorkflow:
+class AgentWorkflow(Requests):
     """Runs agent ``request["agent"]`` of the worker's App on ``request["prompt"]`` (or carries
     on ``request["state"]``, an ``export_state()``), pausing for answers as long as needed.
 
@@ -78,17 +85,23 @@ class AgentWorkflow:
     workflow:
     the graph's engine (edges, node hooks, answers routed to nodes) in workflow code, each node
     agent's model calls and tool bodies as activities of that node (see
-    :func:`configure_graph`); its questions are the graph's, answered by the same Update."""
+    :func:`configure_graph`); its questions are the graph's, answered by the same Update.
+
+    An agent's run is taken back to a checkpoint by the Update ``undo`` (see
+    :class:`~interlude.temporal._undo.Requests`); when that leaves it stopped at the
+    checkpoint, the workflow waits for the Update ``recover`` to carry it on."""
 
     @workflow.init
     def __init__(self, request: dict[str, Any]) -> None:
         self._agent: Run | None = None
-        self._inbox: list[tuple[int, Mapping[str, JsonValue], str | None, Any, bool]] = []
+        self._inbox: list[tuple[int, Request]] = []
         self._tickets = 0
         self._applying: int | None = None
         self._outcomes: dict[int, dict[str, JsonValue] | ApplicationError] = {}
         self._failure: ApplicationError | None = None
         """The run's error, once it failed: waiting Updates raise it too."""
+        self._ended = False
+        """Whether the run loop is over (the workflow is completing)."""
         self._limits = Limits.from_dict(request.get("limits"))
         self._import_error: Exception | None = None
         self._warned = False
@@ -141,8 +154,11 @@ class AgentWorkflow:
             assert agent is not None
             if request.get("prompt") is not None:
                 result = await agent.invoke_async(request["prompt"])
-            while agent.is_paused:
-                self._mark_paused(agent, name)
+            while agent.is_paused or _stopped(agent):
+                if agent.is_paused:
+                    self._mark_paused(agent, name)
+                else:  # stopped by an undo: it waits for the recover Update, not on questions
+                    self._clear_pending()
                 await self._notices.send_due(agent.interrupts, workflow.now().timestamp())
                 if (
                     not self._inbox
@@ -172,6 +188,7 @@ class AgentWorkflow:
             failure = _as_failure(exc)
             await self._fail(failure)
             raise failure from exc
+        self._ended = True
         self._clear_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
@@ -225,7 +242,7 @@ class AgentWorkflow:
         and let them finish."""
         self._clear_pending()
         self._failure = failure
-        for ticket, *_ in self._inbox:
+        for ticket, _ in self._inbox:
             self._outcomes.setdefault(ticket, failure)
         self._inbox.clear()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -275,17 +292,14 @@ class AgentWorkflow:
                 return None
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
-        ticket, answers, by, shown, partial = self._inbox.pop(0)
+        ticket, request = self._inbox.pop(0)
         self._applying = ticket
         try:
-            result: AgentResult | MultiAgentResult
-            if isinstance(agent, Agent):
-                result = await agent.resume_async(answers, by=by, shown=shown)
-            else:
-                result = await agent.resume_async(answers, by=by, shown=shown, partial=partial)
+            result = await _apply(agent, request)
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
-        except ResumeError as exc:  # e.g. a deadline passed between validation and now
-            self._outcomes[ticket] = ApplicationError(str(exc), type=type(exc).__name__)
+        except (ResumeError, UndoError, UnknownCheckpointError, AgentBusyError) as exc:
+            # e.g. a deadline passed between validation and now: nothing was changed
+            self._outcomes[ticket] = refused(exc)
             return None
         except TemporalError:
             raise
@@ -294,7 +308,10 @@ class AgentWorkflow:
             raise
         finally:
             self._applying = None
-        self._outcomes[ticket] = summary(result, agent)
+        outcome = summary(result, agent)
+        if isinstance(request, Undo) and isinstance(agent, Agent):
+            outcome["stands"] = stands(agent)
+        self._outcomes[ticket] = outcome
         return result
 
     def _mark_paused(self, agent: Run, name: str) -> None:
@@ -340,15 +357,7 @@ class AgentWorkflow:
         ``{"stop_reason", "text", "interrupts"}`` once it pauses again or ends. ``partial``
         (a graph's only): the answered nodes' branches go on while other questions wait
         (``Graph.resume(partial=True)``)."""
-        self._tickets += 1
-        ticket = self._tickets
-        self._inbox.append((ticket, answers, by, shown, partial))
-        await workflow.wait_condition(lambda: ticket in self._outcomes or self._failure is not None)
-        outcome = self._outcomes.pop(ticket, self._failure)
-        assert outcome is not None
-        if isinstance(outcome, ApplicationError):
-            raise outcome
-        return outcome
+        return await self._submit(Answer(answers, by, shown, partial))
 
     @answer.validator
     def _check_answer(
@@ -366,7 +375,7 @@ class AgentWorkflow:
             if agent is None or not agent.is_paused or agent.is_running:
                 raise _not_paused()
             if self._inbox or self._applying is not None:
-                raise _not_paused(" (answers are being applied)")
+                raise _not_paused(" (answers, or an undo, are being applied)")
             size, limit = json_size(answers), self._limits.max_answer_bytes
             if size > limit:
                 raise ResumeInputError(
@@ -423,6 +432,25 @@ def configure_graph(
         node.agent.executor = executor
         executors.append(executor)
     return executors
+
+
+async def _apply(agent: Run, request: Request) -> AgentResult | MultiAgentResult:
+    """Carry the run on with ``request`` (checked by its Update's validator)."""
+    if isinstance(request, Answer):
+        answers, by, shown = request.answers, request.by, request.shown
+        if isinstance(agent, Agent):
+            return await agent.resume_async(answers, by=by, shown=shown)
+        return await agent.resume_async(answers, by=by, shown=shown, partial=request.partial)
+    assert isinstance(agent, Agent)  # the validators refuse an undo or a recover of a graph
+    if isinstance(request, Recover):
+        return await agent.recover_async()
+    return await agent.undo_async(request.to, by=request.by, skip=request.skip)
+
+
+def _stopped(agent: Run) -> bool:
+    """Whether ``agent`` holds a stopped run (an undo left it at its checkpoint): the
+    workflow waits for the recover Update to carry it on."""
+    return isinstance(agent, Agent) and agent.needs_recovery and not agent.is_paused
 
 
 def _workflow_time() -> float:
