@@ -45,8 +45,9 @@ def form_of(html: str) -> dict[str, str]:
     form = html[html.index('id="undo-form"') :]
     csrf = re.search(r'name="csrf" value="([^"]+)"', form)
     to = re.search(r'name="to" value="([^"]+)"', form)
-    assert csrf and to
-    return {"csrf": csrf.group(1), "to": to.group(1)}
+    shown = re.search(r'name="shown" value="([^"]+)"', form)
+    assert csrf and to and shown
+    return {"csrf": csrf.group(1), "to": to.group(1), "shown": shown.group(1)}
 
 
 def stored(tmp_path: Path) -> Any:

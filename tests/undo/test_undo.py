@@ -367,3 +367,36 @@ def test_a_cancelled_undo_stops_where_it_is_and_recover_never_runs_a_compensatio
     assert EFFECTS == ["retract mail to ana@example.com", "return car 2 days", "unbook hotel"]
     assert [e["call"] for e in undo_entries(again)] == ["c5", "c4", "c3"]
     assert len(again.messages) == 5
+
+
+def test_a_process_without_a_compensation_cannot_carry_the_undo_on_and_changes_nothing() -> None:
+    @tool(needs_approval=True)
+    def unbook_hotel(input: dict[str, Any], result: Any) -> str:
+        """Cancel the hotel (costs a fee)."""
+        EFFECTS.append("unbook hotel")
+        return "unbooked"
+
+    from interlude.errors import ConfigurationError
+
+    from . import undo_agent
+
+    def trip(hotel: Any) -> list[Any]:
+        return [undo_agent.pay, undo_agent.flight, hotel, undo_agent.car, undo_agent.mail]
+
+    gated = tool(compensate=unbook_hotel, name="hotel")(undo_agent.hotel.fn)
+    store = MemoryStore()
+    agent = Agent(Calls().model, tools=trip(gated), session=store, session_id="s")
+    agent("Book me a trip")
+    EFFECTS.clear()
+    (question,) = agent.undo(to="m4", by="ana").interrupts
+    before = asyncio.run(store.load("s"))
+    # a process whose hotel tool has no compensation any more (a deploy dropped it)
+    bare = tool(name="hotel")(undo_agent.hotel.fn)
+    lacking = Agent(Calls().model, tools=trip(bare), session=store, session_id="s")
+    with pytest.raises(ConfigurationError, match="needs tool 'unbook_hotel'"):
+        lacking.resume({question.id: True}, by="bo")
+    assert lacking.is_paused and asyncio.run(store.load("s")).pause == before.pause
+    assert "unbook hotel" not in EFFECTS  # nothing counted as failed, nothing cut
+    again = Agent(Calls().model, tools=trip(gated), session=store, session_id="s")
+    assert again.resume({question.id: True}, by="bo").stop_reason == "undone"
+    assert EFFECTS.count("unbook hotel") == 1 and len(again.messages) == 5

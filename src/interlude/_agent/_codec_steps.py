@@ -175,7 +175,36 @@ def _decode_undoing(d: Mapping[str, Any], where: str) -> Undoing:
         if not isinstance(batch, ToolBatch):
             raise StateFormatError(f"{where}.after: expected a tool batch")
         after = batch
+    _check_undoing(calls, undone, keep, then, after, where)
     return Undoing(to, by, ToolBatch(-1, calls), undone, skipped, keep, then, after)
+
+
+def _check_undoing(
+    calls: tuple[ToolCall, ...],
+    undone: tuple[Any, ...],
+    keep: int,
+    then: Step | None,
+    after: ToolBatch | None,
+    where: str,
+) -> None:
+    """An undo's step must be one the loop makes: each call the compensation of the call it
+    undoes (by id and tool), a decline's rollback (``keep`` -1) with its batch and nothing to
+    stand at, an undo with no batch, and a standing only where a message is kept."""
+    if (keep == -1) != (after is not None):
+        raise StateFormatError(
+            f"{where}.after: a decline's rollback (keep -1), and only one, has it"
+        )
+    if then is not None and keep < 1:
+        raise StateFormatError(f"{where}.then: an undo keeping {keep} messages stands nowhere")
+    seen = set()
+    for i, (call, step) in enumerate(zip(calls, undone, strict=True)):
+        use = call.tool_use
+        if use.id != f"undo.{step.call_id}" or use.name != step.compensation or use.id in seen:
+            raise StateFormatError(
+                f"{where}.calls[{i}]: {use.name!r} ({use.id!r}) is not the compensation of "
+                f"call {step.call_id!r} ({step.compensation!r})"
+            )
+        seen.add(use.id)
 
 
 def decode_step(data: Any, where: str, nested: int = 0) -> Step:

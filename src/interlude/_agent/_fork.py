@@ -33,7 +33,7 @@ from .._interrupt import Interrupt, interrupt_id
 from .._messages import JsonValue, Message, ToolResult, ToolUse, block_to_dict
 from ..errors import AgentBusyError, ConfigurationError, UnknownCheckpointError
 from ._history import FORK, Checkpoint, batches_of, checkpoints_of, tool_use_of
-from ._state import BeforeModelCall, Position, Progress, ToolBatch, ToolCall
+from ._state import BeforeModelCall, Position, Progress, ToolBatch, ToolCall, Undoing
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -146,6 +146,12 @@ def _standing(
     questions (an answered question asked again)."""
     pending = {q.id for q in position.interrupts} if position is not None else set()
     if point.kind == "question" and point.id in pending:
+        if position is not None and isinstance(position.step, Undoing):
+            raise UnknownCheckpointError(
+                f"question {point.id!r} belongs to an undo under way: a fork would carry the "
+                "undo on beside this session (its compensations twice); fork at a step before "
+                "the undo's checkpoint instead"
+            )
         return len(messages), position, False
     if point.kind == "question":
         if tool_use_of(point.id) is None or point.message_index < 0:

@@ -195,7 +195,10 @@ def _rollback(run: Run, batch: ToolBatch) -> Undoing | None:
     from ._undoing import declined_by
 
     by = declined_by(run, batch)
-    return None if by is None else rollback_step(run.messages, batch, run.spec.tools, by)
+    if by is None:
+        return None
+    audit = (*run.agent._state.audit, *run.audit)
+    return rollback_step(run.messages, batch, run.spec.tools, by, audit)
 
 
 async def undoing(run: Run, step: Undoing, replay: bool) -> Outcome:

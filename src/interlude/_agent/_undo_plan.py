@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._frozen import thaw
-from .._messages import Json, JsonValue, Message, ToolResult, ToolUse, _obj, _show
+from .._messages import Json, JsonValue, Message, Text, ToolResult, ToolUse, _obj, _show
 from .._tools import compensation_of
 from ..errors import StateFormatError, UndoError
 from ._fork import _find, _results_after, _standing
@@ -109,9 +109,17 @@ def undo_call_id(call_id: str) -> str:
     return f"undo.{call_id}"
 
 
+_EDITED = "[approved with edited input: "
+"""How the note on the result of a call run with a person's edit begins (``edited_note``)."""
+
+
 def result_value(result: ToolResult) -> JsonValue:
     """What a call returned, as its compensation is given it: its one JSON value, else its
-    text, else its blocks as data."""
+    text, else its blocks as data (without the note saying a person edited its input)."""
+    content = result.content
+    first = content[0] if content else None
+    if isinstance(first, Text) and first.text.startswith(_EDITED):
+        result = ToolResult(result.tool_use_id, result.status, content[1:])
     values = [b.value for b in result.content if isinstance(b, Json)]
     if len(values) == 1 and len(result.content) == 1:
         return thaw(values[0])
@@ -131,6 +139,20 @@ def _edited_inputs(audit: Sequence[AuditEntry]) -> dict[str, JsonValue]:
             edited = answer.get("input")
             if edited is not None:
                 out[entry.interrupt_id] = thaw(edited)
+    return out
+
+
+def compensated(audit: Sequence[AuditEntry]) -> set[str]:
+    """The calls whose compensation already ran (an ``undo`` entry with its status): never
+    undone a second time, by a later undo or rollback (a failed one included: it may have had
+    effects)."""
+    out = set()
+    for entry in audit:
+        answer = entry.answer
+        if entry.name == UNDO and not entry.interrupt_id and isinstance(answer, Mapping):
+            call = answer.get("call")
+            if isinstance(call, str) and "status" in answer:
+                out.add(call)
     return out
 
 
@@ -184,6 +206,8 @@ def plan_undo(agent: Agent, to: str, skip: Sequence[str]) -> tuple[UndoPlan, Und
     steps: list[UndoStep] = []
     missing: list[str] = []
     unknown: list[str] = []
+    done = compensated(state.audit)
+    inherited = _inherited(state.audit)
     from ._approval import approval_id
 
     for index, call, result in reversed(_ran(messages, position, keep)):
@@ -191,6 +215,10 @@ def plan_undo(agent: Agent, to: str, skip: Sequence[str]) -> tuple[UndoPlan, Und
         given = edits.get(approval_id(call.tool_use.id), thaw(use.input))
         if result is not None and result.status != "success":
             continue  # it failed: nothing to take back
+        if call.tool_use.id in done:
+            continue  # undone already (a decline's rollback kept it in the conversation)
+        if call.tool_use.id in inherited:
+            unknown.append(call.tool_use.id)
         comp = compensation_of(tools.get(use.name))
         step = UndoStep(
             call.tool_use.id,
@@ -203,7 +231,7 @@ def plan_undo(agent: Agent, to: str, skip: Sequence[str]) -> tuple[UndoPlan, Und
         steps.append(step)
         if result is None:
             unknown.append(call.tool_use.id)
-        elif comp is None:
+        elif comp is None and call.tool_use.id not in inherited:
             missing.append(call.tool_use.id)
     skipping = set(skip)
     listed = {s.call_id for s in steps}
@@ -214,7 +242,8 @@ def plan_undo(agent: Agent, to: str, skip: Sequence[str]) -> tuple[UndoPlan, Und
             f"{', '.join(strays)} (the calls: {', '.join(sorted(listed)) or 'none'})",
             tuple(strays),
         )
-    _refuse(to, [c for c in unknown if c not in skipping], "in doubt", steps)
+    _refuse(to, [c for c in unknown if c in inherited and c not in skipping], "forked", steps)
+    _refuse(to, [c for c in unknown if c not in inherited and c not in skipping], "doubt", steps)
     _refuse(to, [c for c in missing if c not in skipping], "no compensation", steps)
     running = tuple(s for s in steps if s.call_id not in skipping)
     skipped = tuple(s for s in steps if s.call_id in skipping)
@@ -224,12 +253,24 @@ def plan_undo(agent: Agent, to: str, skip: Sequence[str]) -> tuple[UndoPlan, Und
     return plan, Undoing(point.id, "", batch, running, skipped, keep, then)
 
 
+def _inherited(audit: Sequence[AuditEntry]) -> set[str]:
+    """The calls a forked session holds from the session it was forked from (they ran there)."""
+    from ._fork import parent_results
+
+    return set(parent_results(audit) or {})
+
+
 def _refuse(to: str, calls: list[str], why: str, steps: list[UndoStep]) -> None:
     if not calls:
         return
     tools = {s.call_id: s.tool for s in steps}
     named = ", ".join(f"{c} ({tools[c]})" for c in calls)
-    if why == "in doubt":
+    if why == "forked":
+        text = (
+            f"cannot undo to {to!r}: call {named} ran in the session this one was forked "
+            "from, and is undone there (it ran once, for both): skip= it to leave it here"
+        )
+    elif why == "doubt":
         text = (
             f"cannot undo to {to!r}: call {named} started and its outcome is not known (in "
             "doubt): answer its question first, or skip= it to leave it as it is"
@@ -263,7 +304,11 @@ def compensations(tools: Mapping[str, AgentTool]) -> dict[str, AgentTool]:
 
 
 def rollback_step(
-    messages: Sequence[Message], batch: ToolBatch, tools: Mapping[str, AgentTool], by: str
+    messages: Sequence[Message],
+    batch: ToolBatch,
+    tools: Mapping[str, AgentTool],
+    by: str,
+    audit: Sequence[AuditEntry] = (),
 ) -> Undoing | None:
     """A decline's rollback (``Agent(on_decline="compensate")``): the compensations of the
     calls this run made since its prompt, the finished ``batch`` included, newest first
@@ -277,16 +322,21 @@ def rollback_step(
     ran = [(i, c, r) for i, c, r in _ran(messages, None, start + 1)]
     ran += [(batch.message_index, c, c.result) for c in batch.calls if c.phase == "done"]
     steps: list[UndoStep] = []
+    done, inherited, edits = compensated(audit), _inherited(audit), _edited_inputs(audit)
+    from ._approval import approval_id
+
     for index, call, result in reversed(ran):
         if result is None or result.status != "success":
             continue
+        if call.tool_use.id in done or call.tool_use.id in inherited:
+            continue  # undone already, or ran in the session this one was forked from
         use = call.active_use or call.tool_use
         comp = compensation_of(tools.get(use.name))
         steps.append(
             UndoStep(
                 call.tool_use.id,
                 use.name,
-                thaw(use.input),
+                edits.get(approval_id(call.tool_use.id), thaw(use.input)),
                 result_value(result),
                 None if comp is None else comp.name,
                 index,

@@ -21,7 +21,7 @@ from .._audit import AuditEntry, chained
 from .._frozen import freeze
 from .._messages import JsonValue, Message, Text
 from .._result import AgentResult
-from ..errors import AgentBusyError
+from ..errors import AgentBusyError, ConfigurationError
 from ._batch import run_call
 from ._spec import respec
 from ._state import BeforeModelCall, Position, Progress, ToolBatch, Undoing
@@ -67,6 +67,12 @@ async def undoing(run: Run, step: Undoing, replay: bool) -> Outcome:
             now = run.batch().call(call.tool_use.id)
             if now.phase == "done":
                 continue
+            if call.tool_use.name not in run.spec.tools:  # stays a stopped run: one that has
+                raise ConfigurationError(  # the tool carries it on (nothing counted as failed)
+                    f"the undo needs tool {call.tool_use.name!r} (the compensation of call "
+                    f"{undone.call_id!r}), which this agent does not have: carry it on with "
+                    "recover() where it does"
+                )
             interrupts = await run_call(run, now, replay)
             if interrupts:
                 return Paused(run.step, interrupts)  # type: ignore[arg-type]  # at the undo

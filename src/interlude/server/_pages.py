@@ -287,7 +287,7 @@ async def session_page(
             request, "message.html", mapped[0], approver, heading=heading, message=str(exc)
         )
     from ._history import can_fork, history_rows
-    from ._undo import can_undo, undo_notice, undo_points, undone_to
+    from ._undo import can_undo, may_undo, undo_notice, undo_points, undone_to
 
     now = state.backend.clock()
     by = {r.interrupt_id: r.by for r in view.recorded}
@@ -313,7 +313,7 @@ async def session_page(
         history=history_rows(view),
         can_fork=can_fork(state, view),
         fork_csrf=state.auth.csrf(approver.cookie, f"fork:{session_id}"),
-        can_undo=can_undo(state, view),
+        can_undo=can_undo(state, view) and may_undo(approver, view, now),
         undo_points=undo_points(view),
         undone_to=undone_to(view),
         decisions=decision_lines(view.decisions),

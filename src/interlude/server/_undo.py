@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "can_undo",
+    "may_undo",
+    "plan_digest",
     "undo_audit_line",
     "undo_notice",
     "undo_points",
@@ -192,6 +194,9 @@ async def undo_page(request: Request) -> Response:
     found = await _agent(request, state)
     if isinstance(found, Response):
         return found
+    refused = await _refused(request, state, approver, request.path_params["session_id"])
+    if refused is not None:
+        return refused
     to = request.query_params.get("to", "")
     skip = request.query_params.getlist("skip")
     return await _show_plan(request, approver, found, to, skip)
@@ -233,12 +238,30 @@ async def _show_plan(
         messages=len(agent.messages),
         stands=None if plan is None else _stands(plan, agent.session_id or ""),
         csrf=_csrf(state, approver, agent.session_id or ""),
+        shown=None if plan is None else plan_digest(plan),
         error=error,
     )
 
 
 def _csrf(state: ServerState, approver: Approver, session_id: str) -> str:
     return state.auth.csrf(approver.cookie, f"undo:{session_id}")
+
+
+def plan_digest(plan: UndoPlan) -> str:
+    """What the plan page showed, as a digest the form carries back: every call after the
+    checkpoint (undone or left as it is: the boxes the person ticks do not change it), its
+    input, result and compensation. A session that ran on meanwhile gives another."""
+    import hashlib
+
+    calls = sorted((s.to_dict() for s in (*plan.steps, *plan.skipped)), key=lambda d: str(d))
+    text = json.dumps([plan.to, plan.keep, calls], sort_keys=True, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def may_undo(approver: Approver, view: SessionView, now: float) -> bool:
+    """Whether ``approver`` may undo the session: an undo drops the questions it waits on, so
+    only someone who may answer every one of them (anyone signed in when it waits on none)."""
+    return all(q.may_answer(approver.groups, now) for q in view.interrupts)
 
 
 async def undo_here(request: Request) -> Response:
@@ -257,11 +280,18 @@ async def undo_here(request: Request) -> Response:
     skip = [v for k, v in posted.multi_items() if k == "skip" and isinstance(v, str)]
     if not state.auth.check_csrf(approver.cookie, f"undo:{session_id}", data.get("csrf")):
         return await session_page(request, status=403, error="Refused: a forged or stale form.")
+    refused = await _refused(request, state, approver, session_id)
+    if refused is not None:
+        return refused
     found = await _agent(request, state)
     if isinstance(found, Response):
         return found
     to = data.get("to", "")
     try:
+        plan = await found.undo_async(to, skip=skip, dry_run=True)
+        if plan_digest(plan) != data.get("shown"):
+            error = "The session changed since this plan was shown: here is the plan now."
+            return await _show_plan(request, approver, found, to, skip, status=409, error=error)
         await found.undo_async(to, by=approver.name, skip=skip)
     except UnknownCheckpointError as exc:
         return await session_page(request, status=404, error=str(exc))
@@ -273,6 +303,23 @@ async def undo_here(request: Request) -> Response:
         return await session_page(request, status=mapped[0] if mapped else 409, error=str(exc))
     where = quote(session_id, safe="")
     return RedirectResponse(f"/sessions/{where}?undone={quote(to, safe='')}", status_code=303)
+
+
+async def _refused(
+    request: Request, state: ServerState, approver: Approver, session_id: str
+) -> Response | None:
+    """The page refusing a person who may not undo the session (see :func:`may_undo`)."""
+    from ._pages import session_page
+
+    view = await state.backend.session(session_id)
+    if may_undo(approver, view, state.backend.clock()):
+        return None
+    return await session_page(
+        request,
+        status=403,
+        error="Refused: the session waits on questions you may not answer, and an undo would "
+        "drop them.",
+    )
 
 
 def undo_routes() -> list[Route]:
