@@ -66,16 +66,19 @@ LAYER_OF: dict[str, str] = {
     "interlude.temporal": "doors",
     "interlude.temporal._client": "doors",
     "interlude.temporal._inbox": "doors",
+    "interlude.temporal._moving": "doors",  # TemporalPlace: moves runs through the client
     # The face of the SDK (``import interlude``): it re-exports App and Worker, so it stands
     # right above the floor; the layers below reach what they need from the module itself.
     "interlude": "face",
     # The operator floor: App, the inbox and its rules, the worker and the store it applies
     # answers through, notifications, the new ``operate`` package, and the Temporal engine
     # (its registry holds the App a worker process runs; workflow, activities, executor and
-    # hook activities are the Temporal worker).
+    # hook activities are the Temporal worker), and the DBOS engine (worker, workflow, steps,
+    # and its client, which reads the paused runs' attributes).
     "interlude.notify.*": "floor",
     "interlude.operate.*": "floor",
     "interlude.temporal.*": "floor",
+    "interlude.dbos.*": "floor",
     # Multi-agent: graphs and swarms, and remote A2A agents used as nodes or tools (the A2A
     # wire format is shared by that client and the A2A door above).
     "interlude.multiagent.*": "multiagent",

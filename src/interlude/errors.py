@@ -40,6 +40,7 @@ Exception
     │   ├── AlreadyAnsweredError    (also SessionConflictError) someone answered it first
     │   ├── UnconsumedAnswerError   a replay did not ask the question its answer was for
     │   ├── OutputTypeMismatchError resume(output_type=T) with a T the paused run was not given
+    │   ├── SessionMovedError       the session was moved to another engine (``target``)
     │   └── AgentPausedError        a new prompt was sent to a paused agent
     ├── StateError
     │   ├── StateFormatError        unknown format version, corrupt or malformed state
@@ -113,6 +114,7 @@ __all__ = [
     "SessionConflictError",
     "SessionCorruptError",
     "SessionError",
+    "SessionMovedError",
     "StaleAnswerError",
     "StateError",
     "StateFormatError",
@@ -401,6 +403,17 @@ class AgentPausedError(ResumeError):
     """A new prompt was sent to a paused agent; resume it or discard the pause first."""
 
     code = "paused"
+
+
+class SessionMovedError(ResumeError):
+    """The session was moved to another store or engine (``interlude move``): it is answered
+    and carried on there, at ``target`` (a store URL, ``temporal://...``), not here."""
+
+    code = "moved"
+
+    def __init__(self, message: str, *, target: str = "") -> None:
+        super().__init__(message)
+        self.target = target
 
 
 class StateError(InterludeError):

@@ -56,6 +56,7 @@ def _argv(command: str, question: str) -> list[str]:
         "recover": ["recover", "s"],
         "fork": ["fork", "s", "--at", "m0"],
         "undo": ["undo", "s", "--to", "m0"],
+        "move": ["move", "s", "--to", "sqlite:///moved.db"],
         "discard": ["discard", "s"],
         "serve": ["serve", "--port", "1"],
         "mcp-serve": ["mcp-serve"],
@@ -111,6 +112,7 @@ def test_the_temporal_help_names_every_command_that_takes_it(
         "recover",
         "serve",
         "temporal-worker",
+        "move",
     ]
     for command in everything:
         if command in taking:
@@ -154,6 +156,7 @@ def test_every_command_names_its_arguments_alike(capsys: pytest.CaptureFixture[s
         "history",
         "fork",
         "undo",
+        "move",
         "discard",
         "delete",
     }

@@ -201,6 +201,7 @@ def test_errors_are_one_line(temporal_address: str) -> None:
     )
     one_line_error(
         cli("--temporal", temporal_address, "sessions"),
-        "--temporal works with demo, pending, answer, show, undo, recover, serve and temporal-worker",
+        "--temporal works with demo, pending, answer, show, undo, recover, serve, "
+        "temporal-worker and move",
     )
     one_line_error(cli("temporal-worker"), "temporal-worker needs --temporal")

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._history import Checkpoint, checkpoints_of
+    from ._moved import MOVED, mark_moved, moved_claim, moved_entry, moved_error, moved_to
     from ._observe import Observer, RunInfo, install
     from ._signing import as_key
     from ._standing import AgentState
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT",
     "LOCAL",
+    "MOVED",
     "Abandonable",
     "Agent",
     "AgentState",
@@ -83,6 +85,11 @@ __all__ = [
     "install",
     "is_approval",
     "load_all",
+    "mark_moved",
+    "moved_claim",
+    "moved_entry",
+    "moved_error",
+    "moved_to",
     "person_key",
     "remembered_decisions",
     "respec",
@@ -92,6 +99,12 @@ __all__ = [
 ]
 
 _LAZY = {
+    "MOVED": "._moved",
+    "mark_moved": "._moved",
+    "moved_claim": "._moved",
+    "moved_entry": "._moved",
+    "moved_error": "._moved",
+    "moved_to": "._moved",
     "Abandonable": "._transitions",
     "DirectTool": "._direct",
     "ToolCaller": "._direct",
@@ -126,6 +139,7 @@ _LOOP_MODULES = (
     "._codec",
     "._conversation",
     "._loop",
+    "._moved",
     "._output",
     "._persist",
     "._results",

@@ -22,6 +22,7 @@ from ..errors import (
     StaleAnswerError,
     UnknownInterruptError,
 )
+from ._moved import check_not_moved
 from ._state import BeforeInvocation, Progress, Step
 
 if TYPE_CHECKING:
@@ -65,6 +66,9 @@ def prompt_plan(agent: Agent, prompt: Prompt) -> Plan:
             f"({', '.join(repr(i.name) for i in asked)}); answer them with "
             "resume({interrupt_id: answer}) or call discard_pause() first"
         )
+    link = agent._session
+    if link is not None and link.claim is not None:  # closed by a move: say where it went
+        check_not_moved(agent)
     return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
 
 
@@ -88,6 +92,7 @@ def resume_plan(
     if isinstance(answers, Mapping):
         _check_answered_before(agent, answers, pause)
     if pause is None or not pause.interrupts:
+        check_not_moved(agent)  # closed by a move: say where it went
         raise NotPausedError(
             "the agent is not paused; there is nothing to resume"
             + (" (it holds a stopped run: carry it on with recover())" if pause else "")

@@ -13,7 +13,7 @@ from .._json import DuplicateKeyError
 from .._json import loads as strict_json
 from .._result import AgentResult
 from .._sync import run_sync
-from ..errors import AlreadyAnsweredError, InterludeError, ResumeError
+from ..errors import AlreadyAnsweredError, InterludeError, ResumeError, SessionMovedError
 from ._apps import _app_agents, _session_agent
 from ._errors import CliError, _run, _what
 from ._hints import app_flag, program, short_id, store_flag
@@ -174,7 +174,7 @@ def _answered_first(args: argparse.Namespace, opened: Resumable, answer: Any, by
         return
     try:
         opened.check_resume({args.interrupt_id: answer}, by=by)
-    except AlreadyAnsweredError as exc:
+    except (AlreadyAnsweredError, SessionMovedError) as exc:
         raise CliError(
             f"session {args.session!r}: the answer was refused ({_what(exc)}); the session is "
             "unchanged",

@@ -44,6 +44,7 @@ from ._commands import (
 from ._errors import CliError as CliError
 from ._errors import _run as _run  # re-exported, as CliError: imported from here
 from ._mcp import mcp_serve_command
+from ._move import move_command, run_move
 from ._operate import _serve, _worker, serve_limit_options
 from ._policy import policy_commands
 from ._render import Output
@@ -147,6 +148,7 @@ ON_TEMPORAL: dict[str, Callable[..., int]] = {
     "recover": temporal_recover,
     "serve": _serve,
     "temporal-worker": temporal_worker,
+    "move": run_move,
 }
 """The commands that take ``--temporal``, and what each runs then (on agent workflows)."""
 
@@ -156,6 +158,7 @@ USES_APP: dict[str, Literal["runs", "names"]] = {
     "expire": "runs",
     "recover": "runs",
     "fork": "runs",
+    "move": "runs",
     "undo": "runs",
     "discard": "runs",
     "serve": "runs",
@@ -299,6 +302,7 @@ EXAMPLES = {
     "history": "interlude history demo-1",
     "fork": "interlude fork --app myapp:app demo-1 --at d2dbbf05 --as demo-1-retry --by ana",
     "undo": "interlude undo --app myapp:app trip-1 --to m4 --dry-run",
+    "move": "interlude --store sqlite:///dev.db move trip-1 --to postgresql://db/agents",
     "sessions": "interlude sessions --json",
     "discard": "interlude discard demo-1",
     "delete": "interlude delete demo-1 --with-audit",
@@ -447,6 +451,7 @@ def _session_commands(sub: _Commands) -> None:
     _by_option(fork, "who forks, for the new session's audit trail")
     _agent_option(fork)
     _undo_command(sub)
+    move_command(sub, _command_parser)
 
     discard = _command_parser(
         sub,

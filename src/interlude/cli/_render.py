@@ -249,6 +249,17 @@ class Output:
             "cancelled, and the session takes new prompts."
         )
 
+    def moved(self, moved: dict[str, Any]) -> None:
+        if self.json_mode:
+            self._json(moved)
+            return
+        waiting = len(moved["interrupts"])
+        self._say(
+            f"session {moved['session']}: moved from {moved['from']} to {moved['to']}"
+            + (f", {waiting} question(s) waiting there" if waiting else "")
+            + "; answers sent to the old place are refused."
+        )
+
     def deleted(self, session_id: str) -> None:
         if self.json_mode:
             self._json({"session": session_id, "deleted": True})

@@ -264,6 +264,7 @@ async def _answer(args: argparse.Namespace, out: Output, answer: Any) -> int:
 
     from ..temporal import AgentClient
     from ._commands import _interrupt_id, _operator
+    from ._move import refuse_if_moved
 
     workflow_id = args.session
     client = await _connect(args)
@@ -272,6 +273,7 @@ async def _answer(args: argparse.Namespace, out: Output, answer: Any) -> int:
     except RPCError as exc:
         raise _rpc_error(args, workflow_id, exc) from None
     if not pending:
+        await refuse_if_moved(client, workflow_id)
         raise CliError(
             f"session {workflow_id!r} has no pending interrupt{await _status_words(client, args)}",
             session=workflow_id,

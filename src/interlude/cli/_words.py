@@ -66,6 +66,8 @@ def audit_line(entry: dict[str, Any]) -> str:
         at_point = json.dumps(parent.get("checkpoint"), ensure_ascii=False)
         origin = json.dumps(parent.get("session"), ensure_ascii=False)
         line = f"{when}  {by} forked this session from {origin} at {at_point}"
+    elif name == "moved" and not entry.get("interrupt_id") and isinstance(parent, dict):
+        line = f"{when}  {by} moved this session from {parent.get('from')} to {parent.get('to')}"
     elif entry.get("expired"):
         line = f"{when}  {name} expired unanswered: {answer}"
     else:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         read_link,
     )
     from ._moves import Operator, check_queue
+    from ._moving import Moved, Place, StorePlace, Taken, move, move_async
     from ._people import ENV as TOKENS_ENV
     from ._people import MIN_TOKEN, People, Person, check_tokens, load_tokens, people
     from ._resumable import Outcome, Resumable
@@ -50,15 +51,19 @@ __all__ = [
     "LINK_SECRET_ENV",
     "LinkProblem",
     "MIN_TOKEN",
+    "Moved",
     "Opened",
     "Operator",
     "Outcome",
     "People",
     "Person",
+    "Place",
     "Resumable",
     "SessionView",
     "StoreBackend",
+    "StorePlace",
     "TOKENS_ENV",
+    "Taken",
     "Worker",
     "WorkerHealth",
     "WorkflowView",
@@ -72,6 +77,8 @@ __all__ = [
     "link_key",
     "load_link_secret",
     "load_tokens",
+    "move",
+    "move_async",
     "narrowed",
     "people",
     "question_id_of",
@@ -92,6 +99,12 @@ _LAZY = {
     "read_link": "._links",
     "ApplyingStore": "._applying",
     "Operator": "._moves",
+    "Moved": "._moving",
+    "Place": "._moving",
+    "StorePlace": "._moving",
+    "Taken": "._moving",
+    "move": "._moving",
+    "move_async": "._moving",
     "answer_key": "._keys",
     "by_question_id": "._keys",
     "question_id_of": "._keys",

@@ -252,7 +252,7 @@ class Inbox:
     ) -> list[RecordedAnswer]:
         """Check ``answers`` against the session as ``stored`` and record them if it still
         stands at that version (the check and the claim are one step against the store)."""
-        from .._agent import check_answers
+        from .._agent import check_answers, moved_error, moved_to
         from ..errors import NotPausedError
         from ._rules import check_allowed, check_taken, check_votes, queue_conflict
 
@@ -263,6 +263,9 @@ class Inbox:
             view = _view(session_id, stored, [], self._key)
         check_taken(session_id, answers, view.audit, ())  # applied while the page was open
         if not view.interrupts:
+            went = moved_to(stored.claim)
+            if went is not None:
+                raise moved_error(session_id, went)
             raise NotPausedError(
                 f"session {session_id!r} waits on no question"
                 + (" (a run holds it now)" if view.running else "")

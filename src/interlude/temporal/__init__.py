@@ -42,8 +42,10 @@ with workflow.unsafe.imports_passed_through():
 # CLI lists workflows by, so that nothing outside this package imports its private modules.
 from ._activities import model_activity, tool_activity
 from ._client import AgentClient, AnswerTimeoutError, recover, undo
+from ._client import moved_to as moved_to  # (for the CLI: where a moved workflow's run went)
 from ._hooks import HookActivity, as_activity, hook_activity
 from ._inbox import QueryTimeoutError, TemporalInbox
+from ._moving import TemporalPlace
 from ._registry import ActivityOptions
 from ._setup import register_search_attributes
 from ._worker import replayer, worker
@@ -64,6 +66,7 @@ __all__ = [
     "PayloadLimitError",
     "QueryTimeoutError",
     "TemporalInbox",
+    "TemporalPlace",
     "as_activity",
     "hook_activity",
     "model_activity",

@@ -306,8 +306,38 @@ async def _update(
         how = await _closed(client, workflow_id)
         if how is None:
             raise
+        went = await moved_to(client, workflow_id) if how == "completed" else None
+        if went is not None:
+            raise errors.SessionMovedError(
+                f"session {workflow_id!r} was moved to {went}: answer it there; nothing was "
+                "changed here",
+                target=went,
+            ) from exc
         raise closed(how) from exc
     return out
+
+
+async def moved_to(client: Client, workflow_id: str) -> str | None:
+    """Where the run of workflow ``workflow_id`` went, when it ended moved (``move_out``);
+    None while it runs, or when it ended otherwise."""
+    if await _closed(client, workflow_id) is None:
+        return None
+    result = await moved_result(client, workflow_id)
+    return None if result is None else result[0]
+
+
+async def moved_result(
+    client: Client, workflow_id: str
+) -> tuple[str, dict[str, JsonValue] | None] | None:
+    """(where it went, the state it left with) for a workflow that ended moved; else None."""
+    try:
+        out = await client.get_workflow_handle(workflow_id).result(follow_runs=False)
+    except Exception:  # running, failed, unknown: it did not end moved
+        return None
+    if not isinstance(out, dict) or not isinstance(out.get("moved_to"), str):
+        return None
+    state = out.get("state")
+    return out["moved_to"], state if isinstance(state, dict) else None
 
 
 async def _closed(client: Client, workflow_id: str) -> str | None:
@@ -338,6 +368,9 @@ def _as_interlude_error(exc: WorkflowUpdateFailedError) -> Exception:
         return errors.AnswerValidationError(
             message, interrupt_id=str(details.get("interrupt_id")), path=path
         )
+    if cls is errors.SessionMovedError:
+        target = details.get("target") if isinstance(details, dict) else None
+        return errors.SessionMovedError(message, target=str(target or ""))
     if cls is errors.UndoError:
         calls = details.get("calls") if isinstance(details, dict) else None
         return errors.UndoError(message, tuple(str(c) for c in calls or ()))

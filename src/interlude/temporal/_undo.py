@@ -20,12 +20,29 @@ from temporalio.exceptions import ApplicationError
 
 from .._agent import Agent, UndoPlan
 from .._messages import JsonValue
-from ..errors import AgentBusyError, InterludeError, NotPausedError, UndoError
+from ..errors import (
+    AgentBusyError,
+    ConfigurationError,
+    InterludeError,
+    NotPausedError,
+    SessionMovedError,
+    UndoError,
+)
 
 if TYPE_CHECKING:
     from ..multiagent import Graph, Swarm
 
-__all__ = ["Answer", "Recover", "Request", "Requests", "Undo", "parse_undo", "stands"]
+__all__ = [
+    "Answer",
+    "MoveOut",
+    "Recover",
+    "Request",
+    "Requests",
+    "Undo",
+    "parse_move",
+    "parse_undo",
+    "stands",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +70,17 @@ class Recover:
     """Carry on the stopped run (the ``recover`` Update): ``agent.recover_async()``."""
 
 
-Request: TypeAlias = "Answer | Undo | Recover"
+@dataclass(frozen=True, slots=True)
+class MoveOut:
+    """Leave this engine (the ``move_out`` Update, ``interlude move``): the run's state goes
+    to ``to``, from ``source`` (this place's name), moved by ``by``."""
+
+    to: str
+    source: str
+    by: str
+
+
+Request: TypeAlias = "Answer | Undo | Recover | MoveOut"
 Outcome: TypeAlias = "dict[str, JsonValue] | ApplicationError"
 
 _KEYS = ("to", "by", "skip", "dry_run")
@@ -78,6 +105,16 @@ def parse_undo(request: object) -> Undo:
     if not isinstance(dry_run, bool):
         raise UndoError(f"undo: dry_run= is true or false, got {dry_run!r}")
     return Undo(to, by, tuple(skip), dry_run)
+
+
+def parse_move(request: object) -> MoveOut:
+    """The ``move_out`` Update's argument ``{"to", "from", "by"}`` as a :class:`MoveOut`."""
+    if not isinstance(request, Mapping):
+        raise ConfigurationError(f'move_out takes {{"to": PLACE, ...}}, got {request!r}')
+    to, source, by = request.get("to"), request.get("from"), request.get("by")
+    if not isinstance(to, str) or not to or not isinstance(source, str):
+        raise ConfigurationError(f"move_out: to= and from= name places, got {to!r}, {source!r}")
+    return MoveOut(to, source, by if isinstance(by, str) and by else "unknown")
 
 
 def stands(agent: Agent) -> str:
@@ -119,6 +156,9 @@ class Requests:
     _outcomes: dict[int, Outcome]
     _failure: ApplicationError | None
     _ended: bool
+    _moved: MoveOut | None = None
+    """Where the run went (``move_out``): the workflow is ending, answers are refused."""
+    _moved_state: dict[str, JsonValue]
 
     async def _submit(self, request: Request) -> dict[str, JsonValue]:
         """Queue ``request`` for the run loop and wait for how the run went on with it."""
@@ -185,9 +225,54 @@ class Requests:
         except InterludeError as exc:
             raise refused(exc) from None
 
+    @workflow.update(name="move_out")
+    async def move_out(self, request: dict[str, Any]) -> dict[str, JsonValue]:
+        """Leave this engine (``interlude move``): while the run waits on people with nothing
+        in flight, its ``export_state()`` (a ``moved`` entry last in its trail, its pause) is
+        returned and the workflow ends as moved, refusing answers with where it went."""
+        return await self._submit(parse_move(request))
+
+    @move_out.validator
+    def _check_move_out(self, request: dict[str, Any]) -> None:
+        try:
+            parse_move(request)
+            agent = self._waiting("move")
+            if not isinstance(agent, Agent):
+                raise ConfigurationError(
+                    f"this workflow runs {agent.kind} {agent.name!r}: moving a graph's or "
+                    "swarm's run is not built yet"
+                )
+        except InterludeError as exc:
+            raise refused(exc) from None
+
+    def _move(self, agent: Agent, move: MoveOut) -> dict[str, JsonValue]:
+        """Apply ``move``: the agent closed as moved; its state (with the pause) returned."""
+        from .._agent import mark_moved
+
+        state = mark_moved(
+            agent,
+            session_id=workflow.info().workflow_id,
+            source=move.source,
+            target=move.to,
+            by=move.by,
+        )
+        self._moved = move
+        self._moved_state = state
+        return {"moved_to": move.to, "state": state}
+
+    def _check_moved(self) -> None:
+        """SessionMovedError once the run has moved away."""
+        if self._moved is not None:
+            raise SessionMovedError(
+                f"session {workflow.info().workflow_id!r} was moved to {self._moved.to}: "
+                "answer it there; nothing was changed here",
+                target=self._moved.to,
+            )
+
     def _waiting(self, what: str) -> Agent | Graph | Swarm:
         """The run, when it waits on people (paused, or stopped after an undo) with nothing
         in flight; else the error saying why ``what`` cannot be applied now."""
+        self._check_moved()
         agent = self._agent
         if self._failure is not None:
             raise UndoError(f"cannot {what}: the run failed ({self._failure.message})")
@@ -208,4 +293,6 @@ def refused(exc: InterludeError) -> ApplicationError:
     details: list[Any] = []
     if isinstance(exc, UndoError) and exc.calls:
         details.append({"calls": list(exc.calls)})
+    if isinstance(exc, SessionMovedError):
+        details.append({"target": exc.target})
     return ApplicationError(str(exc), *details, type=type(exc).__name__)

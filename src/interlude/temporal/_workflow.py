@@ -26,7 +26,7 @@ from ._executor import ActivityExecutor
 from ._limits import Limits, PayloadLimitError, json_size, too_large
 from ._notify import RunNotices
 from ._registry import Registration, build_agent, build_graph, lookup
-from ._undo import Answer, Recover, Request, Requests, Undo, refused, stands
+from ._undo import Answer, MoveOut, Recover, Request, Requests, Undo, refused, stands
 
 if TYPE_CHECKING:
     from ..multiagent import Graph, MultiAgentResult, Orchestration, Swarm
@@ -192,8 +192,9 @@ class AgentWorkflow(Requests):
         self._clear_pending()
         await workflow.wait_condition(workflow.all_handlers_finished)
         out = summary(result, agent)
-        state = agent.export_state()
-        out["state"] = state
+        out["state"] = agent.export_state()
+        if self._moved is not None:  # the state it left with: a move cut short takes it again
+            out.update(stop_reason="moved", moved_to=self._moved.to, state=self._moved_state)
         size, limit = json_size(out), self._limits.max_result_bytes
         if size > limit:
             out["state"] = None
@@ -293,6 +294,10 @@ class AgentWorkflow(Requests):
             await self._notices.send_closed(asked, agent, workflow.now().timestamp())
             return expired
         ticket, request = self._inbox.pop(0)
+        if isinstance(request, MoveOut):  # checked by its validator: the run waits on people
+            assert isinstance(agent, Agent)
+            self._outcomes[ticket] = self._move(agent, request)
+            return None
         self._applying = ticket
         try:
             result = await _apply(agent, request)
@@ -370,6 +375,7 @@ class AgentWorkflow(Requests):
         """Exactly the checks ``resume`` applies; a refused Update changes nothing."""
         try:
             agent = self._agent
+            self._check_moved()
             if self._failure is not None:
                 raise _not_paused(f" (the run failed: {self._failure.message})")
             if agent is None or not agent.is_paused or agent.is_running:
@@ -444,6 +450,7 @@ async def _apply(agent: Run, request: Request) -> AgentResult | MultiAgentResult
     assert isinstance(agent, Agent)  # the validators refuse an undo or a recover of a graph
     if isinstance(request, Recover):
         return await agent.recover_async()
+    assert isinstance(request, Undo)  # a move out is applied by the run loop itself
     return await agent.undo_async(request.to, by=request.by, skip=request.skip)
 
 
@@ -471,8 +478,10 @@ def _not_paused(more: str = "") -> ResumeError:
 
 def _error_details(exc: ResumeError) -> list[JsonValue]:
     """What the client needs to raise the same error: the question, or the field."""
-    from ..errors import AnswerValidationError, InterruptExpiredError
+    from ..errors import AnswerValidationError, InterruptExpiredError, SessionMovedError
 
+    if isinstance(exc, SessionMovedError):
+        return [{"target": exc.target}]
     if isinstance(exc, AnswerValidationError):
         return [{"interrupt_id": exc.interrupt_id, "path": list(exc.path)}]
     if isinstance(exc, InterruptExpiredError) and exc.interrupt is not None:
