@@ -11,7 +11,9 @@ d) SQLite and e) PostgreSQL round trips, f) PostgreSQL workers racing (bench/ses
 g) journaled cycles beside the raw SQLite commit and h) pause size after many approvals
 (bench/journal.py), i) a fresh resume after 10 and 1,000 messages (bench/resume.py), j) approval
 policies: a replay of 1,000 stored sessions and the cost per call (bench/policy.py); undo:
-planning and running an undo, and what it writes (bench/undo.py).
+planning and running an undo, and what it writes (bench/undo.py); l) dbos: pause + answer on
+DBOS beside the embedded PostgreSQL path (bench/dbos_bench.py; skipped without PostgreSQL or
+the dbos package).
 bench/hotspots.py profiles one workload when a target fails.
 """
 
@@ -406,7 +408,7 @@ def _pause_reps(quick: bool) -> int:
     return 50 if quick else 400
 
 
-SECTIONS = ("import", "memory", "sessions", "journal", "resume", "policy", "undo")
+SECTIONS = ("import", "memory", "sessions", "journal", "resume", "policy", "undo", "dbos")
 
 
 def main() -> None:
@@ -494,6 +496,11 @@ def main() -> None:
         import undo  # bench/undo.py: planning and running an undo, and what it writes
 
         undo.run(quick)
+    if "dbos" in only:
+        import dbos_bench  # bench/dbos_bench.py: DBOS beside embedded PostgreSQL (not dbos.py:
+        # bench/ is on sys.path, and a bench/dbos.py would hide the dbos package)
+
+        dbos_bench.run(quick)
     print(f"\ntotal bench time: {time.perf_counter() - started:.1f} s")
     sys.stdout = counter.out
     if counter.fails:

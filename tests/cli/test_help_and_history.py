@@ -1,6 +1,6 @@
-"""What ``interlude --help`` says about ``--app`` and ``--temporal`` is what the commands do;
-every command names its arguments the same way; ``history`` sums up a tool's JSON result
-(issue 35). Run in this process, through ``interlude.cli.main``."""
+"""What ``interlude --help`` says about ``--app``, ``--temporal`` and ``--dbos`` is what the
+commands do; every command names its arguments the same way; ``history`` sums up a tool's JSON
+result (issue 35). Run in this process, through ``interlude.cli.main``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from interlude.sessions import SQLiteStore
 from interlude.testing import ScriptedModel
 
 BAD_APP = "no_such_module_here:app"
+DBOS_URL = "postgresql://postgres@127.0.0.1:1/none"
 
 
 def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -39,7 +40,13 @@ def _commands(capsys: pytest.CaptureFixture[str]) -> list[str]:
 @pytest.fixture
 def demo_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """A store holding demo session ``s``, paused on its question; its URL and the question."""
-    for name in ("INTERLUDE_APP", "INTERLUDE_TEMPORAL", "INTERLUDE_STORE", "INTERLUDE_TOKENS"):
+    for name in (
+        "INTERLUDE_APP",
+        "INTERLUDE_TEMPORAL",
+        "INTERLUDE_DBOS",
+        "INTERLUDE_STORE",
+        "INTERLUDE_TOKENS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 's.db'}"
@@ -62,6 +69,7 @@ def _argv(command: str, question: str) -> list[str]:
         "mcp-serve": ["mcp-serve"],
         "worker": ["worker", "--once"],
         "temporal-worker": ["--temporal", "127.0.0.1:1", "temporal-worker"],
+        "dbos-worker": ["--dbos", DBOS_URL, "dbos-worker"],
         "pending": ["pending"],
         "show": ["show", "s"],
         "history": ["history", "s"],
@@ -118,9 +126,31 @@ def test_the_temporal_help_names_every_command_that_takes_it(
         if command in taking:
             continue
         argv = [a for a in _argv(command, question) if a not in ("--temporal", "127.0.0.1:1")]
+        argv = [a for a in argv if a not in ("--dbos", DBOS_URL)]
         assert main(["--store", url, "--temporal", "127.0.0.1:9", *argv]) == 1
         err = capsys.readouterr().err
-        assert f"--temporal works with {found.group(1)}; {command} works on a session" in err
+        where = "DBOS (--dbos)" if command == "dbos-worker" else "a session store"
+        assert f"--temporal works with {found.group(1)}; {command} works on {where}" in err
+
+
+def test_the_dbos_help_names_every_command_that_takes_it(
+    demo_store: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, question = demo_store
+    everything = _commands(capsys)
+    said = _help(capsys)
+    found = re.search(r"DBOS system database: (.+?) then work on the agent runs", said)
+    assert found, said
+    taking = _names(found.group(1))
+    assert taking == ["run", "pending", "answer", "show", "serve", "dbos-worker", "move"]
+    for command in everything:
+        if command in taking:
+            continue
+        argv = [a for a in _argv(command, question) if a not in ("--temporal", "127.0.0.1:1")]
+        assert main(["--store", url, "--dbos", DBOS_URL, *argv]) == 1
+        err = capsys.readouterr().err
+        where = "Temporal (--temporal)" if command == "temporal-worker" else "a session store"
+        assert f"--dbos works with {found.group(1)}; {command} works on {where}" in err
 
 
 def test_the_cli_page_describes_every_command(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,9 @@ for scripts, before or after the command's name. Only ``demo`` and ``run`` creat
 the other commands report a store that does not exist. With ``--temporal HOST:PORT`` (or
 $INTERLUDE_TEMPORAL; ``--namespace``), ``pending``, ``answer`` and ``show`` work on agent
 workflows of ``interlude.temporal`` instead (the session is the workflow id), and
-``temporal-worker`` runs a worker for the ``--app`` (see ``_temporal``).
+``temporal-worker`` runs a worker for the ``--app`` (see ``_temporal``). With ``--dbos URL`` (or
+$INTERLUDE_DBOS), the commands of ``ON_DBOS`` work on the runs of ``interlude.dbos`` on that
+PostgreSQL database, and ``dbos-worker`` runs a worker (see ``_dbos``).
 
 Commands that run a session's agent (``answer``, ``recover``, ``discard``) build it with the
 factory the ``--app`` registers under the agent name the session records. Nothing named in
@@ -41,13 +43,20 @@ from ._commands import (
     _sessions,
     _show,
 )
+from ._dbos import (
+    dbos_answer,
+    dbos_pending,
+    dbos_run,
+    dbos_show,
+    dbos_worker,
+)
 from ._errors import CliError as CliError
 from ._errors import _run as _run  # re-exported, as CliError: imported from here
-from ._mcp import mcp_serve_command
 from ._move import move_command, run_move
-from ._operate import _serve, _worker, serve_limit_options
+from ._operate import _serve
 from ._policy import policy_commands
 from ._render import Output
+from ._services import service_commands
 from ._stores import DEFAULT_STORE
 from ._temporal import (
     DEFAULT_TASK_QUEUE,
@@ -119,24 +128,45 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> Callable[..., int]:
-    """The command to run: its Temporal form (``ON_TEMPORAL``) with ``--temporal`` (refused
-    for the commands that only work on a store, unless the option comes from
-    $INTERLUDE_TEMPORAL)."""
-    if not args.temporal:
-        return args.command  # type: ignore[no-any-return]
-    on_temporal = ON_TEMPORAL.get(args.command_name)
-    if on_temporal is not None:
-        return on_temporal
-    if args.temporal != os.environ.get("INTERLUDE_TEMPORAL"):
-
-        def refuse(args: argparse.Namespace, out: Output) -> int:
-            raise CliError(
-                f"--temporal works with {_listed(ON_TEMPORAL)}; {args.command_name} works on "
-                "a session store (--store)"
-            )
-
-        return refuse
+    """The command to run: its Temporal form (``ON_TEMPORAL``) with ``--temporal``, its DBOS
+    form (``ON_DBOS``) with ``--dbos``; refused for the commands that work elsewhere, unless
+    the option comes from the environment. Both options at once: the one given here wins over
+    the other's variable; both given (or both from the environment) are refused."""
+    if args.temporal and args.dbos:
+        given_temporal = args.temporal != os.environ.get("INTERLUDE_TEMPORAL")
+        if given_temporal == (args.dbos != os.environ.get("INTERLUDE_DBOS")):
+            return _refusal("--dbos and --temporal name two engines: give one of them")
+        args.temporal, args.dbos = (args.temporal, None) if given_temporal else (None, args.dbos)
+    if args.dbos:
+        return _engine(args, ON_DBOS, "--dbos", args.dbos != os.environ.get("INTERLUDE_DBOS"))
+    if args.temporal:
+        given = args.temporal != os.environ.get("INTERLUDE_TEMPORAL")
+        return _engine(args, ON_TEMPORAL, "--temporal", given)
     return args.command  # type: ignore[no-any-return]
+
+
+def _engine(
+    args: argparse.Namespace, table: dict[str, Callable[..., int]], flag: str, given: bool
+) -> Callable[..., int]:
+    """The command's form in ``table``; refused when it has none and ``flag`` was given."""
+    found = table.get(args.command_name)
+    if found is not None:
+        return found
+    if not given:
+        return args.command  # type: ignore[no-any-return]
+    name = args.command_name
+    where = {"temporal-worker": "Temporal (--temporal)", "dbos-worker": "DBOS (--dbos)"}
+    return _refusal(
+        f"{flag} works with {_listed(table)}; {name} works on "
+        + where.get(name, "a session store (--store)")
+    )
+
+
+def _refusal(message: str) -> Callable[..., int]:
+    def refuse(args: argparse.Namespace, out: Output) -> int:
+        raise CliError(message)
+
+    return refuse
 
 
 ON_TEMPORAL: dict[str, Callable[..., int]] = {
@@ -152,6 +182,17 @@ ON_TEMPORAL: dict[str, Callable[..., int]] = {
 }
 """The commands that take ``--temporal``, and what each runs then (on agent workflows)."""
 
+ON_DBOS: dict[str, Callable[..., int]] = {
+    "run": dbos_run,
+    "pending": dbos_pending,
+    "answer": dbos_answer,
+    "show": dbos_show,
+    "serve": _serve,
+    "dbos-worker": dbos_worker,
+    "move": run_move,
+}
+"""The commands that take ``--dbos``, and what each runs then (on ``interlude.dbos`` runs)."""
+
 USES_APP: dict[str, Literal["runs", "names"]] = {
     "run": "runs",
     "answer": "runs",
@@ -165,6 +206,7 @@ USES_APP: dict[str, Literal["runs", "names"]] = {
     "mcp-serve": "runs",
     "worker": "runs",
     "temporal-worker": "runs",
+    "dbos-worker": "runs",
     "pending": "names",
     "show": "names",
     "history": "names",
@@ -211,6 +253,11 @@ TEMPORAL_HELP = (
     "(interlude.temporal), the session being the workflow id. Default: $INTERLUDE_TEMPORAL"
 )
 
+DBOS_HELP = (
+    f"PostgreSQL URL of a DBOS system database: {_listed(ON_DBOS)} then work on the agent "
+    "runs of interlude.dbos there, the session being the workflow id. Default: $INTERLUDE_DBOS"
+)
+
 _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 """What ``add_subparsers`` returns: the commands' parsers are added to it."""
 
@@ -225,7 +272,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
     _run_commands(sub)
     _session_commands(sub)
-    _service_commands(sub)
+    service_commands(sub, _command_parser)
     policy_commands(sub, _command_parser, _hidden_globals)
     return parser
 
@@ -253,6 +300,12 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         help=TEMPORAL_HELP,
     )
     parser.add_argument("--namespace", default="default", help="the Temporal namespace (default)")
+    parser.add_argument(
+        "--dbos",
+        metavar="URL",
+        default=os.environ.get("INTERLUDE_DBOS") or None,
+        help=DBOS_HELP,
+    )
 
 
 def _command_parser(
@@ -267,7 +320,8 @@ def _command_parser(
     epilog = (
         ("example:\n  " + example + "\n\n" if example else "")
         + "global options (also before the command; `interlude --help` explains them):\n"
-        "  --store URL, --app MODULE:ATTR, --json, --temporal HOST:PORT, --namespace NAME"
+        "  --store URL, --app MODULE:ATTR, --json, --temporal HOST:PORT, --namespace NAME,\n"
+        "  --dbos URL"
     )
     p = sub.add_parser(
         name,
@@ -289,6 +343,7 @@ def _hidden_globals(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--namespace", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument("--dbos", metavar="URL", default=argparse.SUPPRESS, help=hidden)
 
 
 EXAMPLES = {
@@ -310,28 +365,12 @@ EXAMPLES = {
     "mcp-serve": "interlude mcp-serve --app myapp:app --by ana --group ops",
     "worker": "interlude worker --app myapp:app --store postgresql://localhost/agents",
     "temporal-worker": "interlude --temporal localhost:7233 temporal-worker --app myapp:app",
+    "dbos-worker": "interlude --dbos postgresql://localhost/agents dbos-worker --app myapp:app "
+    "--executor-id w1",
     "policy": "interlude policy check policy.toml --app myapp:app\n"
     "  interlude policy replay --policy policy.toml --since 30d",
 }
 """One example per command, shown by its ``--help``."""
-
-
-def _notify_options(p: argparse.ArgumentParser, prefix: str) -> None:
-    p.add_argument(
-        "--notify",
-        metavar="URL",
-        action="append",
-        default=[],
-        help=f"{prefix}notify about questions (asked, deadline near, escalated, expired, "
-        "answered): an http(s):// webhook (signed with $INTERLUDE_NOTIFY_SECRET) or "
-        "smtp://host:port?from=ADDRESS&to=ADDRESS; repeatable; added to the app's notify=",
-    )
-    p.add_argument(
-        "--inbox-url",
-        metavar="URL",
-        help="the inbox's address, for the links in notifications"
-        + (" (default: this server's)" if prefix else ""),
-    )
 
 
 def _task_queue_option(p: argparse.ArgumentParser, help: str) -> None:
@@ -508,65 +547,6 @@ def _undo_command(sub: _Commands) -> None:
     )
     _by_option(undo, "who undoes, for the session's audit trail")
     _agent_option(undo)
-
-
-def _service_commands(sub: _Commands) -> None:
-    """serve, worker and temporal-worker: the commands that run until stopped."""
-    serve = _command_parser(
-        sub,
-        "serve",
-        _serve,
-        "serve the web inbox (HTML pages and a JSON API) where people answer questions",
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8321, help="port to listen on (8321)")
-    serve.add_argument(
-        "--tokens",
-        metavar="FILE",
-        help='JSON file {"token": "approver name", ...} (default: $INTERLUDE_TOKENS, '
-        "tok1=ana,tok2=bo; with neither, on a loopback address only, a token for your OS "
-        "user is made and printed once)",
-    )
-    serve.add_argument(
-        "--worker",
-        action="store_true",
-        help="also run a worker in this process: it carries sessions on once answered",
-    )
-    serve.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
-    serve.add_argument(
-        "--mcp",
-        action="store_true",
-        help="also serve the --app's agents as MCP tools at /mcp (streamable HTTP, the same "
-        "tokens), answering their questions in the client's own forms",
-    )
-    serve_limit_options(serve)
-    serve.add_argument(
-        "--signing-key-env",
-        metavar="VAR",
-        help="verify every pause with the signing key in environment variable VAR (the agents' "
-        "signing_key) before showing its questions or checking answers against them",
-    )
-    _notify_options(serve, "with --worker: ")
-    _task_queue_option(serve, "with --temporal: only workflows on this task queue")
-    mcp_serve_command(sub, _command_parser)
-
-    worker = _command_parser(
-        sub,
-        "worker",
-        _worker,
-        "carry on sessions that have recorded answers, expired questions or stopped runs",
-    )
-    worker.add_argument("--once", action="store_true", help="handle what is there now, then exit")
-    worker.add_argument("--poll", type=float, default=0.5, help="seconds between checks (0.5)")
-    _notify_options(worker, "")
-
-    temporal = _command_parser(
-        sub,
-        "temporal-worker",
-        temporal_worker,
-        "run agents of the --app as Temporal workflows (needs --temporal), until Ctrl-C",
-    )
-    _task_queue_option(temporal, f"the task queue to poll ({DEFAULT_TASK_QUEUE})")
 
 
 def _duration(text: str) -> float:

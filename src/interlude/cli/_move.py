@@ -1,16 +1,20 @@
 """``interlude move SESSION --to TARGET``: a paused session (or one stopped between steps)
-leaves its store or Temporal for another and is carried on there (``interlude.operate.move``).
+leaves its store, Temporal or DBOS for another and is carried on there
+(``interlude.operate.move``).
 
-The source is the ``--store`` (or, with ``--temporal``, the workflow of that id), as for
-every command; the target is a store URL, ``temporal`` (the server of ``--temporal`` /
-$INTERLUDE_TEMPORAL, else localhost:7233) or ``temporal://HOST:PORT``. Moving into Temporal
-takes the session from ``--store`` whatever ``--temporal`` says."""
+The source is the ``--store`` (or, with ``--temporal``, the workflow of that id; with
+``--dbos URL``, the DBOS run of that id), as for every command, or ``--from PLACE``; the
+target is a store URL, ``temporal`` (the server of ``--temporal`` / $INTERLUDE_TEMPORAL, else
+localhost:7233), ``temporal://HOST:PORT`` or ``dbos:postgresql://...`` (a DBOS system
+database its workers run on). Moving into Temporal takes the session from ``--store``
+whatever ``--temporal`` says, and moving into DBOS whatever ``--dbos`` says."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +43,15 @@ def move_command(sub: Any, command_parser: Callable[..., argparse.ArgumentParser
         required=True,
         metavar="TARGET",
         help="where it goes: a store URL (sqlite:///..., postgresql://...), temporal (the "
-        "--temporal server) or temporal://HOST:PORT",
+        "--temporal server), temporal://HOST:PORT or dbos:postgresql://... (a DBOS system "
+        "database)",
+    )
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="PLACE",
+        help="where it is, when not the --store / --temporal / --dbos: a store URL, "
+        "temporal://HOST:PORT or dbos:postgresql://...",
     )
     p.add_argument("--by", metavar="NAME", help="who moves it (default: your OS user name)")
     p.add_argument(
@@ -60,7 +72,12 @@ def run_move(args: argparse.Namespace, out: Output) -> int:
 def _run_move(args: argparse.Namespace, out: Output) -> int:
     from ._commands import _operator
 
-    moved = asyncio.run(_move(args, args.by or _operator()))
+    try:
+        moved = asyncio.run(_move(args, args.by or _operator()))
+    finally:
+        dbos = sys.modules.get("interlude.dbos")
+        if dbos is not None:  # the DBOS clients this command opened, in its event loop
+            dbos.close_clients()
     out.moved(moved)
     return 0
 
@@ -70,25 +87,9 @@ async def _move(args: argparse.Namespace, by: str) -> dict[str, Any]:
     from ..operate import move_async
 
     target = args.to.strip()
-    into_temporal = target == "temporal" or target.startswith("temporal://")
-    if target.startswith("dbos:"):
-        raise CliError("moving into DBOS is not built yet: move into a store or Temporal")
     app = _app(args)
-    source: Place
-    if args.temporal and not into_temporal:
-        source = await _temporal(args, args.temporal)
-    else:
-        from ._stores import _store
-
-        source = _store_place(_store(args.store), args.store)
-    dest: Place
-    if into_temporal:
-        address = target.removeprefix("temporal://") if target != "temporal" else None
-        dest = await _temporal(args, address or args.temporal or _env() or DEFAULT_TEMPORAL)
-    else:
-        from ._stores import _store
-
-        dest = _store_place(_store(target, create=True), target)
+    source = await _source(args, target)
+    dest = await _place(args, target, create=True)
     try:
         moved = await move_async(args.session, source=source, target=dest, app=app, by=by)
     except CliError:
@@ -100,6 +101,63 @@ async def _move(args: argparse.Namespace, by: str) -> dict[str, Any]:
             refusal=exc.code,
         ) from None
     return moved.to_dict()
+
+
+async def _source(args: argparse.Namespace, target: str) -> Place:
+    """Where the session is: ``--from``, else ``--dbos`` / ``--temporal`` (unless the target
+    is that engine: moving into it takes the session from the store), else ``--store``."""
+    if getattr(args, "source", None):
+        return await _place(args, args.source.strip(), create=False)
+    dbos = getattr(args, "dbos", None)
+    if dbos and not target.startswith(DBOS_PREFIX):
+        return _dbos(dbos)
+    if args.temporal and not _is_temporal(target):
+        return await _temporal(args, args.temporal)
+    from ._stores import _store
+
+    return _store_place(_store(args.store), args.store)
+
+
+async def _place(args: argparse.Namespace, where: str, *, create: bool) -> Place:
+    """``where`` (a store URL, ``temporal``, ``temporal://HOST:PORT``, ``dbos:URL``) as a
+    place."""
+    if where.startswith(DBOS_PREFIX):
+        return _dbos(where.removeprefix(DBOS_PREFIX))
+    if _is_temporal(where):
+        address = where.removeprefix("temporal://") if where != "temporal" else None
+        return await _temporal(args, address or args.temporal or _env() or DEFAULT_TEMPORAL)
+    from ._stores import _store
+
+    return _store_place(_store(where, create=create), where)
+
+
+DBOS_PREFIX = "dbos:"
+
+
+def _is_temporal(where: str) -> bool:
+    return where == "temporal" or where.startswith("temporal://")
+
+
+def _dbos(url: str) -> Place:
+    """The DBOS system database at ``url`` as a place (named ``dbos:URL``, as given)."""
+    if not url.startswith(("postgresql://", "postgres://", "postgresql+")):
+        raise CliError(f"dbos: takes a PostgreSQL URL (dbos:postgresql://...), got {url!r}")
+    try:
+        from ..dbos import DbosPlace
+    except ImportError as exc:
+        raise CliError(
+            f"moving to or from DBOS needs the [dbos] extra ({exc.name} is missing): "
+            "pip install 'interlude-agents[dbos]'"
+        ) from None
+    place = DbosPlace(url, name=DBOS_PREFIX + url)
+    try:
+        place.connect()
+    except Exception as exc:
+        raise CliError(
+            f"cannot reach the DBOS system database at {url} (has a DBOS worker run on it?): "
+            f"{str(exc).splitlines()[0]}"
+        ) from None
+    return place
 
 
 def _env() -> str | None:

@@ -5,6 +5,7 @@ once answered, expired or stopped)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -91,6 +92,10 @@ def _serve(args: argparse.Namespace, out: Output) -> int:
         )
     if not args.shutdown_timeout >= 0:
         raise CliError(f"--shutdown-timeout takes seconds >= 0, got {args.shutdown_timeout}")
+    if getattr(args, "dbos", None):
+        from ._dbos import dbos_command
+
+        return dbos_command(_serve_dbos)(args, out)
     if getattr(args, "temporal", None):
         if args.mcp:
             raise CliError(
@@ -181,6 +186,42 @@ def _serve_temporal(args: argparse.Namespace, out: Output) -> int:
             "dim",
         )
         out._say("Ctrl-C stops.", "dim")
+        sys.stdout.flush()
+    _run_server(args, asgi)
+    return 0
+
+
+def _serve_dbos(args: argparse.Namespace, out: Output) -> int:
+    """``serve`` on the DBOS runs of the system database ``--dbos`` names."""
+    from ._dbos import dbos_where, require_dbos
+
+    if args.mcp or args.worker:
+        flag = "--mcp serves the --app's agents" if args.mcp else "--worker runs a worker"
+        raise CliError(
+            f"serve {flag} on a session store (--store); with --dbos the runs are carried on "
+            f"by their own workers: run `{program()} --dbos URL dbos-worker --app MODULE:APP`"
+        )
+    url = require_dbos(args)
+    from ..dbos import DBOSInbox
+    from ..server import create_app
+
+    tokens = _tokens(args)
+    made = _made_token(args, tokens)
+    asgi = create_app(DBOSInbox(url), tokens=tokens, poll=args.poll, **_limits(args))
+    where, link = dbos_where(url), _url(args)
+    if out.json_mode:
+        info = {"url": link, "login": f"{link}/login", "token": made, "dbos": where[8:]}
+        print(json.dumps(info), flush=True)
+    else:
+        out._say(f"Interlude inbox on {link}  ({where})", "bold")
+        out._say(f"Open {link}/login and sign in with a token.")
+        if made is not None:
+            out._say(f"  token for {tokens[made]} (this run only, shown once): {made}", "cyan")
+        out._say(
+            "Answers go to the paused runs, which carry on on their workers "
+            f"(`{program()} dbos-worker`). Ctrl-C stops.",
+            "dim",
+        )
         sys.stdout.flush()
     _run_server(args, asgi)
     return 0

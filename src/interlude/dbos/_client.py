@@ -17,6 +17,7 @@ from typing import Any
 from dbos import DBOSClient, EnqueueOptions, WorkflowStatus
 
 from .. import errors
+from .._agent import moved_error
 from .._interrupt import Interrupt
 from .._messages import JsonValue
 from ..sessions import PendingInterrupt
@@ -58,15 +59,25 @@ def close_clients() -> None:
 
 
 async def start(
-    url: str, agent: str, session_id: str, prompt: str, *, now: float | None = None
+    url: str,
+    agent: str,
+    session_id: str,
+    prompt: str | None = None,
+    *,
+    state: Mapping[str, JsonValue] | None = None,
+    now: float | None = None,
 ) -> str:
-    """Start agent ``agent`` of the workers' App on ``prompt`` as session ``session_id`` (the
-    workflow id; a second start of the same id attaches to the first). Returns the id. A
-    text prompt for now."""
+    """Start agent ``agent`` of the workers' App on ``prompt`` (a text prompt), or carry on
+    ``state`` (an ``export_state()``, paused or stopped between steps: a session moved here),
+    as session ``session_id`` (the workflow id; a second start of the same id attaches to the
+    first). Returns the id. The worker imports ``state`` as ``Agent.import_state`` does (its
+    format, its signatures with the agent's key, its tools)."""
+    if (prompt is None) == (state is None):
+        raise ValueError("start takes a prompt or a state (export_state()), one of the two")
     request: dict[str, JsonValue] = {
         "agent": agent,
         "prompt": prompt,
-        "state": None,
+        "state": None if state is None else dict(state),
         "now": time.time() if now is None else now,
     }
     options: EnqueueOptions = {
@@ -170,8 +181,11 @@ async def _outcome(
 
 
 def _ended(status: WorkflowStatus, answers: Mapping[str, JsonValue]) -> dict[str, Any]:
-    """The refusal of an answer to a run that ended."""
+    """The refusal of an answer to a run that ended (moved away: where it went)."""
     output = status.output if isinstance(status.output, dict) else {}
+    went = output.get("moved_to")
+    if isinstance(went, str):
+        return c.refusal_to_dict(moved_error(status.workflow_id, went))
     answered = output.get("answered") or {}
     for interrupt_id in answers:
         if interrupt_id in answered:
@@ -204,7 +218,8 @@ async def result(
     timeout: float = 60.0,  # noqa: ASYNC109 (a polling deadline)
 ) -> dict[str, Any]:
     """The run's result once it ended (``{"stop_reason", "text", "interrupts", "answered",
-    "state"}``); TimeoutError after ``timeout``; the run's error if it failed."""
+    "state"}``; a run moved away: ``stop_reason`` "moved", ``moved_to``, the state it left
+    with); TimeoutError after ``timeout``; the run's error if it failed."""
     client = _client(url)
     deadline = time.monotonic() + timeout
     while True:

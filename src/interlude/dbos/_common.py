@@ -17,6 +17,8 @@ from .._messages import JsonValue
 
 __all__ = [
     "APP_NAME",
+    "MOVED",
+    "MOVE_OUT",
     "QUEUE",
     "SERIALIZER",
     "TOPIC",
@@ -33,13 +35,21 @@ WORKFLOW = "interlude.agent"
 QUEUE = "interlude"
 """The queue clients start runs on (every worker listens to it)."""
 TOPIC = "interlude.answers"
-"""The message topic answers are sent on."""
+"""The message topic answers are sent on (and moves out: one topic, taken in order, so no
+answer applies on both sides of a move)."""
+MOVE_OUT = "move_out"
+"""The key of a message that asks the run to leave (``interlude move``): ``{"to", "from",
+"by"}``; the message also holds ``ticket``, ``pause``, ``at`` and ``until``."""
+MOVED = "moved"
+"""The stop reason of a run that left by a move (its result also holds ``moved_to``)."""
 OUTCOME = "interlude.outcome:"
 """The prefix of the event keys the workflow publishes an answer's outcome under."""
 VERSION = "interlude-dbos-1"
 """The pinned application version: DBOS would otherwise hash the source, and an upgrade of
 Interlude or DBOS would orphan paused runs. The state format carries compatibility."""
 APP_NAME = "interlude"
+CLOCK_STEP = "interlude.clock"
+"""The step that reads the time (recorded: a replay reads the same)."""
 
 # The workflow's attributes (a paused run's, read by ``pending`` without a worker).
 PENDING = "interlude_pending"
@@ -73,7 +83,7 @@ def config(url: str, executor_id: str, **extra: Any) -> DBOSConfig:
 def refusal_to_dict(exc: errors.InterludeError) -> dict[str, JsonValue]:
     """A refused answer's error as the outcome event: its class name, message and details."""
     details: dict[str, JsonValue] = {}
-    for key in ("interrupt_id", "by"):
+    for key in ("interrupt_id", "by", "target"):
         value = getattr(exc, key, None)
         if isinstance(value, str):
             details[key] = value
@@ -102,6 +112,8 @@ def refusal_from_dict(data: Mapping[str, Any]) -> Exception:
         )
     if cls is errors.UnconsumedAnswerError:
         return errors.UnconsumedAnswerError(message, interrupt_id=str(details.get("interrupt_id")))
+    if cls is errors.SessionMovedError:
+        return cls(message, target=str(details.get("target") or ""))
     if cls is errors.InterruptExpiredError:
         found = details.get("interrupt")
         return cls(message, None if found is None else Interrupt.from_dict(found))

@@ -8,10 +8,18 @@ answer goes through the agent's one answer path: checked as ``resume`` checks it
 with the embedded error (nothing changes), or applied; its outcome is published as an event
 keyed by the message's ticket. Messages are taken one at a time in order by the one
 execution that owns the workflow: the first answer wins.
+
+A run also starts from an ``export_state()`` (``{"state"}``, no prompt: a session moved here),
+waiting on its questions (paused) or carried on (stopped between steps). A move-out message
+(``interlude move``, on the answers' topic: in order with them) taken at the pause it was sent
+at closes the run: a ``moved`` entry appended to its trail, its pause dropped, the state it
+left with published and returned, the workflow ended as moved (``{"stop_reason": "moved",
+"moved_to"}``); answers sent afterwards are refused with where it went.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,8 +27,10 @@ from dbos import DBOS
 
 from .._messages import JsonValue
 from ..errors import (
+    AgentBusyError,
     AlreadyAnsweredError,
     ConfigurationError,
+    InterludeError,
     NotPausedError,
     ResumeError,
     ResumeInputError,
@@ -109,13 +119,17 @@ class _Run:
         self.pause = 0
         self.shown: tuple[str, ...] | None = None
         """The ids of the questions the attributes hold (None: no pause marked)."""
+        self.moved: tuple[str, dict[str, JsonValue]] | None = None
+        """Where the run went and the state it left with, once a move out was applied."""
 
     async def run(self, prompt: Any) -> dict[str, JsonValue]:
         agent = self.agent
         result: AgentResult | None = None
         if prompt is not None:
             result = await agent.invoke_async(prompt)
-        while agent.is_paused:
+        elif agent.needs_recovery and not agent.is_paused:  # moved here stopped between steps
+            result = await agent.recover_async()
+        while agent.is_paused and self.moved is None:
             await self._mark_paused()
             carried = await self._next()
             if carried is not None:
@@ -127,6 +141,8 @@ class _Run:
         out = summary(result, agent)
         out["answered"] = dict(self.answered)
         out["state"] = agent.export_state()
+        if self.moved is not None:  # the state it left with: a move cut short takes it again
+            out.update(stop_reason=c.MOVED, moved_to=self.moved[0], state=self.moved[1])
         return out
 
     async def _mark_paused(self) -> None:
@@ -173,6 +189,9 @@ class _Run:
             return None  # not ours: nothing to answer
         ticket = message["ticket"]
         self.clock.advance(message.get("at"))
+        if c.MOVE_OUT in message:
+            await self._move_out(ticket, message)
+            return None
         answers, by, shown = message.get("answers"), message.get("by"), message.get("shown")
         try:
             self._check(answers, by, shown)
@@ -187,6 +206,42 @@ class _Run:
             return await self.agent.resume_async(answers, by=by, shown=shown)
         except ResumeError:  # checked just before, with the same clock: not expected
             return None
+
+    async def _move_out(self, ticket: str, message: Mapping[str, Any]) -> None:
+        """Leave (``interlude move``): applied only at the pause it was sent at and before
+        its sender gave up (``until``, read from a step: a late one changes nothing)."""
+        from .._agent import mark_moved
+
+        move = message[c.MOVE_OUT]
+        to = move.get("to") if isinstance(move, dict) else None
+        source = move.get("from") if isinstance(move, dict) else None
+        by = move.get("by") if isinstance(move, dict) else None
+        refusal: InterludeError | None = None
+        if not isinstance(to, str) or not to or not isinstance(source, str) or not source:
+            refusal = ConfigurationError(f'move_out takes {{"to", "from"}}: got {move!r}')
+        elif message.get("pause") != self.pause:
+            refusal = AgentBusyError(
+                "the run went on since the move was asked (an answer came first): nothing was "
+                "moved; move it again once it pauses"
+            )
+        else:
+            until = message.get("until")
+            now = await DBOS.run_step_async({"name": c.CLOCK_STEP}, _now)
+            if isinstance(until, int | float) and now > until:
+                refusal = AgentBusyError("the move came after its sender gave up: not applied")
+        if refusal is not None:
+            await DBOS.set_event_async(c.outcome_key(ticket), c.refusal_to_dict(refusal))
+            return
+        assert isinstance(to, str) and isinstance(source, str)
+        state = mark_moved(
+            self.agent,
+            session_id=self.id,
+            source=source,
+            target=to,
+            by=by if isinstance(by, str) and by else "unknown",
+        )
+        self.moved = (to, state)
+        await DBOS.set_event_async(c.outcome_key(ticket), {"moved_to": to, "state": state})
 
     def _check(self, answers: Any, by: Any, shown: Any) -> None:
         """The checks ``resume`` makes, and a question answered already in this run."""
@@ -204,6 +259,10 @@ class _Run:
         if not self.agent.is_paused:
             raise NotPausedError("the agent is not paused; there is nothing to answer")
         self.agent.check_resume(answers, by=by, shown=shown)
+
+
+async def _now() -> float:
+    return time.time()
 
 
 @DBOS.workflow(name=c.WORKFLOW, max_recovery_attempts=None)

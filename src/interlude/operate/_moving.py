@@ -17,7 +17,7 @@ state, audit trail and signatures travel as ``export_state()`` data. Four steps:
 
 A place is anything with ``name``, ``take_out`` and ``put_in`` (:class:`Place`): a store
 (a URL or a :class:`~interlude.sessions.SessionStore`, as :class:`StorePlace`), or an engine's
-adapter (``interlude.temporal.TemporalPlace``; DBOS's is one more such class).
+adapter (``interlude.temporal.TemporalPlace``, ``interlude.dbos.DbosPlace``).
 """
 
 from __future__ import annotations
@@ -107,10 +107,11 @@ async def move_async(
     by: str | None = None,
 ) -> Moved:
     """Move session ``session_id``, paused (or stopped between steps), from ``source`` to
-    ``target``: each a store URL, a store, or a :class:`Place` (``TemporalPlace``). It is
-    answered and carried on there from then on; the source refuses answers with
-    SessionMovedError naming ``target``. ``app`` builds the session's agent for its signing
-    key (needed for a signed session leaving a store); ``by`` is who moves it (audit trail).
+    ``target``: each a store URL, a store, or a :class:`Place` (``TemporalPlace``,
+    ``DbosPlace``). It is answered and carried on there from then on; the source refuses
+    answers with SessionMovedError naming ``target``. ``app`` builds the session's agent for
+    its signing key (needed for a signed session leaving a store); ``by`` is who moves it
+    (audit trail).
 
     Refused, nothing changed: a session running now (AgentBusyError), with no pause
     (NotPausedError), moved away already (SessionMovedError), with answers recorded and not
@@ -156,7 +157,8 @@ def place(where: Place | SessionStore | str) -> Place:
         if where.startswith(("temporal", "dbos:")):
             raise ConfigurationError(
                 f"{where!r} is an engine, not a store: give its place (e.g. "
-                "interlude.temporal.TemporalPlace(client)); the command line takes it as --to"
+                "interlude.temporal.TemporalPlace(client), interlude.dbos.DbosPlace(url)); the "
+                "command line takes it as --to"
             )
         from ..sessions import open_store
 
