@@ -40,7 +40,17 @@ if TYPE_CHECKING:
     from ._approval import is_approval, remembered_decisions
     from ._codec import FORMAT, Decoded, decode_state, decode_stored
     from ._history import Checkpoint, checkpoints_of
-    from ._moved import MOVED, mark_moved, moved_claim, moved_entry, moved_error, moved_to
+    from ._moved import (
+        MOVED,
+        mark_moved,
+        moved_claim,
+        moved_entry,
+        moved_error,
+        moved_to,
+        moving_claim,
+        moving_error,
+        moving_to,
+    )
     from ._observe import Observer, RunInfo, install
     from ._signing import as_key
     from ._standing import AgentState
@@ -90,6 +100,9 @@ __all__ = [
     "moved_entry",
     "moved_error",
     "moved_to",
+    "moving_claim",
+    "moving_error",
+    "moving_to",
     "person_key",
     "remembered_decisions",
     "respec",
@@ -105,6 +118,9 @@ _LAZY = {
     "moved_entry": "._moved",
     "moved_error": "._moved",
     "moved_to": "._moved",
+    "moving_claim": "._moved",
+    "moving_error": "._moved",
+    "moving_to": "._moved",
     "Abandonable": "._transitions",
     "DirectTool": "._direct",
     "ToolCaller": "._direct",

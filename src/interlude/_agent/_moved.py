@@ -29,6 +29,9 @@ __all__ = [
     "moved_entry",
     "moved_error",
     "moved_to",
+    "moving_claim",
+    "moving_error",
+    "moving_to",
 ]
 
 MOVED = "moved"
@@ -69,6 +72,23 @@ def moved_claim(target: str, at: float) -> dict[str, JsonValue]:
     return {"moved_to": target, "at": at}
 
 
+def moving_claim(target: str, at: float, entry: JsonValue) -> dict[str, JsonValue]:
+    """The run claim that freezes a store's session while a move takes it out: it names where
+    the session is going and the ``moved`` entry the move gave it (the move run again gives
+    the same), holds no run and has no lease (it never lapses: a mover that dies leaves the
+    session frozen, not open in two places; the move run again finishes it)."""
+    return {"moving_to": target, "at": at, "entry": entry}
+
+
+def moving_to(claim: object) -> str | None:
+    """Where the session is being moved, when its stored run claim freezes it for a move."""
+    if isinstance(claim, dict):
+        target = claim.get("moving_to")
+        if isinstance(target, str):
+            return target
+    return None
+
+
 def moved_to(claim: object) -> str | None:
     """Where the session went, when its stored run claim says it was moved away."""
     if isinstance(claim, dict):
@@ -91,6 +111,17 @@ def check_not_moved(agent: Agent) -> None:
     target = None if link is None else moved_to(link.claim)
     if target is not None:
         raise moved_error(agent.session_id, target)
+    going = None if link is None else moving_to(link.claim)
+    if going is not None:
+        raise moving_error(agent.session_id, going)
+
+
+def moving_error(session_id: str | None, target: str) -> SessionMovedError:
+    return SessionMovedError(
+        f"session {session_id!r} is being moved to {target}: answer it there once the move "
+        "ends (a move cut short is finished by running it again); nothing was changed here",
+        target=target,
+    )
 
 
 def mark_moved(

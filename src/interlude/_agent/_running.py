@@ -40,6 +40,10 @@ async def start(agent: Agent, plan: Plan, emit: Emit | None) -> AgentResult:
     try:
         if link is not None:  # the claim lands with the run's first checkpoint
             link.check_not_running()
+            if link.claim is not None:  # moved away, or being moved: say where
+                from ._moved import check_not_moved
+
+                check_not_moved(agent)
             link.claim_for(run)
         with agent._lock:
             observer = run.observer

@@ -116,6 +116,12 @@ class DBOSInbox:
         now = self.clock()
         if groups is not None:
             asked = {i.id: i for i in _questions(status)}
+            unseen = sorted(i for i in answers if i not in asked)
+            if unseen:  # the run checks answers, not groups: only questions it shows are
+                raise errors.UnknownInterruptError(  # answered with the groups checked here
+                    f"session {session_id!r} does not wait on {unseen[0]!r} now: answer the "
+                    "questions it waits on (their ids as listed)"
+                )
             check_allowed(asked, answers, groups, now, by)
         await answer(
             self.url, session_id, answers, by=by, shown=digests, timeout=self.answer_timeout

@@ -147,7 +147,8 @@ def _started_from(status: WorkflowStatus) -> Any:
 
 def _came_back(status: WorkflowStatus, state: dict[str, JsonValue]) -> bool:
     """Whether ``state`` is the session the ended workflow was moved away with, coming back
-    (its trail extends the one the workflow left with)."""
+    (its trail extends the one the workflow left with), or put back by a move its target
+    refused (the very trail it left with)."""
     output = status.output if isinstance(status.output, dict) else {}
     left = output.get("state")
     if status.status != "SUCCESS" or not isinstance(output.get("moved_to"), str):
@@ -156,7 +157,7 @@ def _came_back(status: WorkflowStatus, state: dict[str, JsonValue]) -> bool:
     after = state.get("audit")
     if not isinstance(before, list) or not isinstance(after, list):
         return False
-    return len(after) > len(before) and after[: len(before)] == before
+    return len(after) >= len(before) and after[: len(before)] == before  # (equal: put back)
 
 
 def _without_password(url: str) -> str:

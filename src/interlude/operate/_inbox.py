@@ -252,11 +252,14 @@ class Inbox:
     ) -> list[RecordedAnswer]:
         """Check ``answers`` against the session as ``stored`` and record them if it still
         stands at that version (the check and the claim are one step against the store)."""
-        from .._agent import check_answers, moved_error, moved_to
+        from .._agent import check_answers, moved_error, moved_to, moving_error, moving_to
         from ..errors import NotPausedError
         from ._rules import check_allowed, check_taken, check_votes, queue_conflict
 
         session_id = stored.session_id
+        going = moving_to(stored.claim)
+        if going is not None:  # frozen by a move: it will be answered where it goes
+            raise moving_error(session_id, going)
         if is_graph(stored):
             view = await _graph_view(self.store, session_id, stored, [])
         else:

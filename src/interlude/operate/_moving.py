@@ -4,8 +4,10 @@ A session paused on questions (or stopped between steps) leaves one place and ca
 another under the same id, with nothing done twice: its conversation, journal (the pause),
 state, audit trail and signatures travel as ``export_state()`` data. Four steps:
 
-1. **take out**: the source freezes the session (a store saves a run claim on it, so no run
-   or answer applies meanwhile; a workflow leaves through its ``move_out`` Update) and gives
+1. **take out**: the source freezes the session (a store saves a claim naming the target, with
+   no lease: no run or answer applies meanwhile, and a mover that dies leaves it frozen, never
+   open in two places, until the move is run again; a workflow leaves through its ``move_out``
+   Update or message) and gives
    its state with a ``moved`` audit entry appended (``interlude._agent.MOVED``);
 2. **put in**: the target creates the session from it (a store in one save; an identical
    session there already is success, and so is one the same session left earlier by a move,
@@ -13,7 +15,9 @@ state, audit trail and signatures travel as ``export_state()`` data. Four steps:
 3. **close**: the source drops the pause and keeps the ``moved`` entry (one save,
    compare-and-swap on the frozen version): an answer sent there is refused with
    SessionMovedError naming the target;
-4. on a failure in 2, the source is released as it was.
+4. on a failure in 2, the source is released as it was (a store), or the session is put back
+   into it (a workflow, which left already: its trail keeps the entry of the move that
+   failed).
 
 A place is anything with ``name``, ``take_out`` and ``put_in`` (:class:`Place`): a store
 (a URL or a :class:`~interlude.sessions.SessionStore`, as :class:`StorePlace`), or an engine's
@@ -42,10 +46,6 @@ if TYPE_CHECKING:
     from ._app import App
 
 __all__ = ["Moved", "Place", "StorePlace", "Taken", "move", "move_async"]
-
-FREEZE_LEASE = 120.0
-"""How long the claim that freezes a store's session holds (seconds): a move that dies
-mid-way leaves the session to others again after it."""
 
 
 async def _nothing() -> None:
@@ -126,7 +126,10 @@ async def move_async(
     try:
         await dst.put_in(session_id, taken.state)
     except BaseException:
-        await taken.release()
+        if taken.release is _nothing:  # a workflow that left already: back where it was
+            await src.put_in(session_id, taken.state)
+        else:
+            await taken.release()
         raise
     await taken.close()
     pause = taken.state.get("pause")
@@ -180,22 +183,26 @@ class StorePlace:
     async def take_out(self, session_id: str, *, to: str, by: str, app: App | None) -> Taken:
         import time
 
-        from .._agent import FORMAT, moved_claim, moved_entry
-        from ..sessions import new_claim
+        from .._agent import FORMAT, moved_claim, moved_entry, moving_claim
 
-        stored = await self._movable(session_id)
+        stored = await self._movable(session_id, to)
         audit = list(stored.audit)
-        entry = moved_entry(  # (before the freeze: a refusal here leaves nothing to release)
-            audit,
-            key=self._key(stored, app),
-            session_id=session_id,
-            source=self.name,
-            target=to,
-            by=by,
-            at=time.time(),
-            pause=stored.pause,
-        )
-        frozen = await self._save(stored, stored.version, claim=new_claim(None, FREEZE_LEASE))
+        again = stored.claim.get("entry") if isinstance(stored.claim, dict) else None
+        if isinstance(again, dict):  # frozen by this move before, cut short: the same entry
+            entry = again
+        else:
+            entry = moved_entry(  # (before the freeze: a refusal here leaves nothing to undo)
+                audit,
+                key=self._key(stored, app),
+                session_id=session_id,
+                source=self.name,
+                target=to,
+                by=by,
+                at=time.time(),
+                pause=stored.pause,
+            )
+        claim = moving_claim(to, time.time(), entry)
+        frozen = await self._save(stored, stored.version, claim=claim)
         try:
             await self._check_queue(session_id)
         except BaseException:
@@ -220,9 +227,10 @@ class StorePlace:
 
         return Taken(state, close, release)
 
-    async def _movable(self, session_id: str) -> StoredSession:
-        """The session as stored, if it can move now; else the error saying why not."""
-        from .._agent import moved_to
+    async def _movable(self, session_id: str, to: str) -> StoredSession:
+        """The session as stored, if it can move now to ``to``; else the error saying why not.
+        One frozen by a move to ``to`` that did not finish can: the move run again ends it."""
+        from .._agent import moved_to, moving_error, moving_to
         from ..sessions import claim_is_live, describe_claim, split_marker
         from ._sessions import is_graph
 
@@ -234,9 +242,12 @@ class StorePlace:
             raise SessionMovedError(
                 f"session {session_id!r} was moved to {went} already", target=went
             )
+        going = moving_to(stored.claim)
+        if going is not None and going != to:
+            raise moving_error(session_id, going)
         pause, marker = split_marker(stored.pause)
         claim = stored.claim if marker is None else marker
-        if claim is not None and claim_is_live(claim):
+        if going is None and claim is not None and claim_is_live(claim):
             raise AgentBusyError(
                 f"session {session_id!r} is being run ({describe_claim(claim)}): move it once "
                 "it pauses; nothing was changed"
