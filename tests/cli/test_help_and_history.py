@@ -142,7 +142,7 @@ def test_the_dbos_help_names_every_command_that_takes_it(
     found = re.search(r"DBOS system database: (.+?) then work on the agent runs", said)
     assert found, said
     taking = _names(found.group(1))
-    assert taking == ["run", "pending", "answer", "show", "serve", "dbos-worker", "move"]
+    assert taking == ["demo", "run", "pending", "answer", "show", "serve", "dbos-worker", "move"]
     for command in everything:
         if command in taking:
             continue

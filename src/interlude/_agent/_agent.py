@@ -195,6 +195,8 @@ class Agent(AgentTravel, AgentHolding):
         self._cancel_requested = False
         self._tool: ToolCaller | None = None  # made at first use (see tool)
         self._session: SessionLink | None = None
+        self._detached_id: str | None = None
+        """The id of the session it was detached from (a durable engine's run), if any."""
         self._unloaded = False
         """Whether the session is still to be loaded (at first use: see :meth:`load`)."""
         if (session is None) != (session_id is None):
@@ -276,6 +278,8 @@ class Agent(AgentTravel, AgentHolding):
         run's history itself). The agent keeps what it loaded."""
         if self._running:
             raise AgentBusyError("cannot detach the session while a run is going")
+        if self._session is not None:  # still names its calls (their idempotency keys)
+            self._detached_id = self._session.session_id
         self._session = None
         self._unloaded = False  # nothing to load any more
 

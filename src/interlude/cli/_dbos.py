@@ -1,6 +1,7 @@
-"""``--dbos URL``: ``pending``, ``answer``, ``show``, ``run`` and ``serve`` on agent runs of
-``interlude.dbos`` (DBOS workflows on PostgreSQL) instead of a session store, and
-``dbos-worker``, the only command that launches DBOS.
+"""``--dbos URL`` (or ``--dbos`` alone: the ``--store``'s PostgreSQL URL): ``pending``,
+``answer``, ``show``, ``run`` and ``serve`` on agent runs of ``interlude.dbos`` (DBOS workflows
+on PostgreSQL) instead of a session store, and ``dbos-worker``, the command that launches DBOS
+(``demo`` does too, for as long as it runs).
 
 The session a row names is the workflow id. ``pending`` and ``show`` read the runs' status and
 attributes (no worker is asked); ``answer`` goes through ``interlude.dbos.answer``, the one
@@ -18,6 +19,7 @@ import os
 import shlex
 import sys
 import time
+import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InterludeError, ResumeError
 from ._errors import CliError, _what
-from ._hints import answer_hints, program, short_id
+from ._hints import answer_hints, program, short_id, store_flag
 from ._render import Output
 from ._temporal import _cli_process
 from ._words import _interrupt_json, _shown, _transcript, audit_line
@@ -34,8 +36,11 @@ if TYPE_CHECKING:
     from .._interrupt import Interrupt
 
 __all__ = [
+    "DBOS_ALONE",
+    "WAIT_FOR_PAUSE",
     "dbos_answer",
     "dbos_command",
+    "dbos_demo",
     "dbos_flags",
     "dbos_pending",
     "dbos_run",
@@ -47,6 +52,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+DBOS_ALONE = ""
+"""The value of ``--dbos`` given without a URL: the ``--store``'s URL is taken (``_main``)."""
 
 ANSWER_WAIT = 60.0
 """Seconds ``answer`` and ``run`` wait for the run to pause again or end before saying it
@@ -82,7 +90,11 @@ def dbos_where(url: str) -> str:
 
 
 def dbos_flags(args: argparse.Namespace) -> str:
-    """`` --dbos URL`` for the commands this one suggests (none when it is $INTERLUDE_DBOS)."""
+    """`` --dbos URL`` for the commands this one suggests (none when it is $INTERLUDE_DBOS);
+    `` --store URL --dbos`` when ``--dbos`` came alone (``--store`` left out when it is
+    $INTERLUDE_STORE)."""
+    if getattr(args, "dbos_alone", False):
+        return f"{store_flag(args.store)} --dbos"
     if args.dbos == os.environ.get("INTERLUDE_DBOS"):
         return ""
     return f" --dbos {shlex.quote(args.dbos)}"
@@ -373,6 +385,127 @@ async def _show(args: argparse.Namespace, out: Output, url: str) -> int:
     return 0
 
 
+# --- demo ---------------------------------------------------------------------------------------
+
+
+WAIT_FOR_PAUSE = 60.0
+"""Seconds ``demo`` waits for the run to reach its question."""
+
+
+@dbos_command
+def dbos_demo(args: argparse.Namespace, out: Output) -> int:
+    """``demo`` on DBOS, with nothing else running: a DBOS worker of the built-in demo app in
+    this process, for as long as the command runs, under an executor id of its own
+    (``demo-worker-<hex>``: it recovers no other worker's runs); the demo agent started as
+    ``demo-<n>`` (the first id the database has no run for) on the workers' queue; its pause
+    awaited. The paused run belongs to that executor id: ``dbos-worker --executor-id
+    demo-worker-<hex>`` takes it back (DBOS recovers an executor's own runs) and carries it on
+    once answered; the commands are printed. A worker already running on the database may take
+    the run off the queue instead: it then carries it on, and no worker is to start."""
+    from ._demo import app
+
+    url = require_dbos(args)
+    if args.model:
+        raise CliError(
+            "--model does not apply with --dbos: the workers' app builds the agent "
+            "(run the demo without --dbos to try a real model)"
+        )
+    if args.task_queue:
+        raise CliError("--task-queue works with --temporal; DBOS runs start on its queue")
+    executor = f"demo-worker-{uuid.uuid4().hex[:8]}"  # its own: it recovers no one's runs
+    with _serving(
+        url, app, executor, log_level="ERROR"
+    ):  # first: it makes the system tables of a new database
+        sid = args.session or _call(args, _free_demo_id(url))
+        if args.session and _call(args, _exists(url, sid)):
+            raise CliError(f"session {sid!r} exists on {dbos_where(url)}; pick another --session")
+        got = _call(args, _start(args, out, url, sid))
+    _report(out, args, sid, executor, got)
+    return 0
+
+
+async def _exists(url: str, sid: str) -> bool:
+    from ..dbos import describe
+
+    return await describe(url, sid) is not None
+
+
+async def _free_demo_id(url: str) -> str:
+    """The first ``demo-<n>`` the system database has no run for (going on or ended)."""
+    n = 1
+    while await _exists(url, f"demo-{n}"):
+        n += 1
+    return f"demo-{n}"
+
+
+async def _start(args: argparse.Namespace, out: Output, url: str, sid: str) -> dict[str, Any]:
+    """Start the demo agent as run ``sid`` and wait for its pause (or its end)."""
+    from ..dbos import describe, start, view_of, wait_outcome
+    from ._demo import NAME, PROMPT
+
+    await start(url, NAME, sid, PROMPT)
+    if not out.json_mode:
+        out._say("Interlude demo: an agent that stops to ask before a risky tool.", "bold")
+        out._say(f"{dbos_where(url)}   session: {sid}\n", "dim")
+        out._say(f"user: {PROMPT}")
+    with out.working("the agent is working"):
+        got = await wait_outcome(url, sid, timeout=WAIT_FOR_PAUSE, queued=QUEUED_WAIT)
+    if got is None:
+        raise CliError(
+            f"session {sid!r}: the run did not reach its question within "
+            f"{WAIT_FOR_PAUSE:.0f} s; see where it stands with "
+            f"`{program()}{dbos_flags(args)} show {sid}`",
+            session=sid,
+        )
+    status = await describe(url, sid)
+    executor = None if status is None else view_of(status).workflow["executor_id"]
+    return {**got, "executor_id": executor}
+
+
+def _report(
+    out: Output, args: argparse.Namespace, sid: str, executor: str, got: dict[str, Any]
+) -> None:
+    questions = list(got["interrupts"])
+    if got["failure"] is not None:
+        raise CliError(
+            f"session {sid!r}: the run ended {got['status']}: {got['failure']}", session=sid
+        )
+    if out.json_mode:
+        out._json(
+            {
+                "session": sid,
+                "status": got["status"],
+                "stop_reason": got["stop_reason"],
+                "reply": got["text"],
+                "executor_id": got["executor_id"],
+                "interrupts": [_interrupt_json(i) for i in questions],
+            }
+        )
+        return
+    if not questions:
+        out._say(f"\nThe run ended ({got['stop_reason']}): {got['text']}", "bold green")
+        return
+    out._say(f"\nPaused: {len(questions)} question(s) wait for a person.", "bold")
+    for i in questions:
+        out._say(f"  {i.name}: {_shown(i)}")
+        out._say(f"    id: {i.id}", "dim")
+    me, flags, ran = program(), dbos_flags(args), got["executor_id"]
+    if ran == executor:  # this process ran it: its executor id takes it back
+        out._say(
+            "\nThe run waits in PostgreSQL; this process can end now. A worker carries it on "
+            "once it is answered: start one under the id that ran it (in a shell of its own), "
+            "then answer from any other process:"
+        )
+        out._say(f"  {me}{flags} dbos-worker --executor-id {shlex.quote(executor)}", "cyan")
+    else:  # a worker already running took it off the queue: it carries it on
+        out._say(
+            f"\nThe run waits in PostgreSQL on worker {ran}, which carries it on once it "
+            "is answered, from any other process:"
+        )
+    out._say(f"  {me}{flags} pending", "cyan")
+    out.hints(answer_hints(sid, questions, "", lead=flags, expire=False))
+
+
 # --- dbos-worker --------------------------------------------------------------------------------
 
 
@@ -426,15 +559,16 @@ def dbos_worker(args: argparse.Namespace, out: Output) -> int:
 
 
 @contextmanager
-def _serving(url: str, app: Any, executor: str) -> Iterator[None]:
-    """The DBOS worker while the block lasts; a failure to start is one line."""
+def _serving(url: str, app: Any, executor: str, **config: Any) -> Iterator[None]:
+    """The DBOS worker while the block lasts (``config``: more ``DBOSConfig`` keys); a failure
+    to start is one line."""
     from contextlib import ExitStack
 
     from ..dbos import worker
 
     with ExitStack() as stack:
         try:
-            stack.enter_context(worker(app, url, executor_id=executor))
+            stack.enter_context(worker(app, url, executor_id=executor, **config))
         except Exception as exc:
             raise CliError(
                 f"the worker could not start on {dbos_where(url)}: {_what(exc)}"

@@ -9,8 +9,9 @@ the other commands report a store that does not exist. With ``--temporal HOST:PO
 $INTERLUDE_TEMPORAL; ``--namespace``), ``pending``, ``answer`` and ``show`` work on agent
 workflows of ``interlude.temporal`` instead (the session is the workflow id), and
 ``temporal-worker`` runs a worker for the ``--app`` (see ``_temporal``). With ``--dbos URL`` (or
-$INTERLUDE_DBOS), the commands of ``ON_DBOS`` work on the runs of ``interlude.dbos`` on that
-PostgreSQL database, and ``dbos-worker`` runs a worker (see ``_dbos``).
+$INTERLUDE_DBOS; ``--dbos`` alone takes the ``--store``'s postgresql:// URL), the commands of
+``ON_DBOS`` work on the runs of ``interlude.dbos`` on that PostgreSQL database, and
+``dbos-worker`` runs a worker (see ``_dbos``).
 
 Commands that run a session's agent (``answer``, ``recover``, ``discard``) build it with the
 factory the ``--app`` registers under the agent name the session records. Nothing named in
@@ -44,7 +45,9 @@ from ._commands import (
     _show,
 )
 from ._dbos import (
+    DBOS_ALONE,
     dbos_answer,
+    dbos_demo,
     dbos_pending,
     dbos_run,
     dbos_show,
@@ -96,7 +99,7 @@ class _Help(argparse.HelpFormatter):
 
 
 def run(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = _dbos_alone(sys.argv[1:] if argv is None else list(argv))
     try:
         parser = _parser()
         args = parser.parse_args(argv)
@@ -127,18 +130,41 @@ def run(argv: list[str] | None = None) -> int:
         return 0
 
 
+def _dbos_alone(argv: list[str]) -> list[str]:
+    """``argv`` with each ``--dbos`` given without a URL (the next word is no ``...://...``:
+    a command's name, an option, nothing) as ``--dbos=``, so that argparse does not take the
+    command's name for the URL."""
+    out = list(argv)
+    for i, word in enumerate(argv):
+        if word == "--":
+            break
+        if word == "--dbos" and (i + 1 == len(argv) or "://" not in argv[i + 1]):
+            out[i] = "--dbos=" + DBOS_ALONE
+    return out
+
+
 def _command(args: argparse.Namespace) -> Callable[..., int]:
     """The command to run: its Temporal form (``ON_TEMPORAL``) with ``--temporal``, its DBOS
     form (``ON_DBOS``) with ``--dbos``; refused for the commands that work elsewhere, unless
     the option comes from the environment. Both options at once: the one given here wins over
-    the other's variable; both given (or both from the environment) are refused."""
-    if args.temporal and args.dbos:
+    the other's variable; both given (or both from the environment) are refused. ``--dbos``
+    alone takes the ``--store``'s URL, refused when that is not PostgreSQL's."""
+    given_dbos = args.dbos is not None and args.dbos != os.environ.get("INTERLUDE_DBOS")
+    if args.temporal and args.dbos is not None:
         given_temporal = args.temporal != os.environ.get("INTERLUDE_TEMPORAL")
-        if given_temporal == (args.dbos != os.environ.get("INTERLUDE_DBOS")):
+        if given_temporal == given_dbos:
             return _refusal("--dbos and --temporal name two engines: give one of them")
         args.temporal, args.dbos = (args.temporal, None) if given_temporal else (None, args.dbos)
+    if args.dbos == DBOS_ALONE:
+        store = str(args.store)
+        if not store.startswith(("postgresql://", "postgres://", "postgresql+")):
+            return _refusal(
+                f"--dbos without a URL takes the --store's PostgreSQL URL, and the store is "
+                f"{store!r}: give --store postgresql://user@host/db (or --dbos URL)"
+            )
+        args.dbos, args.dbos_alone = store, True
     if args.dbos:
-        return _engine(args, ON_DBOS, "--dbos", args.dbos != os.environ.get("INTERLUDE_DBOS"))
+        return _engine(args, ON_DBOS, "--dbos", given_dbos)
     if args.temporal:
         given = args.temporal != os.environ.get("INTERLUDE_TEMPORAL")
         return _engine(args, ON_TEMPORAL, "--temporal", given)
@@ -183,6 +209,7 @@ ON_TEMPORAL: dict[str, Callable[..., int]] = {
 """The commands that take ``--temporal``, and what each runs then (on agent workflows)."""
 
 ON_DBOS: dict[str, Callable[..., int]] = {
+    "demo": dbos_demo,
     "run": dbos_run,
     "pending": dbos_pending,
     "answer": dbos_answer,
@@ -255,7 +282,9 @@ TEMPORAL_HELP = (
 
 DBOS_HELP = (
     f"PostgreSQL URL of a DBOS system database: {_listed(ON_DBOS)} then work on the agent "
-    "runs of interlude.dbos there, the session being the workflow id. Default: $INTERLUDE_DBOS"
+    "runs of interlude.dbos there, the session being the workflow id. Given alone, --dbos "
+    "takes the --store's postgresql:// URL (the system database lives there, in its own "
+    "schema). Default: $INTERLUDE_DBOS"
 )
 
 _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
@@ -303,6 +332,8 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dbos",
         metavar="URL",
+        nargs="?",
+        const=DBOS_ALONE,
         default=os.environ.get("INTERLUDE_DBOS") or None,
         help=DBOS_HELP,
     )
@@ -321,7 +352,7 @@ def _command_parser(
         ("example:\n  " + example + "\n\n" if example else "")
         + "global options (also before the command; `interlude --help` explains them):\n"
         "  --store URL, --app MODULE:ATTR, --json, --temporal HOST:PORT, --namespace NAME,\n"
-        "  --dbos URL"
+        "  --dbos [URL]"
     )
     p = sub.add_parser(
         name,
@@ -343,7 +374,9 @@ def _hidden_globals(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--temporal", metavar="HOST:PORT", default=argparse.SUPPRESS, help=hidden)
     p.add_argument("--namespace", default=argparse.SUPPRESS, help=hidden)
-    p.add_argument("--dbos", metavar="URL", default=argparse.SUPPRESS, help=hidden)
+    p.add_argument(
+        "--dbos", metavar="URL", nargs="?", const=DBOS_ALONE, default=argparse.SUPPRESS, help=hidden
+    )
 
 
 EXAMPLES = {

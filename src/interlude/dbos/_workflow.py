@@ -199,13 +199,16 @@ class _Run:
         except ResumeError as exc:
             await DBOS.set_event_async(c.outcome_key(ticket), c.refusal_to_dict(exc))
             return None
-        for interrupt_id in answers:
-            self.answered[interrupt_id] = by
         await DBOS.set_event_async(c.outcome_key(ticket), {"accepted": True})
         try:
-            return await self.agent.resume_async(answers, by=by, shown=shown)
+            result = await self.agent.resume_async(answers, by=by, shown=shown)
         except ResumeError:  # checked just before, with the same clock: not expected
             return None
+        waiting = {q.id for q in self.agent.interrupts}  # a quorum's question waits on votes
+        for interrupt_id in answers:
+            if interrupt_id not in waiting:
+                self.answered[interrupt_id] = by
+        return result
 
     async def _move_out(self, ticket: str, message: Mapping[str, Any]) -> None:
         """Leave (``interlude move``): applied only at the pause it was sent at and before
@@ -247,8 +250,9 @@ class _Run:
         """The checks ``resume`` makes, and a question answered already in this run."""
         if not isinstance(answers, dict):
             raise ResumeInputError(f"answers must be a map of interrupt id to answer: {answers!r}")
+        waiting = {q.id for q in self.agent.interrupts}
         for interrupt_id in answers:
-            if interrupt_id in self.answered:
+            if interrupt_id in self.answered and interrupt_id not in waiting:
                 who = self.answered[interrupt_id]
                 raise AlreadyAnsweredError(
                     f"question {interrupt_id!r} was answered already"
