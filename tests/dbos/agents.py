@@ -3,7 +3,9 @@ files (the worker is another process, killed by some tests), and a model that ca
 
 The first user message is JSON: ``{"calls": [[tool, input], ...], "hold": PATH?}``: the model
 asks for those calls once, then says "Done."; with ``hold``, every model call records itself in
-``PATH.started`` and waits until ``PATH.release`` exists (a test kills the worker meanwhile).
+``PATH.started`` (with how many messages it was given) and waits until ``PATH.release`` exists
+(a test kills the worker meanwhile); with ``hold_from: N`` too, only from the N-th call
+recorded there on.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ def _reply(request: ModelRequest) -> str | list[ToolUse]:
     first = json.loads(getattr(request.messages[0].content[0], "text", "{}"))
     hold = first.get("hold")
     if hold:
-        record(hold + ".started", "model")
-        _hold(hold)
+        made = record(hold + ".started", f"model {len(request.messages)}")
+        if made >= first.get("hold_from", 1):
+            _hold(hold)
     last = request.messages[-1]
     if len(request.messages) > 1 and last.role == "user":
         return "Done."

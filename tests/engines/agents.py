@@ -22,8 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from interlude import Agent, AgentSession, App, ToolContext, ToolUse, tool
+from interlude import Agent, AgentSession, App, ToolContext, ToolResult, ToolUse, tool
 from interlude.hooks import BeforeToolCallEvent
+from interlude.multiagent import Graph
 from interlude.testing import FunctionModel
 from interlude.testing._models import ModelRequest
 
@@ -176,6 +177,85 @@ app.agent("approve")(_with(_approve))
 app.agent("typed")(_with(_approve_typed))
 app.agent("deadline")(_with(_approve_by_deadline))
 app.agent("quorum")(_with(_two_approve))
+
+
+def _undo_touch(input: dict[str, Any], result: Any, context: ToolContext) -> str:
+    _record(_full(context, f"{input['path']}.undo"), "undo")
+    return f"untouched {input['path']}"
+
+
+@tool(compensate=_undo_touch)
+def keep(path: str, context: ToolContext) -> str:
+    """Record a run in a file; undone by recording in ``<path>.undo``.
+
+    Args:
+        path: The file.
+    """
+    _record(_full(context, path), "keep")
+    return f"kept {path}"
+
+
+@tool(needs_approval=True)
+def gated(path: str, context: ToolContext) -> str:
+    """Record a run in a file, once a person approved it.
+
+    Args:
+        path: The file.
+    """
+    _record(_full(context, path), "gated")
+    return f"gated {path}"
+
+
+def _one_by_one(request: ModelRequest) -> str | list[ToolUse]:
+    """The prompt's calls one per turn (ids ``call_<i>``), then "Done."."""
+    done = sum(1 for m in request.messages for b in m.content if isinstance(b, ToolResult))
+    calls = json.loads(getattr(request.messages[0].content[0], "text", "[]"))
+    if done < len(calls):
+        name, args = calls[done]
+        return [ToolUse(f"call_{done}", name, args)]
+    return "Done."
+
+
+@app.agent("undo")
+def build_undo(session: AgentSession) -> Agent:
+    """One call per turn, of ``keep`` (compensable) and ``gated`` (asks an approval)."""
+    return Agent(
+        FunctionModel(_one_by_one),
+        tools=[keep, gated],
+        session=session.store,
+        session_id=session.id,
+        session_lease=2.0,
+    )
+
+
+def _node_reply(node: str) -> Callable[[ModelRequest], str | list[ToolUse]]:
+    """A graph node's model: the first line of its first user message is JSON ``{node:
+    [[tool, input], ...]}``; the node asks for its calls once, then says what it did."""
+
+    def reply(request: ModelRequest) -> str | list[ToolUse]:
+        last = request.messages[-1]
+        if len(request.messages) > 1 and last.role == "user":
+            return f"{node} done."
+        first = getattr(request.messages[0].content[0], "text", "{}")
+        calls = json.loads(first.split("\n", 1)[0]).get(node, [])
+        return [ToolUse(f"{node}_{i}", name, args) for i, (name, args) in enumerate(calls)]
+
+    return reply
+
+
+@app.graph("review")
+def build_review(session: AgentSession) -> Graph:
+    """Two nodes, ``draft`` then ``publish``; ``publish``'s tool calls ask an approval."""
+    draft = Agent(FunctionModel(_node_reply("draft")), tools=[touch], name="draft")
+    publish = Agent(FunctionModel(_node_reply("publish")), tools=[touch], name="publish")
+    publish.hooks.add_callback(BeforeToolCallEvent, _approve)
+    return Graph(
+        {"draft": draft, "publish": publish},
+        [("draft", "publish")],
+        entry="draft",
+        session=session.store,
+        session_id=session.id,
+    )
 
 
 def temporal_tools() -> dict[str, Any]:

@@ -45,6 +45,14 @@ class Engine(Protocol):
         carry it on; the questions it then asks."""
         ...
 
+    async def undo(self, session_id: str, to: str, by: str) -> str:
+        """Take the paused run back to checkpoint ``to``; the undo's stop reason."""
+        ...
+
+    async def recover(self, session_id: str) -> list[Interrupt]:
+        """Carry on the run an undo left stopped; its questions once it paused (none: ended)."""
+        ...
+
     async def result(self, session_id: str) -> dict[str, Any]:
         """``{"stop_reason", "text", "state"}`` once the run ended (``state``: export_state)."""
         ...
@@ -107,6 +115,16 @@ class Embedded:
         opened = await self._open(session_id)
         assert opened.needs_recovery
         return self._note(session_id, await opened.recover_async())
+
+    async def undo(self, session_id: str, to: str, by: str) -> str:
+        agent = await self._open(session_id)
+        undone = await agent.undo_async(to=to, by=by)
+        self._note(session_id, undone)
+        return str(undone.stop_reason)
+
+    async def recover(self, session_id: str) -> list[Interrupt]:
+        agent = await self._open(session_id)
+        return self._note(session_id, await agent.recover_async())
 
     async def result(self, session_id: str) -> dict[str, Any]:
         stop_reason, text = self.ended[session_id]
@@ -187,6 +205,14 @@ class OnTemporal:
         await self.serve(queue)  # a worker of the same queue carries the run on
         return await self._paused_or_ended(session_id)
 
+    async def undo(self, session_id: str, to: str, by: str) -> str:
+        outcome = await self.agents.undo(session_id, to, by=by)
+        return str(outcome["stop_reason"])
+
+    async def recover(self, session_id: str) -> list[Interrupt]:
+        await self.agents.recover(session_id)
+        return await self._paused_or_ended(session_id)
+
     async def result(self, session_id: str) -> dict[str, Any]:
         out: dict[str, Any] = await self.agents.result(session_id)
         return out
@@ -254,6 +280,12 @@ class OnDBOS:
         _release(session_id)
         self.stack.enter_context(dbos_worker(self.url, executor))  # recovers its runs
         return await self._paused_or_ended(session_id)
+
+    async def undo(self, session_id: str, to: str, by: str) -> str:
+        raise NotImplementedError("undo: not built on DBOS yet")
+
+    async def recover(self, session_id: str) -> list[Interrupt]:
+        raise NotImplementedError("recover: not built on DBOS yet")
 
     async def result(self, session_id: str) -> dict[str, Any]:
         from interlude.dbos import result
