@@ -22,7 +22,6 @@ from ..errors import (
     StaleAnswerError,
     UnknownInterruptError,
 )
-from ._moved import check_not_moved
 from ._state import BeforeInvocation, Progress, Step
 
 if TYPE_CHECKING:
@@ -68,6 +67,8 @@ def prompt_plan(agent: Agent, prompt: Prompt) -> Plan:
         )
     link = agent._session
     if link is not None and link.claim is not None:  # closed by a move: say where it went
+        from ._moved import check_not_moved
+
         check_not_moved(agent)
     return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
 
@@ -92,6 +93,8 @@ def resume_plan(
     if isinstance(answers, Mapping):
         _check_answered_before(agent, answers, pause)
     if pause is None or not pause.interrupts:
+        from ._moved import check_not_moved
+
         check_not_moved(agent)  # closed by a move: say where it went
         raise NotPausedError(
             "the agent is not paused; there is nothing to resume"
