@@ -67,9 +67,7 @@ def prompt_plan(agent: Agent, prompt: Prompt) -> Plan:
         )
     link = agent._session
     if link is not None and link.claim is not None:  # closed by a move: say where it went
-        from ._moved import check_not_moved
-
-        check_not_moved(agent)
+        _check_not_moved(agent)
     return BeforeInvocation(_prompt_message(prompt)), Progress(), False, []
 
 
@@ -93,9 +91,7 @@ def resume_plan(
     if isinstance(answers, Mapping):
         _check_answered_before(agent, answers, pause)
     if pause is None or not pause.interrupts:
-        from ._moved import check_not_moved
-
-        check_not_moved(agent)  # closed by a move: say where it went
+        _check_not_moved(agent)  # closed by a move: say where it went
         raise NotPausedError(
             "the agent is not paused; there is nothing to resume"
             + (" (it holds a stopped run: carry it on with recover())" if pause else "")
@@ -298,6 +294,14 @@ def vote_problem(
             f"({voted!r:.80}): {need} people must give the same answer (or one declines)"
         )
     return None
+
+
+def _check_not_moved(agent: Agent) -> None:
+    """SessionMovedError when the agent's session was moved away, or is being moved (its
+    module loads on first use: ``import interlude`` stays light)."""
+    from ._moved import check_not_moved
+
+    check_not_moved(agent)
 
 
 def check_consumed(event: Any, answers: Any) -> None:
