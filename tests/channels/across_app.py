@@ -61,7 +61,9 @@ def gate(session: str, point: str) -> None:
     if not hold.exists():
         return
     held = hold.with_name(hold.name + ".held")
-    held.write_text(str(os.getpid()), encoding="utf-8")
+    writing = held.with_name(held.name + ".tmp")  # whole or absent: the test reads it once it
+    writing.write_text(str(os.getpid()), encoding="utf-8")  # exists (a loaded machine showed
+    os.replace(writing, held)  # it empty between its creation and its write)
     deadline = time.monotonic() + HELD_FOR
     while hold.exists():
         if time.monotonic() > deadline:
