@@ -44,6 +44,11 @@ class AgentView(Protocol):
     def session_id(self) -> str | None: ...
 
     @property
+    def run_session_id(self) -> str | None:
+        """The session its calls belong to (a durable engine's run included)."""
+        ...
+
+    @property
     def interrupts(self) -> list[Interrupt]: ...
 
     @property

@@ -24,6 +24,7 @@ from ._executor import (
     StateDelta,
     ToolOutcome,
     ToolRequest,
+    outcome_from_json,
 )
 from ._spec import respec
 
@@ -94,6 +95,7 @@ __all__ = [
     "decode_stored",
     "install",
     "is_approval",
+    "outcome_from_json",
     "load_all",
     "mark_moved",
     "moved_claim",

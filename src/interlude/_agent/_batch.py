@@ -524,8 +524,7 @@ def _settle_in_doubt(run: StepContext, call: ToolCall) -> tuple[ToolCall, Interr
             from .._tools import idempotency_key
 
             agent = run.agent
-            session = agent.session_id or agent._detached_id  # (a durable engine's run)
-            key = idempotency_key(session, agent.name, call.tool_use.id)
+            key = idempotency_key(agent.run_session_id, agent.name, call.tool_use.id)
             return call, Interrupt(
                 id=iid,
                 name="in_doubt",

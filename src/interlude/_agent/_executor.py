@@ -39,6 +39,7 @@ __all__ = [
     "StateDelta",
     "ToolOutcome",
     "ToolRequest",
+    "outcome_from_json",
 ]
 
 
@@ -253,3 +254,30 @@ def _load_bodies() -> Any:
 def current_body() -> Body | None:
     """The tool body running in this context (see ``_overlay``), or None."""
     return None if _BODIES is None else _BODIES.BODY_STATE.get()
+
+
+def outcome_from_json(out: Mapping[str, Any], state: StateDelta | None) -> ToolOutcome:
+    """A tool body's outcome as a durable engine recorded it (``{"result"}``, ``{"error"}``,
+    ``{"interrupt"}`` or ``{"interrupts"}``, with ``"used"`` and ``"checkpoint"``), with the
+    ``state`` change the engine read from it (each engine records that its own way)."""
+    from .._exceptions import exception_from_dict
+    from .._interrupt import Interrupt
+    from .._messages import tool_result_from_dict
+
+    used = out.get("used")
+    taken = tuple(str(i) for i in used) if isinstance(used, list) else ()
+    checkpoint = out.get("checkpoint")
+    kept = checkpoint if isinstance(checkpoint, str) else None
+    if "interrupts" in out:
+        questions = tuple(Interrupt.from_dict(q) for q in out["interrupts"])
+        return Asked(interrupts=questions, relayed=True, checkpoint=kept, used=taken, state=state)
+    if "interrupt" in out:
+        question = Interrupt.from_dict(out["interrupt"])
+        return Asked(interrupts=(question,), checkpoint=kept, used=taken, state=state)
+    if "error" in out:  # the tool raised: the loop makes its error result, as embedded
+        error = exception_from_dict(out["error"], "tool error")
+        if not isinstance(error, Exception):
+            error = RuntimeError(f"tool error: {error!r}")
+        return Raised(exception=error, used=taken, state=state)
+    result = tool_result_from_dict(out["result"], "tool result")
+    return Returned(result=result, used=taken, state=state)

@@ -40,6 +40,7 @@ class AgentHolding:
         _state: AgentState
         _running: bool
         _session: SessionLink | None
+        _detached_id: str | None
 
         @property
         def name(self) -> str | None: ...
@@ -136,6 +137,12 @@ class AgentHolding:
     @property
     def session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
+
+    @property
+    def run_session_id(self) -> str | None:
+        """The session its calls belong to (their idempotency keys): its session's id, or the
+        id of the one a durable engine detached it from (``detach_session``)."""
+        return self.session_id or self._detached_id
 
     @property
     def session_store(self) -> SessionStore | None:

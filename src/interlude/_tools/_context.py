@@ -112,8 +112,7 @@ class ToolContext(Interrupter):
         (which no signature can tell). Made from the session id, the agent's name and the
         tool use's id (unique in its conversation)."""
         agent = self.agent
-        session = agent.session_id or getattr(agent, "_detached_id", None)  # (an engine's run)
-        return idempotency_key(session, agent.name, self.tool_use.id)
+        return idempotency_key(agent.run_session_id, agent.name, self.tool_use.id)
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -32,14 +32,14 @@ from .._agent import (
     StateDelta,
     ToolOutcome,
     ToolRequest,
+    outcome_from_json,
 )
 from .._exceptions import exception_from_dict, exception_to_dict
-from .._interrupt import Interrupt
-from .._messages import JsonValue, block_to_dict, tool_result_from_dict
+from .._messages import JsonValue, block_to_dict
 from .._stream import ModelResponse
 from ..errors import ModelError
 
-__all__ = ["MODEL_STEP", "TOOL_STEP", "Clock", "DBOSExecutor", "outcome_from_json"]
+__all__ = ["MODEL_STEP", "TOOL_STEP", "Clock", "DBOSExecutor", "outcome_from_record"]
 
 MODEL_STEP = "interlude.model"
 TOOL_STEP = "interlude.tool"
@@ -86,7 +86,7 @@ class DBOSExecutor:
         if not request.at_most_once:  # may run again: the body step alone
             out = await DBOS.run_step_async({"name": name}, _tool_body, request)
             self.clock.advance(out.get("now"))
-            return outcome_from_json(out)
+            return outcome_from_record(out)
         started, done = DBOS.reserve_step(), DBOS.reserve_step()  # ids in call order
         ran: list[bool] = []
 
@@ -104,7 +104,7 @@ class DBOSExecutor:
 
         out = await done.run_async({"name": name}, body)
         self.clock.advance(out.get("now"))
-        return outcome_from_json(out)
+        return outcome_from_record(out)
 
 
 async def _model_body(call: ModelCall) -> dict[str, JsonValue]:
@@ -162,7 +162,7 @@ def outcome_to_json(outcome: ToolOutcome) -> dict[str, JsonValue]:
     return out
 
 
-def outcome_from_json(out: Mapping[str, Any]) -> ToolOutcome:
+def outcome_from_record(out: Mapping[str, Any]) -> ToolOutcome:
     """The step's recorded output as the loop's outcome."""
     if "lost" in out:
         return Lost(reason=str(out["lost"]))
@@ -170,20 +170,4 @@ def outcome_from_json(out: Mapping[str, Any]) -> ToolOutcome:
     delta = None
     if isinstance(changed, dict):
         delta = StateDelta(set=changed.get("set") or {}, removed=tuple(changed.get("removed", ())))
-    used = out.get("used")
-    taken = tuple(str(i) for i in used) if isinstance(used, list) else ()
-    checkpoint = out.get("checkpoint")
-    kept = checkpoint if isinstance(checkpoint, str) else None
-    if "interrupts" in out:
-        questions = tuple(Interrupt.from_dict(q) for q in out["interrupts"])
-        return Asked(interrupts=questions, relayed=True, checkpoint=kept, used=taken, state=delta)
-    if "interrupt" in out:
-        question = Interrupt.from_dict(out["interrupt"])
-        return Asked(interrupts=(question,), checkpoint=kept, used=taken, state=delta)
-    if "error" in out:
-        error = exception_from_dict(out["error"], "tool error")
-        if not isinstance(error, Exception):
-            error = RuntimeError(f"tool error: {error!r}")
-        return Raised(exception=error, used=taken, state=delta)
-    result = tool_result_from_dict(out["result"], "tool result")
-    return Returned(result=result, used=taken, state=delta)
+    return outcome_from_json(out, delta)

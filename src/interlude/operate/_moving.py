@@ -280,7 +280,7 @@ class StorePlace:
         if app is None or stored.agent is None or stored.agent not in app.names:
             return None
         agent = app._build(stored.agent, stored.session_id, self.store)
-        key: bytes | None = agent._key
+        key: bytes | None = agent.spec.signing_key
         return key
 
     async def _save(

@@ -19,18 +19,16 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 from .._agent import (
-    Asked,
     Lost,
     ModelCall,
     Raised,
-    Returned,
     StateDelta,
     ToolOutcome,
     ToolRequest,
+    outcome_from_json,
 )
 from .._exceptions import exception_from_dict
-from .._interrupt import Interrupt
-from .._messages import JsonValue, block_to_dict, tool_result_from_dict
+from .._messages import JsonValue, block_to_dict
 from .._stream import ModelResponse
 from ..errors import ModelError
 from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY, answers_to_dict
@@ -139,26 +137,11 @@ class ActivityExecutor:
 
 
 def _outcome(out: Mapping[str, Any], sent: Mapping[str, JsonValue]) -> ToolOutcome:
-    """What the tool activity reported, as the loop's outcome."""
+    """What the tool activity reported, as the loop's outcome (its state change: the state it
+    sent back against the state it was ``sent``)."""
     changed = out.get("state")
     delta = StateDelta.between(sent, changed) if isinstance(changed, dict) else None
-    used = out.get("used")
-    taken = tuple(str(i) for i in used) if isinstance(used, list) else ()
-    checkpoint = out.get("checkpoint")
-    kept = checkpoint if isinstance(checkpoint, str) else None
-    if "interrupts" in out:
-        questions = tuple(Interrupt.from_dict(q) for q in out["interrupts"])
-        return Asked(interrupts=questions, relayed=True, checkpoint=kept, used=taken, state=delta)
-    if "interrupt" in out:
-        question = Interrupt.from_dict(out["interrupt"])
-        return Asked(interrupts=(question,), checkpoint=kept, used=taken, state=delta)
-    if "error" in out:  # the tool raised: the loop makes its error result, as embedded
-        error = exception_from_dict(out["error"], "tool error")
-        if not isinstance(error, Exception):
-            error = RuntimeError(f"tool error: {error!r}")
-        return Raised(exception=error, used=taken, state=delta)
-    result = tool_result_from_dict(out["result"], "tool result")
-    return Returned(result=result, used=taken, state=delta)
+    return outcome_from_json(out, delta)
 
 
 LOCAL_PATCH = "interlude.local-activities"
